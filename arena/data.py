@@ -1,0 +1,464 @@
+"""The typed data model: validated pairwise battles, loaded from and written to every supported format.
+
+Everything upstream (files, the app, the simulator, judge verdicts) converts into :class:`Battles` here,
+at the edge; everything downstream takes :class:`Battles` or its aggregate :class:`PairCounts`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)")
+"""Chatbot Arena winner labels; their index is the outcome code used in :class:`PairCounts`."""
+A_WINS, B_WINS, TIE, TIE_BOTHBAD = 0, 1, 2, 3
+
+STYLE_COLUMNS: tuple[str, ...] = (
+    "sum_assistant_a_tokens", "header_count_a", "list_count_a", "bold_count_a",
+    "sum_assistant_b_tokens", "header_count_b", "list_count_b", "bold_count_b",
+)
+"""Per-side style totals from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` summed)."""
+REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
+OPTIONAL_TEXT: tuple[str, ...] = ("judge", "question_id", "category", "language")
+
+OnError = Literal["raise", "skip"]
+
+
+class BattleDataError(ValueError):
+    """A bad input row or file, with the file, line and field it concerns and what to do about it."""
+
+    def __init__(self, source: str, line: int | None, field: str | None, problem: str, hint: str = ""):
+        self.source, self.line, self.field, self.problem, self.hint = source, line, field, problem, hint
+        where = source if line is None else f"{source}, line {line}"
+        what = f"field '{field}': " if field else ""
+        super().__init__(f"{where}: {what}{problem}" + (f". {hint}" if hint else ""))
+
+
+class DisconnectedGraphWarning(UserWarning):
+    """The comparison graph has several components: ratings across components are not comparable."""
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """One input row dropped at the user's request (``on_error='skip'``), with the reason."""
+
+    line: int
+    field: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """How another layout's columns and winner labels map onto the Chatbot Arena battle layout.
+
+    ``columns`` maps source column -> canonical column; ``winners`` maps source winner label ->
+    one of :data:`WINNERS`.
+    """
+
+    columns: Mapping[str, str] = field(default_factory=dict)
+    winners: Mapping[str, str] = field(default_factory=dict)
+
+
+LAYOUTS: dict[str, ColumnMap] = {
+    "arena": ColumnMap(),
+    # LLMFAO (Ustalov): `left`/`right` hold the model names shown on each side, `worker` is the voter.
+    "llmfao": ColumnMap(
+        columns={"left": "model_a", "right": "model_b", "worker": "judge", "prompt": "question_id"},
+        winners={"left": "model_a", "right": "model_b", "tie": "tie"},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Battles:
+    """Validated battles in the Chatbot Arena layout.
+
+    ``df`` has ``model_a``/``model_b`` as categoricals sharing one category list (the model names,
+    sorted), ``winner`` as a categorical over :data:`WINNERS`, optional columns (``judge``, ``tstamp``,
+    ``question_id``, ``category``, ``language``, ``anony``, the style totals of :data:`STYLE_COLUMNS`,
+    ``conv_metadata`` as loaded) and any extra source columns, kept for a lossless round trip.
+    ``line`` holds each row's source line number for error messages.
+    """
+
+    df: pd.DataFrame
+    source: str = "<dataframe>"
+    skipped: tuple[SkippedRow, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    @property
+    def models(self) -> list[str]:
+        """Model names, sorted; index ``i`` is model code ``i`` in :class:`PairCounts`."""
+        return list(self.df["model_a"].cat.categories)
+
+    @property
+    def outcome(self) -> np.ndarray:
+        """Outcome codes (:data:`A_WINS`, :data:`B_WINS`, :data:`TIE`, :data:`TIE_BOTHBAD`) as int8."""
+        return self.df["winner"].cat.codes.to_numpy(np.int8)
+
+    def skip_report(self) -> str:
+        """One line per reason: how many rows were skipped and why (empty when none)."""
+        if not self.skipped:
+            return ""
+        counts = pd.Series([f"{s.field}: {s.problem}" for s in self.skipped]).value_counts()
+        lines = [f"{self.source}: skipped {len(self.skipped)} bad row(s)"]
+        lines += [f"  {n} x {reason}" for reason, n in counts.items()]
+        return "\n".join(lines)
+
+    def with_df(self, df: pd.DataFrame) -> Battles:
+        """A copy holding a filtered or extended frame (categories re-normalised)."""
+        return Battles(_finalise(df.copy()), self.source, self.skipped)
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Battles aggregated to unique (model_a, model_b, outcome) cells: the arena's hot path.
+
+    ``a`` and ``b`` are int32 indices into ``models``; ``outcome`` int8 codes; ``count`` float64.
+    """
+
+    models: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    count: np.ndarray
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def per_model(self) -> pd.DataFrame:
+        """Battles, wins, losses and ties per model (both tie kinds count as ties)."""
+        k = self.n_models
+        tie = self.outcome >= TIE
+        battles = np.bincount(self.a, self.count, k) + np.bincount(self.b, self.count, k)
+        wins = np.bincount(self.a, self.count * (self.outcome == A_WINS), k) + np.bincount(
+            self.b, self.count * (self.outcome == B_WINS), k
+        )
+        ties = np.bincount(self.a, self.count * tie, k) + np.bincount(self.b, self.count * tie, k)
+        return pd.DataFrame(
+            {"model": list(self.models), "battles": battles, "wins": wins, "losses": battles - wins - ties,
+             "ties": ties}
+        )
+
+
+# ----------------------------------------------------------------------------------------------- loading
+
+
+def load_battles(
+    source: str | Path | pd.DataFrame,
+    *,
+    layout: str | ColumnMap = "arena",
+    on_error: OnError = "raise",
+    fmt: str | None = None,
+) -> Battles:
+    """Load and validate battles from JSON/JSONL (optionally .gz), CSV, Parquet or a DataFrame.
+
+    ``layout`` names a preset of :data:`LAYOUTS` (``"arena"``, ``"llmfao"``) or is a :class:`ColumnMap`.
+    With ``on_error="raise"`` the first bad row raises :class:`BattleDataError` naming file, line and
+    field; with ``"skip"`` bad rows are dropped, counted and listed in ``Battles.skipped``.
+    """
+    cmap = LAYOUTS[layout] if isinstance(layout, str) else layout
+    if isinstance(source, pd.DataFrame):
+        name, raw = "<dataframe>", source.copy()
+        raw["line"] = np.arange(len(raw)) + 1
+    else:
+        name = str(source)
+        raw = _read_file(Path(source), fmt, on_error)
+    return validate(raw, name, cmap, on_error)
+
+
+def _format_of(path: Path, fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    ext = suffixes[-1] if suffixes else ""
+    known = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
+             ".pq": "parquet"}
+    if ext not in known:
+        raise BattleDataError(str(path), None, None, f"unknown file type '{ext or path.name}'",
+                              "use .json, .jsonl, .csv or .parquet, or pass fmt=")
+    return known[ext]
+
+
+def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
+    if not path.exists():
+        raise BattleDataError(str(path), None, None, "file not found", "check the path")
+    kind = _format_of(path, fmt)
+    if kind == "csv":
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        df["line"] = np.arange(len(df)) + 2  # line 1 is the header
+        if "conv_metadata" in df:
+            df["conv_metadata"] = [_json_cell(v, str(path), n) for v, n in zip(df["conv_metadata"], df["line"])]
+        return df
+    if kind == "parquet":
+        df = pd.read_parquet(path)
+        df["line"] = np.arange(len(df)) + 1
+        return df
+    text = _read_text(path)
+    if kind == "json" and text.lstrip().startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise BattleDataError(str(path), e.lineno, None, f"invalid JSON ({e.msg})", "fix the file") from e
+        df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(REQUIRED))
+        df["line"] = np.arange(len(df)) + 1  # record number within the array
+        return df
+    return _read_jsonl(text, str(path), on_error)
+
+
+def _read_text(path: Path) -> str:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _read_jsonl(text: str, name: str, on_error: OnError) -> pd.DataFrame:
+    records, lines, bad = [], [], []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as e:
+            if on_error == "raise":
+                raise BattleDataError(name, n, None, f"invalid JSON line ({e})",
+                                      "fix the line or load with on_error='skip'") from None
+            bad.append(n)
+            continue
+        records.append(rec)
+        lines.append(n)
+    df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(REQUIRED))
+    df["line"] = lines
+    df.attrs["bad_json_lines"] = bad
+    return df
+
+
+def _json_cell(value: object, name: str, line: int) -> object:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise BattleDataError(name, int(line), "conv_metadata", "not valid JSON",
+                              "write conv_metadata as a JSON object or leave it empty") from None
+
+
+# -------------------------------------------------------------------------------------------- validation
+
+
+def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError = "raise") -> Battles:
+    """Rename, check and type a raw frame (see :func:`load_battles`)."""
+    bad_json = raw.attrs.get("bad_json_lines", [])
+    df = raw.rename(columns=dict(cmap.columns))
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        have = ", ".join(map(str, raw.columns.drop("line", errors="ignore")))
+        raise BattleDataError(source, None, missing[0], f"missing column(s) {missing}; found: {have}",
+                              "rename the columns or pass layout=ColumnMap(columns={...})")
+    if "line" not in df:
+        df["line"] = np.arange(len(df)) + 1
+    if cmap.winners:
+        mapped = df["winner"].astype("string").map(dict(cmap.winners))
+        df["winner"] = mapped.where(mapped.notna(), df["winner"].astype("string"))
+    skipped = [SkippedRow(int(n), "<json>", "invalid JSON line") for n in bad_json]
+
+    checks: list[tuple[str, str, str, pd.Series]] = []
+    for col in ("model_a", "model_b"):
+        s = df[col].astype("string").str.strip()
+        df[col] = s
+        checks.append((col, "empty model name", "give every battle two model names", s.isna() | (s == "")))
+    w = df["winner"].astype("string").str.strip()
+    df["winner"] = w
+    checks.append(("winner", "unknown winner label", f"use one of {list(WINNERS)} or map labels with a ColumnMap",
+                   ~w.isin(WINNERS).fillna(False).astype(bool)))
+    checks.append(("model_b", "a model battling itself", "drop the row or fix the names",
+                   (df["model_a"] == df["model_b"]).fillna(False).astype(bool)))
+    if "tstamp" in df:
+        ts = pd.to_numeric(df["tstamp"], errors="coerce")
+        checks.append(("tstamp", "not a number (seconds since the epoch)", "fix or remove the value",
+                       ts.isna() & df["tstamp"].notna() & (df["tstamp"].astype("string") != "")))
+    bad_any = pd.Series(False, index=df.index)
+    for col, problem, hint, mask in checks:
+        mask = mask & ~bad_any  # one reason per row: the first that applies
+        if not mask.any():
+            continue
+        first = mask.idxmax()
+        if on_error == "raise":
+            value = df.at[first, col]
+            raise BattleDataError(source, int(df.at[first, "line"]), col, f"{problem} ({value!r})",
+                                  hint + "; or load with on_error='skip' to drop and count such rows")
+        skipped += [SkippedRow(int(n), col, problem) for n in df.loc[mask, "line"]]
+        bad_any |= mask
+    df = df.loc[~bad_any]
+    skipped.sort(key=lambda s: s.line)
+    return Battles(_finalise(df), source, tuple(skipped))
+
+
+def _finalise(df: pd.DataFrame) -> pd.DataFrame:
+    """Type the canonical columns; flatten ``conv_metadata`` style counts into total columns."""
+    df = df.reset_index(drop=True)
+    names = pd.unique(pd.concat([df["model_a"].astype(str), df["model_b"].astype(str)], ignore_index=True))
+    cats = sorted(names)
+    df["model_a"] = pd.Categorical(df["model_a"].astype(str), categories=cats)
+    df["model_b"] = pd.Categorical(df["model_b"].astype(str), categories=cats)
+    df["winner"] = pd.Categorical(df["winner"].astype(str), categories=list(WINNERS))
+    if "tstamp" in df:
+        df["tstamp"] = pd.to_numeric(df["tstamp"], errors="coerce")
+    if "anony" in df and df["anony"].dtype != bool:
+        df["anony"] = df["anony"].map(_to_bool).astype("boolean")
+    for col in OPTIONAL_TEXT:
+        if col in df:
+            df[col] = df[col].astype("string")
+    if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
+        for col, values in _style_from_metadata(df["conv_metadata"]).items():
+            if col not in df:
+                df[col] = values
+    for col in STYLE_COLUMNS:
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+    if "line" not in df:
+        df["line"] = np.arange(len(df)) + 1
+    return df
+
+
+def _to_bool(v: object) -> object:
+    if isinstance(v, str):
+        return {"true": True, "false": False, "1": True, "0": False}.get(v.strip().lower(), pd.NA)
+    return pd.NA if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)
+
+
+def _total(v: object) -> float:
+    if isinstance(v, Mapping):
+        return float(sum(float(x) for x in v.values()))
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _style_from_metadata(meta: pd.Series) -> dict[str, list[float]]:
+    """Totals per side from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` are summed)."""
+    out: dict[str, list[float]] = {c: [] for c in STYLE_COLUMNS}
+    for m in meta:
+        m = m if isinstance(m, Mapping) else {}
+        for col in STYLE_COLUMNS:
+            out[col].append(_total(m[col]) if col in m else float("nan"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+
+def to_records_frame(battles: Battles) -> pd.DataFrame:
+    """The frame as it is written: plain strings for categoricals, no internal ``line`` column."""
+    df = battles.df.drop(columns=["line"]).copy()
+    for col in ("model_a", "model_b", "winner"):
+        df[col] = df[col].astype(str)
+    return df
+
+
+def write_battles(battles: Battles, path: str | Path, fmt: str | None = None) -> Path:
+    """Write battles as JSON array, JSONL, CSV or Parquet (by extension); reading it back loses nothing."""
+    path = Path(path)
+    kind = _format_of(path, fmt)
+    df = to_records_frame(battles)
+    if kind == "parquet":
+        if "conv_metadata" in df:
+            df["conv_metadata"] = df["conv_metadata"].map(lambda v: None if v is None else json.dumps(v))
+        df.to_parquet(path, index=False)
+        return path
+    if kind == "csv":
+        if "conv_metadata" in df:
+            df["conv_metadata"] = df["conv_metadata"].map(lambda v: "" if v is None else json.dumps(v))
+        df.to_csv(path, index=False)
+        return path
+    records = [{k: _plain(v) for k, v in rec.items() if not _missing(v)} for rec in df.to_dict("records")]
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as fh:
+        if kind == "jsonl":
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        else:
+            json.dump(records, fh, ensure_ascii=False, indent=1)
+    return path
+
+
+def _missing(v: object) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
+
+
+def _plain(v: object) -> object:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+# ----------------------------------------------------------------------------------------- aggregation
+
+
+def aggregate(battles: Battles, weights: np.ndarray | None = None) -> PairCounts:
+    """Count battles per unique (model_a, model_b, outcome) cell, vectorised (10M rows in about a second).
+
+    ``weights`` optionally weights each battle (e.g. a sample weight); counts are then weighted sums.
+    """
+    df = battles.df
+    k = len(df["model_a"].cat.categories)
+    a = df["model_a"].cat.codes.to_numpy(np.int64)
+    b = df["model_b"].cat.codes.to_numpy(np.int64)
+    o = df["winner"].cat.codes.to_numpy(np.int64)
+    return aggregate_codes(a, b, o, battles.models if k else [], weights)
+
+
+def aggregate_codes(
+    a: np.ndarray, b: np.ndarray, outcome: np.ndarray, models: list[str] | tuple[str, ...],
+    weights: np.ndarray | None = None,
+) -> PairCounts:
+    """:func:`aggregate` on integer codes (for simulators and callers that already hold codes)."""
+    k = len(models)
+    key = (np.asarray(a, np.int64) * k + np.asarray(b, np.int64)) * 4 + np.asarray(outcome, np.int64)
+    if k * k * 4 <= 50_000_000:
+        counts = np.bincount(key, weights=weights, minlength=k * k * 4)
+        cells = np.flatnonzero(counts)
+        count = counts[cells].astype(np.float64)
+    else:
+        cells, inverse = np.unique(key, return_inverse=True)
+        count = np.bincount(inverse, weights=weights).astype(np.float64)
+    pair, out = np.divmod(cells, 4)
+    ia, ib = np.divmod(pair, k)
+    return PairCounts(tuple(models), ia.astype(np.int32), ib.astype(np.int32), out.astype(np.int8), count)
+
+
+def comparison_components(counts: PairCounts) -> list[list[str]]:
+    """Connected components of the comparison graph, largest first (models with no battle are alone)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    k = counts.n_models
+    graph = coo_matrix((np.ones(len(counts.a)), (counts.a, counts.b)), shape=(k, k))
+    n, labels = connected_components(graph, directed=False)
+    groups = [sorted(counts.models[i] for i in np.flatnonzero(labels == c)) for c in range(n)]
+    return sorted(groups, key=len, reverse=True)
+
+
+def warn_if_disconnected(counts: PairCounts) -> list[list[str]]:
+    """Warn (:class:`DisconnectedGraphWarning`) naming the components when there are several."""
+    comps = comparison_components(counts)
+    if len(comps) > 1:
+        shown = "; ".join("{" + ", ".join(c[:6]) + (", ..." if len(c) > 6 else "") + "}" for c in comps[:5])
+        warnings.warn(
+            f"the comparison graph has {len(comps)} disconnected components: {shown}. Ratings across "
+            "components are not comparable; add battles between them or rank each component alone.",
+            DisconnectedGraphWarning, stacklevel=2,
+        )
+    return comps
