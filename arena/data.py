@@ -203,6 +203,8 @@ def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
     if kind == "parquet":
         df = pd.read_parquet(path)
         df["line"] = np.arange(len(df)) + 1
+        if "conv_metadata" in df:
+            df["conv_metadata"] = [_json_cell(v, str(path), n) for v, n in zip(df["conv_metadata"], df["line"])]
         return df
     text = _read_text(path)
     if kind == "json" and text.lstrip().startswith("["):
@@ -321,6 +323,9 @@ def _finalise(df: pd.DataFrame) -> pd.DataFrame:
     for col in OPTIONAL_TEXT:
         if col in df:
             df[col] = df[col].astype("string")
+    if "conv_metadata" in df:  # dict or None, whatever the source's spelling of "missing"
+        df["conv_metadata"] = pd.Series([v if isinstance(v, Mapping) else None for v in df["conv_metadata"]],
+                                        index=df.index, dtype=object)
     if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
         for col, values in _style_from_metadata(df["conv_metadata"]).items():
             if col not in df:
@@ -364,6 +369,11 @@ def _style_from_metadata(meta: pd.Series) -> dict[str, list[float]]:
 def to_records_frame(battles: Battles) -> pd.DataFrame:
     """The frame as it is written: plain strings for categoricals, no internal ``line`` column."""
     df = battles.df.drop(columns=["line"]).copy()
+    style = [c for c in STYLE_COLUMNS if c in df]
+    if style and "conv_metadata" in df:
+        has_meta = df["conv_metadata"].notna()
+        if not df.loc[~has_meta, style].notna().any().any():  # derived from conv_metadata: recomputed on load
+            df = df.drop(columns=style)
     for col in ("model_a", "model_b", "winner"):
         df[col] = df[col].astype(str)
     return df
@@ -376,12 +386,12 @@ def write_battles(battles: Battles, path: str | Path, fmt: str | None = None) ->
     df = to_records_frame(battles)
     if kind == "parquet":
         if "conv_metadata" in df:
-            df["conv_metadata"] = df["conv_metadata"].map(lambda v: None if v is None else json.dumps(v))
+            df["conv_metadata"] = df["conv_metadata"].map(lambda v: None if _missing(v) else json.dumps(v))
         df.to_parquet(path, index=False)
         return path
     if kind == "csv":
         if "conv_metadata" in df:
-            df["conv_metadata"] = df["conv_metadata"].map(lambda v: "" if v is None else json.dumps(v))
+            df["conv_metadata"] = df["conv_metadata"].map(lambda v: "" if _missing(v) else json.dumps(v))
         df.to_csv(path, index=False)
         return path
     records = [{k: _plain(v) for k, v in rec.items() if not _missing(v)} for rec in df.to_dict("records")]
