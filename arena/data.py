@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +16,22 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+# Aggregation is part of the data model; it lives in arena.counts to keep files small.
+from arena.counts import (  # noqa: F401  (re-exported)
+    A_WINS,
+    B_WINS,
+    TIE,
+    TIE_BOTHBAD,
+    DisconnectedGraphWarning,
+    PairCounts,
+    aggregate,
+    aggregate_codes,
+    comparison_components,
+    warn_if_disconnected,
+)
+
 WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)")
 """Chatbot Arena winner labels; their index is the outcome code used in :class:`PairCounts`."""
-A_WINS, B_WINS, TIE, TIE_BOTHBAD = 0, 1, 2, 3
 
 STYLE_COLUMNS: tuple[str, ...] = (
     "sum_assistant_a_tokens", "header_count_a", "list_count_a", "bold_count_a",
@@ -40,10 +52,6 @@ class BattleDataError(ValueError):
         where = source if line is None else f"{source}, line {line}"
         what = f"field '{field}': " if field else ""
         super().__init__(f"{where}: {what}{problem}" + (f". {hint}" if hint else ""))
-
-
-class DisconnectedGraphWarning(UserWarning):
-    """The comparison graph has several components: ratings across components are not comparable."""
 
 
 @dataclass(frozen=True)
@@ -117,38 +125,6 @@ class Battles:
     def with_df(self, df: pd.DataFrame) -> Battles:
         """A copy holding a filtered or extended frame (categories re-normalised)."""
         return Battles(_finalise(df.copy()), self.source, self.skipped)
-
-
-@dataclass(frozen=True)
-class PairCounts:
-    """Battles aggregated to unique (model_a, model_b, outcome) cells: the arena's hot path.
-
-    ``a`` and ``b`` are int32 indices into ``models``; ``outcome`` int8 codes; ``count`` float64.
-    """
-
-    models: tuple[str, ...]
-    a: np.ndarray
-    b: np.ndarray
-    outcome: np.ndarray
-    count: np.ndarray
-
-    @property
-    def n_models(self) -> int:
-        return len(self.models)
-
-    def per_model(self) -> pd.DataFrame:
-        """Battles, wins, losses and ties per model (both tie kinds count as ties)."""
-        k = self.n_models
-        tie = self.outcome >= TIE
-        battles = np.bincount(self.a, self.count, k) + np.bincount(self.b, self.count, k)
-        wins = np.bincount(self.a, self.count * (self.outcome == A_WINS), k) + np.bincount(
-            self.b, self.count * (self.outcome == B_WINS), k
-        )
-        ties = np.bincount(self.a, self.count * tie, k) + np.bincount(self.b, self.count * tie, k)
-        return pd.DataFrame(
-            {"model": list(self.models), "battles": battles, "wins": wins, "losses": battles - wins - ties,
-             "ties": ties}
-        )
 
 
 # ----------------------------------------------------------------------------------------------- loading
@@ -448,63 +424,3 @@ def _plain(v: object) -> object:
     if isinstance(v, np.generic):
         return v.item()
     return v
-
-
-# ----------------------------------------------------------------------------------------- aggregation
-
-
-def aggregate(battles: Battles, weights: np.ndarray | None = None) -> PairCounts:
-    """Count battles per unique (model_a, model_b, outcome) cell, vectorised (10M rows in about a second).
-
-    ``weights`` optionally weights each battle (e.g. a sample weight); counts are then weighted sums.
-    """
-    df = battles.df
-    k = len(df["model_a"].cat.categories)
-    a = df["model_a"].cat.codes.to_numpy(np.int64)
-    b = df["model_b"].cat.codes.to_numpy(np.int64)
-    o = df["winner"].cat.codes.to_numpy(np.int64)
-    return aggregate_codes(a, b, o, battles.models if k else [], weights)
-
-
-def aggregate_codes(
-    a: np.ndarray, b: np.ndarray, outcome: np.ndarray, models: list[str] | tuple[str, ...],
-    weights: np.ndarray | None = None,
-) -> PairCounts:
-    """:func:`aggregate` on integer codes (for simulators and callers that already hold codes)."""
-    k = len(models)
-    key = (np.asarray(a, np.int64) * k + np.asarray(b, np.int64)) * 4 + np.asarray(outcome, np.int64)
-    if k * k * 4 <= 50_000_000:
-        counts = np.bincount(key, weights=weights, minlength=k * k * 4)
-        cells = np.flatnonzero(counts)
-        count = counts[cells].astype(np.float64)
-    else:
-        cells, inverse = np.unique(key, return_inverse=True)
-        count = np.bincount(inverse, weights=weights).astype(np.float64)
-    pair, out = np.divmod(cells, 4)
-    ia, ib = np.divmod(pair, k)
-    return PairCounts(tuple(models), ia.astype(np.int32), ib.astype(np.int32), out.astype(np.int8), count)
-
-
-def comparison_components(counts: PairCounts) -> list[list[str]]:
-    """Connected components of the comparison graph, largest first (models with no battle are alone)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    k = counts.n_models
-    graph = coo_matrix((np.ones(len(counts.a)), (counts.a, counts.b)), shape=(k, k))
-    n, labels = connected_components(graph, directed=False)
-    groups = [sorted(counts.models[i] for i in np.flatnonzero(labels == c)) for c in range(n)]
-    return sorted(groups, key=len, reverse=True)
-
-
-def warn_if_disconnected(counts: PairCounts) -> list[list[str]]:
-    """Warn (:class:`DisconnectedGraphWarning`) naming the components when there are several."""
-    comps = comparison_components(counts)
-    if len(comps) > 1:
-        shown = "; ".join("{" + ", ".join(c[:6]) + (", ..." if len(c) > 6 else "") + "}" for c in comps[:5])
-        warnings.warn(
-            f"the comparison graph has {len(comps)} disconnected components: {shown}. Ratings across "
-            "components are not comparable; add battles between them or rank each component alone.",
-            DisconnectedGraphWarning, stacklevel=2,
-        )
-    return comps
