@@ -1,0 +1,243 @@
+"""Calibrate a judge against humans: every metric on one judged-pairs table, and a verdict on its use.
+
+:func:`calibrate` is the one entry the CLI, the card and the notebook call. It takes the table of
+:mod:`judge.outcomes` and returns a JSON-ready dict whose top-level keys are stable: ``n_pairs,
+consistency, first_position_rate, conservative {a, b, tie}, agreement {value, lower, upper}, kappa {…},
+tpr, tnr, length_bias {…}, self_preference {…}, calibration {brier, ece}`` plus detail sections.
+A metric that the data cannot support (no second order, no human labels, no lengths) is ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from judge import agreement as agr
+from judge.bias import (
+    combine_orders,
+    length_bias,
+    one_order_position_bias,
+    outcome_counts,
+    position_bias,
+    score_x,
+    self_preference,
+)
+from judge.outcomes import X, Y, annotator_columns, column, has, judge_single, p_x_single
+from judge.probability import brier_score, corrected_win_rate, expected_calibration_error, reliability_table
+
+
+def _two_orders(pairs: pd.DataFrame) -> bool:
+    return bool(np.any(~np.isnan(column(pairs, "judge_xy")) & ~np.isnan(column(pairs, "judge_yx"))))
+
+
+def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The judge's winner per pair: both combining rules when both orders exist, else the one order run."""
+    if _two_orders(pairs):
+        codes = combine_orders(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
+                               column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
+        if not (has(pairs, "p_xy") or has(pairs, "p_yx")):  # averaged one-hot verdicts are no forecast
+            codes["p_x"] = np.full(len(pairs), np.nan)
+        return codes
+    single = judge_single(pairs)
+    return {"conservative": single, "averaged": single, "p_x": p_x_single(pairs)}
+
+
+def _one_order(pairs: pd.DataFrame, level: float) -> dict | None:
+    """Position bias from pairs judged in exactly one, known order (x first iff ``judge_xy`` is set)."""
+    xy, yx = column(pairs, "judge_xy"), column(pairs, "judge_yx")
+    one = np.isnan(xy) ^ np.isnan(yx)
+    if not one.any():
+        return None
+    p_x = p_x_single(pairs)
+    win_x = np.where(np.isnan(p_x), score_x(judge_single(pairs)), p_x)[one]
+    return one_order_position_bias(win_x, ~np.isnan(xy[one]), level)
+
+
+def position_bias_by_model(pairs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """One-order position bias per ``model_y`` (e.g. each AlpacaEval model against the baseline)."""
+    rows = []
+    for model, group in pairs.groupby("model_y", sort=True):
+        res = _one_order(group, level)
+        if res is None or res["design"] != "randomised order":
+            continue
+        diff = res["first_minus_second"]
+        rows.append({"model": model, "n": res["n"], "win_when_first": res["win_when_first"],
+                     "win_when_second": res["win_when_second"], "difference": diff["value"],
+                     "lower": diff["lower"], "upper": diff["upper"], "favours": res["favours"]})
+    return pd.DataFrame(rows)
+
+
+def _human_section(pairs: pd.DataFrame, judge: np.ndarray, level: float) -> dict | None:
+    cols = annotator_columns(pairs)
+    if len(cols) < 2:
+        return None
+    ratings = pairs[cols].to_numpy(dtype=float)
+    return {
+        "annotators": len(cols),
+        # Pairwise kappa only when column k is one person (PandaLM); crowd columns are just vote slots.
+        "pairwise_kappa": None if pairs.attrs.get("annotators") == "crowd" else agr.pairwise_kappas(ratings),
+        "fleiss_kappa": agr.fleiss_kappa(ratings),
+        "krippendorff_alpha": agr.krippendorff_alpha_nominal(ratings),
+        "leave_one_out": agr.leave_one_out_agreement(ratings, judge, level),
+    }
+
+
+def _calibration(p_x: np.ndarray, human: np.ndarray, n_bins: int, level: float) -> dict | None:
+    decisive = (human == X) | (human == Y)
+    use = decisive & ~np.isnan(p_x)
+    if not use.any():
+        return None
+    outcome = (human[use] == X).astype(float)
+    table = reliability_table(p_x[use], outcome, n_bins, level)
+    return {"n": int(use.sum()), "brier": brier_score(p_x[use], outcome),
+            "ece": expected_calibration_error(p_x[use], outcome, n_bins),
+            "reliability": table.to_dict(orient="records")}
+
+
+def _corrected(judge: np.ndarray, human: np.ndarray, n_bootstrap: int, level: float, seed: int) -> dict | None:
+    """x's win rate (pass = x wins) on the pairs without human labels, corrected with TPR/TNR from the
+    labelled ones; when every pair is labelled, on the labelled pairs themselves (a check: equals the humans)."""
+    parsable = ~np.isnan(judge) & (judge >= 0)
+    labelled = parsable & ~np.isnan(human)
+    unlabelled = parsable & np.isnan(human)
+    if labelled.sum() < 2 or len(np.unique(human[labelled] == X)) < 2:
+        return None
+    res = corrected_win_rate(judge[labelled] == X, human[labelled] == X,
+                             judge[unlabelled] == X if unlabelled.any() else None,
+                             n_bootstrap=n_bootstrap, level=level, seed=seed)
+    res["human_rate_labelled"] = float(np.mean(human[labelled] == X))
+    return res
+
+
+def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, judge_family: str | None = None,
+              length_threshold: float = 0.0, n_bootstrap: int = 1000, n_bins: int = 10,
+              level: float = 0.95, seed: int = 0) -> dict:
+    """All calibration metrics for one judge on one judged-pairs table (see the module docstring)."""
+    human = column(pairs, "human")
+    codes = judge_codes(pairs)
+    judge = codes["conservative"]
+    two = _two_orders(pairs)
+    pos = position_bias(column(pairs, "judge_xy"), column(pairs, "judge_yx"), level) if two else None
+    with_human = bool(np.any(~np.isnan(human)))
+    report: dict = {
+        "source": pairs.attrs.get("source", ""),
+        "notes": list(pairs.attrs.get("notes", [])),
+        "n_pairs": len(pairs),
+        "orders": "both" if two else "one",
+        "consistency": pos["consistency"] if pos else None,
+        "first_position_rate": pos["first_position_rate"] if pos else None,
+        "position": pos,
+        "one_order_position": _one_order(pairs, level),
+        "conservative": outcome_counts(codes["conservative"]),
+        "averaged": outcome_counts(codes["averaged"]),
+        "agreement": None, "agreement_without_ties": None, "agreement_averaged": None,
+        "kappa": None, "tpr": None, "tnr": None, "per_class": None, "confusion": None,
+        "humans": None, "length_bias": None, "self_preference": None, "calibration": None,
+        "corrected_win_rate": None,
+    }
+    if with_human:
+        rates = agr.pass_rates(judge, human, level)
+        conf = agr.confusion_matrix(judge, human)
+        report.update(
+            agreement=agr.accuracy(judge, human, True, level),
+            agreement_without_ties=agr.accuracy(judge, human, False, level),
+            agreement_averaged=agr.accuracy(codes["averaged"], human, True, level),
+            kappa=agr.kappa_interval(judge, human, n_bootstrap=n_bootstrap, level=level, seed=seed).as_dict(),
+            tpr=rates["tpr"], tnr=rates["tnr"],
+            per_class=agr.per_class_rates(judge, human, level),
+            confusion={"rows": list(conf.index), "columns": list(conf.columns), "counts": conf.to_numpy().tolist()},
+            humans=_human_section(pairs, judge, level),
+            calibration=_calibration(codes["p_x"], human, n_bins, level),
+            corrected_win_rate=_corrected(judge, human, n_bootstrap, level, seed),
+        )
+    if has(pairs, "len_x") and has(pairs, "len_y"):
+        report["length_bias"] = length_bias(judge, column(pairs, "len_x"), column(pairs, "len_y"),
+                                            human if with_human else None, length_threshold, level)
+    if family and judge_family and with_human and has(pairs, "model_x"):
+        report["self_preference"] = self_preference(
+            judge, human, pairs["model_x"].to_numpy(), pairs["model_y"].to_numpy(), family, judge_family,
+            n_bootstrap, level, seed)
+    report["verdict"] = usage_verdict(report)
+    return report
+
+
+def _ok(d: Mapping | None, key: str = "value") -> bool:
+    return d is not None and d.get(key) is not None and not math.isnan(d[key])
+
+
+def usage_verdict(report: Mapping) -> dict[str, list[str]]:
+    """The card's one-screen verdict: what the judge is usable for, and what not, from the intervals.
+
+    Thresholds: kappa ≥ 0.6 substantial, 0.4–0.6 moderate (Landis & Koch 1977); a bias counts when its
+    interval excludes no-bias; ECE ≤ 0.05 makes P(A wins) usable as a probability.
+    """
+    use, avoid = [], []
+    kappa = report.get("kappa")
+    humans = report.get("humans") or {}
+    if _ok(kappa):
+        if kappa["lower"] >= 0.6:
+            use.append(f"replacing human pairwise labels on this kind of data (kappa {kappa['value']:.2f}, "
+                       f"lower bound {kappa['lower']:.2f} ≥ 0.6)")
+        elif kappa["value"] >= 0.4:
+            use.append(f"aggregate win rates and rankings, corrected with its TPR/TNR (kappa {kappa['value']:.2f})")
+            avoid.append("per-item decisions: it disagrees with humans on "
+                         f"{1 - report['agreement']['value']:.0%} of pairs")
+        else:
+            avoid.append(f"replacing humans: kappa {kappa['value']:.2f} "
+                         f"[{kappa['lower']:.2f}, {kappa['upper']:.2f}] is below moderate agreement")
+        loo = humans.get("leave_one_out")
+        if loo and _ok(loo["judge"]) and _ok(loo["human"]) and loo["judge"]["upper"] < loo["human"]["lower"]:
+            avoid.append(f"claims of human-level agreement (leave-one-out {loo['judge']['value']:.2f} vs "
+                         f"humans {loo['human']['value']:.2f})")
+    else:
+        avoid.append("any claim of agreement with humans: no human labels were given")
+    pos, first = report.get("position"), report.get("first_position_rate")
+    if pos and _ok(report.get("consistency")):
+        biased = first["lower"] > 0.5 or first["upper"] < 0.5
+        if report["consistency"]["value"] < 0.8 or biased:
+            avoid.append(f"single-order verdicts (consistency {report['consistency']['value']:.2f}, first slot "
+                         f"chosen {first['value']:.2f}): judge both orders and combine conservatively")
+        else:
+            use.append(f"verdicts in either order (consistency {report['consistency']['value']:.2f})")
+    one = report.get("one_order_position")
+    if one and one.get("favours") in ("first", "second"):
+        avoid.append(f"one-order comparisons without randomised order: it favours the answer shown {one['favours']}")
+    lb = report.get("length_bias")
+    if lb and _ok(lb["judge_prefers_longer"]):
+        j, h = lb["judge_prefers_longer"], lb.get("human_prefers_longer")
+        beyond = j["lower"] > h["upper"] if h and _ok(h) else j["lower"] > 0.5
+        if beyond:
+            avoid.append(f"comparing answers of different lengths without length control (prefers the longer "
+                         f"answer {j['value']:.0%} of the time" + (f" vs humans {h['value']:.0%})" if h and _ok(h) else ")"))
+    sp = report.get("self_preference")
+    if sp and _ok(sp["difference"]) and sp["difference"]["lower"] > 0:
+        avoid.append(f"judging its own family ({sp['judge_family']}): +{sp['difference']['value']:.2f} over humans")
+    cal = report.get("calibration")
+    if cal and cal.get("ece") is not None:
+        if cal["ece"] <= 0.05:
+            use.append(f"its probabilities as soft labels (ECE {cal['ece']:.3f})")
+        else:
+            avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f})")
+    return {"usable_for": use, "do_not_use_for": avoid}
+
+
+
+def _json_ready(obj):
+    if isinstance(obj, dict):
+        return {str(k): _json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_ready(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def report_json(report: Mapping) -> str:
+    """The report as JSON text (NaN → null), with the stable keys first."""
+    return json.dumps(_json_ready(dict(report)), indent=2, ensure_ascii=False)

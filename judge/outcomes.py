@@ -1,0 +1,57 @@
+"""The judged-pairs table every calibration metric reads: one row per pair, outcomes by identity.
+
+Columns (all adapters in :mod:`judge.datasets` produce them; only ``item_id`` is required):
+
+- ``item_id``, ``model_x``, ``model_y`` — the pair; ``x`` and ``y`` name answers by identity, never by slot.
+- ``judge_xy`` / ``judge_yx`` — the judge's winner when x / y was shown first, as an outcome code
+  (:data:`X`, :data:`Y`, :data:`TIE`, :data:`UNPARSABLE`), NaN when that order was not run.
+- ``p_xy`` / ``p_yx`` — the judge's P(x wins) in each order (logprob judges), ``pt_xy`` / ``pt_yx`` P(tie).
+- ``human`` — the human (majority) winner code; ``human_1`` … ``human_k`` single annotators (NaN = no vote).
+- ``len_x`` / ``len_y`` — answer lengths (characters, or tokens when the user supplies them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+X, Y, TIE, UNPARSABLE = 0, 1, 2, -1
+OUTCOMES = (X, Y, TIE)
+OUTCOME_NAMES = {X: "x", Y: "y", TIE: "tie", UNPARSABLE: "unparsable"}
+#: Labels accepted for an identity winner (the seed's A/B name answers by identity: A = x, B = y).
+IDENTITY_LABELS = {
+    "a": X, "x": X, "model_a": X, "model_x": X, "1": X, "left": X,
+    "b": Y, "y": Y, "model_b": Y, "model_y": Y, "2": Y, "right": Y,
+    "tie": TIE, "0": TIE, "draw": TIE, "tie (bothbad)": TIE,
+}
+
+
+def annotator_columns(pairs: pd.DataFrame) -> list[str]:
+    """The single-annotator columns ``human_1`` … ``human_k`` present, in numeric order."""
+    cols = [c for c in pairs.columns if c.startswith("human_") and c[6:].isdigit()]
+    return sorted(cols, key=lambda c: int(c[6:]))
+
+
+def column(pairs: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as a float array (NaN where absent or when the column does not exist)."""
+    if name not in pairs.columns:
+        return np.full(len(pairs), np.nan)
+    return np.asarray(pd.to_numeric(pairs[name], errors="coerce"), dtype=float)
+
+
+def has(pairs: pd.DataFrame, name: str) -> bool:
+    """True when column ``name`` exists and holds at least one value."""
+    return name in pairs.columns and bool(pairs[name].notna().any())
+
+
+def judge_single(pairs: pd.DataFrame) -> np.ndarray:
+    """One judge code per pair: the x-first verdict, else the y-first one (for one-order data)."""
+    xy, yx = column(pairs, "judge_xy"), column(pairs, "judge_yx")
+    return np.where(np.isnan(xy), yx, xy)
+
+
+def p_x_single(pairs: pd.DataFrame) -> np.ndarray:
+    """The judge's P(x wins) per pair averaged over the orders run (NaN when no probabilities)."""
+    stacked = np.vstack([column(pairs, "p_xy"), column(pairs, "p_yx")])
+    counts = np.sum(~np.isnan(stacked), axis=0)
+    return np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)

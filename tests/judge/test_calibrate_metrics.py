@@ -1,0 +1,269 @@
+"""Calibration metrics against the seed's fixture, scikit-learn / krippendorff, hand counts and simulations."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import brier_score_loss, cohen_kappa_score
+
+from judge import agreement as agr
+from judge.bias import (
+    combine_orders,
+    length_bias,
+    logistic_slope,
+    one_order_position_bias,
+    outcome_counts,
+    pad_answer,
+    padding_attack_pairs,
+    position_bias,
+    self_preference,
+)
+from judge.outcomes import TIE, UNPARSABLE, X, Y
+from judge.probability import (
+    brier_score,
+    corrected_win_rate,
+    expected_calibration_error,
+    reliability_table,
+    rogan_gladen,
+)
+
+# The seed's position fixture: 20 pairs, 14 consistent (9 A, 5 B), 6 where the first slot won both times.
+SEED_XY = np.array([X] * 9 + [Y] * 5 + [X] * 6, dtype=float)
+SEED_YX = np.array([X] * 9 + [Y] * 5 + [Y] * 6, dtype=float)
+
+
+def test_position_bias_seed_fixture():
+    res = position_bias(SEED_XY, SEED_YX)
+    assert res["n_pairs"] == 20
+    assert res["consistency"]["value"] == pytest.approx(0.70)
+    assert res["first_position_rate"]["value"] == pytest.approx(0.65)
+    assert res["identity_rate"] == pytest.approx(0.65) and res["identity_holds"]
+    assert (res["primacy_count"], res["recency_count"]) == (6, 0)
+    assert res["preference_fairness"] == pytest.approx(-0.3)  # favours the first slot
+
+
+def test_position_bias_identity_on_random_verdicts():
+    rng = np.random.default_rng(3)
+    xy, yx = rng.integers(0, 2, 500).astype(float), rng.integers(0, 2, 500).astype(float)
+    res = position_bias(xy, yx)
+    firsts = np.sum(xy == X) + np.sum(yx == Y)
+    assert res["first_position_rate"]["value"] == pytest.approx(firsts / 1000)
+    assert res["identity_rate"] == pytest.approx(res["first_position_rate"]["value"])
+
+
+def test_position_bias_leaves_out_unparsable_and_missing():
+    xy = np.array([X, Y, UNPARSABLE, X])
+    yx = np.array([X, Y, X, np.nan])
+    res = position_bias(xy, yx)
+    assert res["n_pairs"] == 2 and res["n_left_out"] == 2
+
+
+def test_combining_orders_seed_fixture_and_probability_averaging():
+    both = combine_orders(SEED_XY, SEED_YX)
+    assert outcome_counts(both["conservative"]) == {"a": 9, "b": 5, "tie": 6, "unparsable": 0}
+    # Probabilities: an inconsistent pair whose first-slot confidence differs is decided by the average.
+    xy, yx = np.array([X, X]), np.array([Y, X])
+    p_xy, p_yx = np.array([0.9, 0.8]), np.array([0.4, 0.7])
+    res = combine_orders(xy, yx, p_xy, p_yx)
+    assert list(res["conservative"]) == [TIE, X]
+    assert list(res["averaged"]) == [X, X]  # mean P(x) = 0.65 > 0.35
+    assert res["p_x"] == pytest.approx([0.65, 0.75])
+    one = combine_orders(np.array([Y, np.nan]), np.array([np.nan, np.nan]))
+    assert list(one["conservative"]) == [Y, UNPARSABLE] and list(one["averaged"]) == [Y, UNPARSABLE]
+
+
+def test_accuracy_counts_unparsable_as_disagreement_and_without_ties():
+    judge = np.array([X, Y, TIE, UNPARSABLE, np.nan, X])
+    human = np.array([X, Y, TIE, X, Y, np.nan])
+    res = agr.accuracy(judge, human)
+    assert (res["n"], res["n_unparsable"], res["n_without_human"]) == (5, 2, 1)
+    assert res["value"] == pytest.approx(3 / 5)
+    assert agr.accuracy(judge, human, include_ties=False)["n"] == 4
+
+
+def test_kappa_matches_sklearn_plain_and_weighted():
+    rng = np.random.default_rng(7)
+    human = rng.integers(0, 5, 300).astype(float)
+    judge = np.clip(human + rng.integers(-1, 2, 300), 0, 4).astype(float)
+    assert agr.cohen_kappa(judge, human) == pytest.approx(cohen_kappa_score(judge, human))
+    for w in ("linear", "quadratic"):
+        assert agr.cohen_kappa(judge, human, weights=w) == pytest.approx(cohen_kappa_score(judge, human, weights=w))
+
+
+def test_kappa_bootstrap_interval_covers_point_and_matches_a_loop():
+    rng = np.random.default_rng(1)
+    human = rng.integers(0, 3, 150).astype(float)
+    judge = np.where(rng.random(150) < 0.6, human, rng.integers(0, 3, 150)).astype(float)
+    ci = agr.kappa_interval(judge, human, n_bootstrap=300, seed=5)
+    assert ci.lower < ci.value < ci.upper
+    idx = np.random.default_rng(5).integers(0, 150, size=(300, 150))
+    loop = [cohen_kappa_score(judge[i], human[i]) for i in idx]
+    assert ci.lower == pytest.approx(np.percentile(loop, 2.5))
+    assert ci.upper == pytest.approx(np.percentile(loop, 97.5))
+
+
+def test_confusion_matrix_and_rates_by_hand():
+    judge = np.array([X, X, Y, TIE, UNPARSABLE, X])
+    human = np.array([X, Y, Y, X, TIE, X])
+    conf = agr.confusion_matrix(judge, human)
+    assert conf.loc["x", "x"] == 2 and conf.loc["y", "x"] == 1 and conf.loc["tie", "unparsable"] == 1
+    assert conf.to_numpy().sum() == 6
+    rates = agr.pass_rates(judge, human)
+    assert rates["tpr"]["value"] == pytest.approx(2 / 3)  # human x: 3, judge x on 2 of them
+    assert rates["tnr"]["value"] == pytest.approx(2 / 3)  # human not-x: 3, judge not-x on 2
+
+
+def test_majority_vote_three_way_split_goes_to_annotator_1():
+    ratings = np.array([[X, Y, TIE], [Y, X, X], [TIE, TIE, Y], [np.nan, Y, np.nan], [np.nan] * 3])
+    out = agr.majority_vote(ratings)
+    assert list(out[:4]) == [X, X, TIE, Y] and np.isnan(out[4])
+
+
+def test_fleiss_kappa_wikipedia_example():
+    # Fleiss (1971) worked example as on Wikipedia: 10 subjects, 14 raters, 5 categories → kappa 0.210.
+    table = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+                      [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+    ratings = np.array([np.repeat(np.arange(5), row) for row in table], dtype=float)
+    assert agr.fleiss_kappa(ratings) == pytest.approx(0.210, abs=5e-4)
+
+
+def test_krippendorff_alpha_matches_package_with_missing_votes():
+    rng = np.random.default_rng(11)
+    truth = rng.integers(0, 3, 120)
+    ratings = np.where(rng.random((120, 5)) < 0.7, truth[:, None], rng.integers(0, 3, (120, 5))).astype(float)
+    ratings[rng.random((120, 5)) < 0.3] = np.nan
+    ours = agr.krippendorff_alpha_nominal(ratings)
+    ref = krippendorff.alpha(reliability_data=ratings.T, level_of_measurement="nominal")
+    assert ours == pytest.approx(ref, rel=1e-10)
+
+
+def test_leave_one_out_by_hand():
+    ratings = np.array([[X, X, X], [X, X, Y], [X, Y, TIE]], dtype=float)
+    judge = np.array([X, Y, X], dtype=float)
+    res = agr.leave_one_out_agreement(ratings, judge)
+    # Item 1: 3 hold-outs, all agree, judge agrees 3×. Item 2: hold out 1 or 2 → others {X, Y} split (skipped);
+    # hold out 3 → majority X: human Y disagrees, judge Y disagrees. Item 3: every split skipped.
+    assert (res["n"], res["skipped_no_majority"]) == (4, 5)
+    assert res["human"]["value"] == pytest.approx(3 / 4) and res["judge"]["value"] == pytest.approx(3 / 4)
+
+
+def test_logistic_slope_matches_sklearn_unpenalised():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=400)
+    y = (rng.random(400) < 1 / (1 + np.exp(-(0.3 + 0.8 * x)))).astype(float)
+    ours = logistic_slope(y, x)
+    ref = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x[:, None], y).coef_[0, 0]
+    assert ours.value == pytest.approx(ref, rel=1e-5)
+    assert ours.lower < 0.8 < ours.upper
+
+
+def test_length_bias_on_a_simulated_verbose_judge():
+    rng = np.random.default_rng(4)
+    n = 2000
+    len_x, len_y = rng.integers(50, 1500, n), rng.integers(50, 1500, n)
+    human = np.where(rng.random(n) < 0.5, X, Y).astype(float)  # humans ignore length
+    judge = np.where(rng.random(n) < 0.75, np.where(len_x > len_y, X, Y), human).astype(float)
+    res = length_bias(judge, len_x, len_y, human, threshold=100)
+    assert res["judge_prefers_longer"]["lower"] > 0.8  # 0.75 + 0.25 × 0.5 = 0.875
+    assert res["human_prefers_longer"]["lower"] < 0.5 < res["human_prefers_longer"]["upper"]
+    assert res["slope"]["lower"] > 0
+
+
+def test_padding_attack_pairs_and_pad_answer():
+    padded = pad_answer("Paris is the capital. It is in France.", n_items=3)
+    assert padded.startswith("Paris is the capital. It is in France.") and padded.count("Paris is the capital.") == 4
+    import pandas as pd
+
+    items = pd.DataFrame({"item_id": ["q1"], "prompt": ["Capital?"], "model": ["m"], "answer": ["Paris."]})
+    pairs = padding_attack_pairs(items)
+    assert list(pairs.columns) == ["item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y"]
+    assert pairs.loc[0, "model_y"] == "m+padded" and len(pairs.loc[0, "answer_y"]) > len("Paris.")
+    with pytest.raises(ValueError, match="answer"):
+        padding_attack_pairs(items.drop(columns="answer"))
+
+
+def test_one_order_position_bias_recovers_a_simulated_second_slot_advantage():
+    rng = np.random.default_rng(8)
+    n = 4000
+    first = rng.random(n) < 0.5
+    win = (rng.random(n) < np.where(first, 0.40, 0.55)).astype(float)
+    res = one_order_position_bias(win, first)
+    d = res["first_minus_second"]
+    assert d["lower"] < -0.15 < d["upper"] and res["favours"] == "second"
+    fixed = one_order_position_bias(win, np.ones(n, bool))
+    assert fixed["design"] == "fixed order" and fixed["first_win_rate"]["value"] == pytest.approx(win.mean())
+
+
+def test_self_preference_detects_a_simulated_boost():
+    rng = np.random.default_rng(9)
+    n = 600
+    model_x = np.where(rng.random(n) < 0.5, "gpt-4o", "llama")
+    model_y = np.where(model_x == "gpt-4o", "mistral", "gpt-4o-mini")
+    human = np.where(rng.random(n) < 0.5, X, Y).astype(float)
+    own_is_x = model_x == "gpt-4o"
+    boost = rng.random(n) < 0.2
+    judge = np.where(boost, np.where(own_is_x, X, Y), human).astype(float)
+    fam = {"gpt-4o": "openai", "gpt-4o-mini": "openai", "llama": "meta", "mistral": "mistral"}
+    res = self_preference(judge, human, model_x, model_y, fam, "openai", n_bootstrap=500)
+    assert res["n"] == n and res["difference"]["lower"] > 0.03
+    assert res["judge_rate"] - res["human_rate"] == pytest.approx(res["difference"]["value"])
+    none = self_preference(judge, human, model_x, model_y, fam, "anthropic")
+    assert none["n"] == 0
+
+
+def test_brier_ece_and_reliability_by_hand():
+    p = np.array([0.1, 0.1, 0.9, 0.9, 0.55])
+    y = np.array([0, 1, 1, 1, 0])
+    assert brier_score(p, y) == pytest.approx(brier_score_loss(y, p))
+    # Bins: [0.1, 0.1] → |0.5 − 0.1| × 2; [0.9, 0.9] → |1 − 0.9| × 2; [0.55] → 0.55.
+    assert expected_calibration_error(p, y) == pytest.approx((0.8 + 0.2 + 0.55) / 5)
+    table = reliability_table(p, y)
+    assert list(table["n"]) == [2, 1, 2] and table["observed"].tolist() == pytest.approx([0.5, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        brier_score(np.array([1.2]), np.array([1]))
+
+
+def test_ece_is_small_for_a_calibrated_forecaster():
+    rng = np.random.default_rng(6)
+    p = rng.random(20000)
+    assert expected_calibration_error(p, (rng.random(20000) < p).astype(float)) < 0.02
+    assert expected_calibration_error(p, (rng.random(20000) < p**2).astype(float)) > 0.1
+
+
+def test_rogan_gladen_inverts_the_misclassification():
+    theta, tpr, tnr = 0.3, 0.85, 0.9
+    observed = tpr * theta + (1 - tnr) * (1 - theta)
+    assert rogan_gladen(observed, tpr, tnr) == pytest.approx(theta)
+
+
+@pytest.mark.slow
+def test_corrected_win_rate_interval_covers_and_fixed_unlabelled_does_not():
+    """Simulation: 95% intervals over 300 draws; ours covers ≈ 95%, judgy-style (fixed raw rate) under-covers."""
+    rng = np.random.default_rng(12)
+    theta, tpr, tnr, n_lab, n_unl = 0.4, 0.85, 0.8, 400, 150
+    hits_ours = hits_fixed = 0
+    for rep in range(300):
+        h_lab = rng.random(n_lab) < theta
+        j_lab = np.where(h_lab, rng.random(n_lab) < tpr, rng.random(n_lab) > tnr)
+        h_unl = rng.random(n_unl) < theta
+        j_unl = np.where(h_unl, rng.random(n_unl) < tpr, rng.random(n_unl) > tnr)
+        ours = corrected_win_rate(j_lab, h_lab, j_unl, n_bootstrap=1000, seed=rep)["corrected"]
+        fixed = corrected_win_rate(j_lab, h_lab, j_unl, n_bootstrap=1000, seed=rep, fix_unlabelled=True)["corrected"]
+        hits_ours += ours["lower"] <= theta <= ours["upper"]
+        hits_fixed += fixed["lower"] <= theta <= fixed["upper"]
+    assert 0.91 <= hits_ours / 300 <= 0.98
+    assert hits_fixed / 300 < 0.85
+
+
+def test_corrected_win_rate_in_sample_equals_the_human_rate_and_its_bootstrap():
+    rng = np.random.default_rng(13)
+    h = rng.random(300) < 0.35
+    j = np.where(h, rng.random(300) < 0.8, rng.random(300) > 0.85)
+    res = corrected_win_rate(j, h, None, n_bootstrap=500, seed=2)
+    assert res["corrected"]["value"] == pytest.approx(h.mean()) and res["n_unlabelled"] == 0
+    cells = np.random.default_rng(2).multinomial(300, np.array([np.sum(j & h), np.sum(~j & h), np.sum(j & ~h),
+                                                                  np.sum(~j & ~h)]) / 300, size=500)
+    human_rate = (cells[:, 0] + cells[:, 1]) / 300  # each replicate's human rate
+    assert res["corrected"]["lower"] == pytest.approx(np.percentile(human_rate, 2.5))
