@@ -1,0 +1,316 @@
+"""Judge-vs-baseline leaderboards, Arena-Hard style (Li et al. 2024, "From Crowdsourced Data to High-Quality
+Benchmarks: Arena-Hard and BenchBuilder", arXiv:2406.11939).
+
+Every model is judged against a fixed baseline on each prompt in both orders ("games"). A verdict label
+(``A>>B, A>B, A=B, B>A, B>>A``) becomes a score for the model (1 win, 0.5 tie, 0 loss); a strong verdict
+(``>>``) counts ``strong_weight`` times (Arena-Hard: 3). Scores feed the Bradley-Terry fit of
+:mod:`arena.bt` (ties counted half) with the baseline pinned; the win rate vs the baseline is
+``sigmoid(theta_model - theta_baseline)``. Bootstrap CIs resample *prompts* (both games and all their
+weight together, paired across models) and refit with the vmapped chord-Newton of :mod:`arena.bootstrap`.
+
+Games table (one row per game): ``uid, model, opponent, game (1 or 2), score, weight, label, category``.
+In Arena-Hard game 1 shows the baseline as A and the model as B; game 2 swaps them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from arena import bootstrap as bs
+from arena import bt
+from arena.data import BattleDataError
+
+STRONG_WEIGHT = 3
+# Score for the answer shown as A, and whether the verdict is strong.
+LABELS: dict[str, tuple[float, bool]] = {
+    "A>>B": (1.0, True), "A>B": (1.0, False), "A=B": (0.5, False), "B>A": (0.0, False), "B>>A": (0.0, True),
+    "A<<B": (0.0, True), "A<B": (0.0, False), "B=A": (0.5, False), "B<A": (1.0, False), "B<<A": (1.0, True),
+}
+GAME_COLUMNS = ("uid", "model", "opponent", "game", "score", "weight", "label", "category")
+
+
+def label_score(label: str, model_is_a: bool, strong_weight: float = STRONG_WEIGHT) -> tuple[float, float]:
+    """(model's score, weight) of one verdict label; strong verdicts weigh ``strong_weight``."""
+    score_a, strong = LABELS[label]
+    return (score_a if model_is_a else 1.0 - score_a), (strong_weight if strong else 1.0)
+
+
+def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
+                    strong_weight: float = STRONG_WEIGHT) -> pd.DataFrame:
+    """Arena-Hard judgment JSONL files (``{uid, category, judge, model, baseline, games: [{score, judgment}]}``)
+    as a games table. Game 1 has the baseline as A. Games with a null score are skipped and counted in
+    ``attrs["skipped"]``; an unknown label or a missing field raises :class:`BattleDataError`.
+    """
+    rows, skipped = [], 0
+    for path in map(Path, paths):
+        source = str(path)
+        with open(path, encoding="utf-8") as fh:
+            for line, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    rec = json.loads(text)
+                except json.JSONDecodeError as e:
+                    raise BattleDataError(source, line, None, f"not valid JSON ({e.msg})",
+                                          "one judgment object per line") from None
+                for field in ("uid", "model", "games"):
+                    if rec.get(field) in (None, ""):
+                        raise BattleDataError(source, line, field, "missing", "Arena-Hard judgments need uid, "
+                                              "model and games")
+                base = rec.get("baseline") or baseline
+                if base is None:
+                    raise BattleDataError(source, line, "baseline", "missing and no --baseline given",
+                                          "pass --baseline NAME (the model every answer was judged against)")
+                games = rec["games"]
+                if not isinstance(games, list) or len(games) != 2:
+                    raise BattleDataError(source, line, "games", f"expected 2 games, got {games!r:.60}",
+                                          "one game per order")
+                for k, game in enumerate(games):
+                    label = None if game is None else game.get("score")
+                    if label is None:
+                        skipped += 1
+                        continue
+                    if label not in LABELS:
+                        raise BattleDataError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
+                                              f"use one of {sorted(LABELS)} (or null when unparsable)")
+                    score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
+                    rows.append((str(rec["uid"]), str(rec["model"]), str(base), k + 1, score, weight, label,
+                                 rec.get("category")))
+    games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
+    games.attrs["skipped"] = skipped
+    return games
+
+
+def games_from_verdicts(path: str | Path) -> pd.DataFrame:
+    """The JSONL of ``preflab judge run`` as a games table: ``model_x`` is the model, ``model_y`` its opponent,
+    one game per order; unparsable verdicts are skipped and counted (no strong verdicts: weight 1)."""
+    from judge.datasets import load_verdicts_jsonl
+    from judge.outcomes import TIE, X, Y
+
+    pairs = load_verdicts_jsonl(path)
+    score = {X: 1.0, Y: 0.0, TIE: 0.5}
+    rows, skipped = [], 0
+    for rec in pairs.to_dict("records"):
+        for game, col in ((1, "judge_xy"), (2, "judge_yx")):
+            code = rec.get(col)
+            if code is None or np.isnan(code) or int(code) not in score:
+                skipped += 0 if code is None or np.isnan(code) else 1
+                continue
+            rows.append((rec["item_id"], rec["model_x"], rec["model_y"], game, score[int(code)], 1.0,
+                         {X: "x", Y: "y", TIE: "tie"}[int(code)], None))
+    games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
+    games.attrs["skipped"] = skipped
+    if games.empty:
+        raise BattleDataError(str(path), None, "verdict", "no readable verdict", "run `preflab judge run` first")
+    return games
+
+
+def inconsistency(games: pd.DataFrame) -> pd.Series:
+    """Share of prompts per model whose two games disagree on the winner (one says model, the other baseline)."""
+    both = games.pivot_table(index=["model", "opponent", "uid"], columns="game", values="score", aggfunc="first")
+    both = both.dropna()
+    if both.empty:
+        return pd.Series(dtype=float)
+    sign = np.sign(both - 0.5)
+    flipped = (sign[1] * sign[2]) < 0
+    return flipped.groupby(level="model").mean()
+
+
+def prompt_counts(games: pd.DataFrame, models: list[str]) -> tuple[bt.PairData, np.ndarray, list[str]]:
+    """BT pair data of all games, and the per-prompt (uid) contributions (U, P, 3) whose sum it is."""
+    idx = {m: i for i, m in enumerate(models)}
+    a = games["model"].map(idx).to_numpy()
+    b = games["opponent"].map(idx).to_numpy()
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keys, pair = np.unique(lo * len(models) + hi, return_inverse=True)
+    uids, u = np.unique(games["uid"].astype(str).to_numpy(), return_inverse=True)
+    s, w = games["score"].to_numpy(float), games["weight"].to_numpy(float)
+    s_lo = np.where(a == lo, s, 1.0 - s)  # score of the lower-index model of the pair
+    per = np.zeros((len(uids), len(keys), 3))
+    np.add.at(per, (u, pair, 0), w * (s_lo == 1.0))
+    np.add.at(per, (u, pair, 1), w * (s_lo == 0.0))
+    np.add.at(per, (u, pair, 2), w * (s_lo == 0.5))
+    pi, pj = np.divmod(keys, len(models))
+    return bt.PairData(pi.astype(np.int32), pj.astype(np.int32), per.sum(axis=0)), per, list(uids)
+
+
+def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int = 1000, level: float = 0.95,
+                         seed: int = 0, chunk: int = 200, style: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Win rate vs ``baseline`` (percent, BT with the baseline pinned) with prompt-bootstrap CIs, per model.
+
+    Columns ``model, win_rate, lower, upper, rating, rating_lower, rating_upper, score, games, prompts,
+    inconsistent``; ``rating`` is on the Elo scale with the baseline at 1000. ``score`` is the plain
+    weighted mean score. ``style`` (battle-level style totals, see :func:`style_battles`) switches to the
+    style-controlled BT of :mod:`arena.leaderboard`, whose bootstrap resamples battles.
+    """
+    models = sorted(set(games["model"]) | set(games["opponent"]))
+    if baseline not in models:
+        raise ValueError(f"baseline '{baseline}' is not in the games (models: {models[:10]})")
+    if style is not None:
+        return _style_controlled(games, baseline, style, n_bootstrap, level, seed)
+    k, b = len(models), models.index(baseline)
+    data, per_prompt, _ = prompt_counts(games, models)
+    fit = bt.fit(jnp.asarray(bt.initial_x(data, k, "half")), data, "half")
+    x = np.asarray(fit.x)
+    gap = x[:k] - x[b]
+    out = pd.DataFrame({"model": models, "win_rate": 100 / (1 + np.exp(-gap)),
+                        "rating": bt.to_elo(x[:k], anchor=b, anchor_rating=1000.0)})
+    if n_bootstrap > 0:
+        reps = refit_resamples(data, x, per_prompt, prompt_resamples(per_prompt.shape[0], n_bootstrap, seed),
+                               chunk)
+        rep_gap = reps[:, :k] - reps[:, [b]]
+        lo, hi = bs.percentile_interval(100 / (1 + np.exp(-rep_gap)), level)
+        out["lower"], out["upper"] = lo, hi
+        out["rating_lower"], out["rating_upper"] = bs.percentile_interval(
+            bt.to_elo(reps[:, :k], anchor=b, anchor_rating=1000.0), level)
+    wsum = games.assign(ws=games["score"] * games["weight"]).groupby("model")[["ws", "weight"]].sum()
+    out["score"] = out["model"].map(100 * wsum["ws"] / wsum["weight"])
+    out["games"] = out["model"].map(games.groupby("model").size()).fillna(0).astype(int)
+    out["prompts"] = out["model"].map(games.groupby("model")["uid"].nunique()).fillna(0).astype(int)
+    out["inconsistent"] = out["model"].map(inconsistency(games))
+    out.loc[out["model"] == baseline, ["score", "inconsistent"]] = np.nan
+    out.attrs.update(baseline=baseline, level=level, n_bootstrap=n_bootstrap, skipped=games.attrs.get("skipped", 0))
+    return out.sort_values("win_rate", ascending=False, ignore_index=True)
+
+
+def prompt_resamples(n_prompts: int, n_bootstrap: int, seed: int = 0) -> np.ndarray:
+    """Multinomial prompt counts (n_bootstrap, n_prompts): prompts drawn with replacement, paired across models."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_prompts, np.full(n_prompts, 1.0 / n_prompts), size=n_bootstrap).astype(float)
+
+
+def refit_resamples(data: bt.PairData, x: np.ndarray, per_prompt: np.ndarray, resamples: np.ndarray,
+                    chunk: int = 200) -> np.ndarray:
+    """BT refits (R, K+1) for prompt counts ``resamples`` (R, U): pair counts are ``resamples @ per_prompt``,
+    refitted by vmapped Newton from the full-data fit (:func:`arena.bootstrap.newton_refit_chunk`)."""
+    d = bt.PairData(jnp.asarray(data.i), jnp.asarray(data.j), jnp.asarray(data.counts))
+    flat = per_prompt.reshape(per_prompt.shape[0], -1)
+    out = []
+    for start in range(0, resamples.shape[0], chunk):
+        counts = (resamples[start:start + chunk] @ flat).reshape(-1, *data.counts.shape)  # (R, P, 3)
+        xs, ok = bs.newton_refit_chunk(jnp.asarray(counts), jnp.asarray(x), d, "half")
+        if not bool(np.all(np.asarray(ok))):
+            raise FloatingPointError("a bootstrap refit did not converge; check for models with no games")
+        out.append(np.asarray(xs))
+    return np.concatenate(out)
+
+
+def ci_width_by_weight(load, weights: tuple[float, ...] = (1.0, 3.0), **kwargs) -> pd.DataFrame:
+    """Width of the win-rate CI per model for each strong-verdict weight; ``load(weight) -> games``."""
+    cols = {}
+    for w in weights:
+        lb = baseline_leaderboard(load(w), **kwargs).set_index("model")
+        cols[f"width_w{w:g}"] = lb["upper"] - lb["lower"]
+        cols[f"win_rate_w{w:g}"] = lb["win_rate"]
+    return pd.DataFrame(cols)
+
+
+def style_battles(games: pd.DataFrame, style: pd.DataFrame) -> pd.DataFrame:
+    """Games as Chatbot Arena battles with per-side style totals from ``style`` (indexed by (uid, model), columns
+    ``tokens, header_count, list_count, bold_count``); a game of weight w becomes w battles, as in Arena-Hard.
+
+    The model is side b in game 1 and side a in game 2 (Arena-Hard's display order), so the style differences
+    appear with both signs: the contextual BT z-scores features around their mean, and a one-sided layout
+    would turn the mean length difference into a constant shift of every model against the baseline.
+    """
+    reps = games.loc[games.index.repeat(games["weight"].round().astype(int))]
+    model_is_a = (reps["game"] == 2).to_numpy()
+    side_a = np.where(model_is_a, reps["model"], reps["opponent"])
+    side_b = np.where(model_is_a, reps["opponent"], reps["model"])
+    score_a = np.where(model_is_a, reps["score"], 1.0 - reps["score"])
+    winner = np.select([score_a == 1.0, score_a == 0.0], ["model_a", "model_b"], "tie")
+    df = pd.DataFrame({"model_a": side_a, "model_b": side_b, "winner": winner,
+                       "question_id": reps["uid"].astype(str).to_numpy()})
+    for side, names in (("a", side_a), ("b", side_b)):
+        key = pd.MultiIndex.from_arrays([df["question_id"], names])
+        missing = ~key.isin(style.index)
+        if missing.any():
+            uid, model = key[missing.argmax()]
+            raise BattleDataError("<style features>", None, "uid", f"no style features for model '{model}' on "
+                                  f"prompt '{uid}'", "give answers (with metadata or text) for every model")
+        feats = style.reindex(key)
+        df[f"sum_assistant_{side}_tokens"] = feats["tokens"].to_numpy()
+        for name in ("header_count", "list_count", "bold_count"):
+            df[f"{name}_{side}"] = feats[name].to_numpy()
+    return df
+
+
+def _style_controlled(games: pd.DataFrame, baseline: str, style: pd.DataFrame, n_bootstrap: int, level: float,
+                      seed: int) -> pd.DataFrame:
+    from arena.leaderboard import fit_leaderboard
+
+    lb = fit_leaderboard(style_battles(games, style), n_bootstrap=max(n_bootstrap, 2), style_control=True,
+                         anchor=f"{baseline}=1000", level=level, seed=seed, min_battles=0)
+    t = lb.table
+
+    def win_rate(rating: pd.Series) -> np.ndarray:  # baseline pinned at 1000: rating gap -> P(beats baseline)
+        return 100 / (1 + np.exp(-(rating.to_numpy() - 1000.0) / lb.scale.per_nat))
+
+    out = pd.DataFrame({"model": t["model"], "win_rate": win_rate(t["rating"]), "lower": win_rate(t["lower"]),
+                        "upper": win_rate(t["upper"]), "rating": t["rating"], "rating_lower": t["lower"],
+                        "rating_upper": t["upper"]})
+    out["inconsistent"] = out["model"].map(inconsistency(games))
+    out.attrs.update(baseline=baseline, style_coefficients=lb.table.attrs.get("style_coefficients"))
+    return out.sort_values("win_rate", ascending=False, ignore_index=True)
+
+
+STYLE_FIELDS = ("tokens", "header_count", "list_count", "bold_count")
+
+
+def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
+    """Per-answer style totals indexed by (uid, model), from Arena-Hard ``model_answer`` JSONL (``uid, model,
+    metadata: {token_len, header_count: {...}, list_count: {...}, bold_count: {...}}``), flat rows
+    (``uid``/``item_id``, ``model``, ``tokens, header_count, list_count, bold_count``) or answer text
+    (``item_id, model, answer``, as in ``data/demo/items.jsonl``; length then in characters)."""
+    from arena.style import markdown_counts
+
+    rows, seen = [], {}
+    for path in map(Path, paths):
+        with open(path, encoding="utf-8") as fh:
+            for line, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    rec = json.loads(text)
+                except json.JSONDecodeError as e:
+                    raise BattleDataError(str(path), line, None, f"not valid JSON ({e.msg})",
+                                          "one answer object per line") from None
+                meta = rec.get("metadata") or rec
+                uid = rec.get("uid", rec.get("item_id"))
+                if isinstance(rec.get("answer"), str) and "metadata" not in rec:
+                    values: list = list(markdown_counts(rec["answer"]))
+                else:
+                    values = [meta.get("token_len", meta.get("tokens"))] + [meta.get(f) for f in STYLE_FIELDS[1:]]
+                if uid is None or rec.get("model") is None or any(v is None for v in values):
+                    raise BattleDataError(str(path), line, "metadata", "uid, model or a style count is missing",
+                                          f"each answer needs uid, model and {', '.join(STYLE_FIELDS)} (or answer)")
+                key = (str(uid), str(rec["model"]))
+                if key in seen:
+                    raise BattleDataError(str(path), line, "uid", f"second answer of model '{key[1]}' for prompt "
+                                          f"'{key[0]}' (first at {seen[key]})", "keep one answer per model and prompt")
+                seen[key] = f"{path}, line {line}"
+                totals = [float(sum(v.values())) if isinstance(v, dict) else float(v) for v in values]
+                rows.append((*key, *totals))
+    return pd.DataFrame(rows, columns=["uid", "model", *STYLE_FIELDS]).set_index(["uid", "model"])
+
+
+def format_baseline_table(lb: pd.DataFrame) -> str:
+    """A plain-text view of :func:`baseline_leaderboard` (win rate vs baseline with CI, rating, inconsistency)."""
+    level = lb.attrs.get("level", 0.95)
+    has_ci = "lower" in lb
+    view = pd.DataFrame({
+        "model": lb["model"],
+        "win_rate": lb["win_rate"].map("{:.1f}".format),
+        f"{level:.0%} CI": ([f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(lb["lower"], lb["upper"], strict=True)]
+                            if has_ci else "-"),
+        "rating": lb["rating"].round().astype(int),
+        "inconsistent": lb["inconsistent"].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}"),
+    })
+    if "games" in lb:
+        view["games"] = lb["games"]
+    return view.to_string(index=False)
