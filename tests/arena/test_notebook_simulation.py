@@ -1,0 +1,32 @@
+"""The simulation notebook runs top to bottom (nbclient) and shows what it claims."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "arena_simulation.ipynb"
+
+
+@pytest.mark.slow
+def test_simulation_notebook_executes():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit the notebook without outputs"
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "\n".join(o.get("text", "") for o in outputs)
+    assert "782" in text and "194" in text
+    coverage = [float(v) for v in re.findall(r"N= *(?:500|5000): coverage (0\.\d+)", text)]
+    assert len(coverage) == 6 and all(0.90 <= c <= 0.99 for c in coverage)
+    ratio = float(re.search(r"variance ratio \(uniform / active\) = ([\d.]+)", text).group(1))
+    assert ratio > 1.2
+    naive, styled = map(float, re.search(r"naive ([\d.]+), style control ([\d.]+)", text).groups())
+    assert naive > 0.3 > styled
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 5
