@@ -2,6 +2,142 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+# --- preflab judge run (issue 6: judge runner) -------------------------------------------------------
+@app.command("run")
+def run_cmd(
+    pairs_path: Annotated[Path, typer.Argument(help="Pairs JSONL: item_id, prompt, model_x, answer_x, model_y, answer_y.")],
+    judge: Annotated[str, typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")],
+    rubric: Annotated[str, typer.Option(help="Built-in rubric (ab, abt, arena5, concise, alpaca) or a TOML file.")] = "abt",
+    both_orders: Annotated[bool, typer.Option("--both-orders/--one-order", help="Judge each pair in both orders.")] = True,
+    samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Calls in flight.")] = 16,
+    output: Annotated[Path, typer.Option(help="Verdicts JSONL (one row per pair and order).")] = Path("verdicts.jsonl"),
+    combined: Annotated[Path | None, typer.Option(help="Also write one row per pair (both orders combined).")] = None,
+    combine: Annotated[str, typer.Option(help="Combine orders: conservative or average.")] = "conservative",
+    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = Path.home() / ".cache" / "preflab" / "judge.sqlite",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
+    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
+    batch: Annotated[bool, typer.Option("--batch", help="Use the provider's batch API (openai:, anthropic:).")] = False,
+    poll: Annotated[float, typer.Option(help="Seconds between batch status polls.")] = 30.0,
+) -> None:
+    """Judge every pair (both orders by default) and write verdict probabilities as JSONL."""
+    from rich.console import Console
+
+    from judge.pairs import PairsError, combine_orders, load_pairs
+    from judge.providers.base import ProviderError
+    from judge.rubrics import RubricError, load_rubric
+    from judge.run import RunConfig, run_judge
+
+    err = Console(stderr=True)
+    try:
+        pairs = load_pairs(pairs_path)
+        config = RunConfig(load_rubric(rubric), both_orders=both_orders, samples=samples, concurrency=concurrency,
+                           rpm=rpm, tpm=tpm, max_tokens=max_tokens, progress=progress, timeout=timeout)
+        if batch:
+            from judge.batch import batch_judge
+
+            if no_cache:
+                raise ValueError("--batch collects answers into the cache; drop --no-cache")
+            summary, result = batch_judge(pairs, judge, config, cache, poll_s=poll)
+            typer.echo("batch: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+        else:
+            result = run_judge(pairs, judge, config, cache=None if no_cache else cache)
+    except (PairsError, RubricError, ProviderError, ValueError) as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    result.write_jsonl(output)
+    df = result.verdicts
+    typer.echo(f"{len(pairs)} pairs, {len(df)} verdicts -> {output}")
+    typer.echo(result.stats.summary())
+    typer.echo("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
+    if both_orders:
+        table = combine_orders(df, combine)
+        typer.echo(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
+                   + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
+        if combined is not None:
+            table.to_json(combined, orient="records", lines=True)
+    if result.stats.failed:
+        err.print(f"[yellow]{result.stats.failed} verdicts failed after retries (kept with error; rerun to retry)[/yellow]")
+# --- end preflab judge run -----------------------------------------------------------------------------
+
+
+# --- preflab judge calibrate (issue 7: judge calibration) ----------------------------------------------
+@app.command("calibrate")
+def calibrate_cmd(
+    verdicts: Annotated[Path, typer.Argument(help="Verdicts: `preflab judge run` JSONL, judge_labels.csv, or a "
+                                             "PandaLM / LLMFAO / AlpacaEval data folder or file.")],
+    human: Annotated[Path | None, typer.Option(help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
+    lengths: Annotated[Path | None, typer.Option(help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
+    layout: Annotated[str, typer.Option(help="auto, verdicts, labels, pandalm, llmfao or alpaca.")] = "auto",
+    judge_name: Annotated[str | None, typer.Option("--judge", help="Which judge in a shared set (gpt4, gpt3, gpt-3.5-turbo, pandalm-7b).")] = None,
+    family: Annotated[Path | None, typer.Option(help="CSV model,family for self-preference.")] = None,
+    judge_family: Annotated[str | None, typer.Option(help="The judge's own family (with --family).")] = None,
+    length_threshold: Annotated[float, typer.Option(help="Length-bias pairs must differ by more than this.")] = 0.0,
+    n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Random seed for the bootstraps.")] = 0,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write the HTML judge card here.")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Card checklist: judge model.")] = None,
+    rubric: Annotated[str | None, typer.Option(help="Card checklist: rubric.")] = None,
+    temperature: Annotated[str | None, typer.Option(help="Card checklist: temperature.")] = None,
+    samples: Annotated[str | None, typer.Option(help="Card checklist: samples per order.")] = None,
+    date: Annotated[str | None, typer.Option(help="Card checklist: date the judge ran.")] = None,
+) -> None:
+    """Calibrate a judge against humans: bias, agreement, calibration — every number with its interval."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from arena.data import BattleDataError
+    from judge.calibrate import calibrate, position_bias_by_model, report_json
+    from judge.card import summary_rows, write_card
+    from judge.datasets import attach_human, attach_lengths, load_any, load_family
+
+    out, err = Console(), Console(stderr=True)
+    try:
+        pairs = load_any(verdicts, layout, judge_name)
+        pairs = attach_human(pairs, human) if human else pairs
+        pairs = attach_lengths(pairs, lengths) if lengths else pairs
+        families = load_family(family) if family else None
+    except (BattleDataError, ValueError, OSError) as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from None
+    res = calibrate(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
+                    n_bootstrap=n_bootstrap, seed=seed)
+    table = Table(title=escape(f"Judge calibration: {res['source']}"), show_header=False)
+    for k, v in summary_rows(res):
+        table.add_row(escape(k), escape(v))
+    out.print(table)
+    for line in res["verdict"]["usable_for"]:
+        out.print(f"[green]usable for[/green]: {escape(line)}", highlight=False)
+    for line in res["verdict"]["do_not_use_for"]:
+        out.print(f"[red]do not use for[/red]: {escape(line)}", highlight=False)
+    for note in res["notes"]:
+        out.print(f"note: {note}", highlight=False, markup=False)
+    by_model = position_bias_by_model(pairs) if "model_y" in pairs and pairs["model_y"].nunique() > 1 else None
+    if by_model is not None and len(by_model):
+        out.print("position bias by model (P(win | shown first) − P(win | shown second)):")
+        for r in by_model.itertuples():
+            out.print(f"  {r.model}: {r.difference:+.3f} [{r.lower:+.3f}, {r.upper:+.3f}] favours {r.favours}",
+                      highlight=False, markup=False)
+    if json_out:
+        json_out.write_text(report_json(res), encoding="utf-8")
+        out.print(f"metrics -> {json_out}", markup=False)
+    if report:
+        settings = {"judge model": judge_model or judge_name, "rubric": rubric, "temperature": temperature,
+                    "samples": samples, "date": date}
+        write_card(report, res, pairs, settings, title=f"Judge card: {verdicts.name}", by_model=by_model)
+        out.print(f"judge card -> {report}", markup=False)
+# --- end preflab judge calibrate -------------------------------------------------------------------------

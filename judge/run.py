@@ -1,0 +1,338 @@
+"""The judge runner: every pair in both orders, bounded concurrency, rate limits, retries, an on-disk cache.
+
+Calls go through a pool of ``concurrency`` workers. Each call is looked up in the SQLite cache first; a miss
+waits for the per-provider rate limiter (requests and tokens per minute), then calls the provider, retrying
+429/5xx/timeouts/dropped connections/malformed bodies with exponential backoff and full jitter (Brooker,
+"Exponential backoff and jitter", AWS 2015), never sooner than the server's ``Retry-After``. Answers are
+committed to the cache as they arrive, so a killed run restarts without re-calling anything answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from judge.cache import CallCache, cache_key, prompt_hash
+from judge.pairs import Pair, by_identity
+from judge.providers.base import (
+    Completion,
+    JudgeRequest,
+    LogprobsUnsupported,
+    Provider,
+    ProviderError,
+    make_provider,
+)
+from judge.rubrics import Rubric
+from judge.verdicts import Verdict, sampled_verdict, unparsable, verdict_from_logprobs, verdict_from_text
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How to run a judge. ``samples=0`` reads logprobs; ``samples=K`` samples K text verdicts per order."""
+
+    rubric: Rubric
+    both_orders: bool = True
+    samples: int = 0
+    fallback_samples: int = 5  # K used when the provider has no logprobs
+    sample_temperature: float = 1.0
+    max_tokens: int | None = None  # default: 3 for logprob verdicts, 16 for sampled ones
+    top_logprobs: int = 20
+    concurrency: int = 16
+    rpm: float | None = None  # per-provider requests per minute
+    tpm: float | None = None  # per-provider tokens per minute (estimated before, corrected after)
+    max_attempts: int = 8
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+    completions_prompt: bool = False  # send a plain prompt (base models on /v1/completions)
+    timeout: float = 60.0  # per call, when the provider is built from a spec string
+    seed: int = 0
+    progress: bool = False
+
+
+@dataclass
+class RunStats:
+    """Token, cost and reliability accounting for one run."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failed: int = 0
+    unparsable: int = 0
+    low_mass: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    wall_s: float = 0.0
+    method: str = "logprob"
+    retry_reasons: Counter = field(default_factory=Counter)  # "429", "500", "timeout", "connection", "malformed"
+    waits: list[float] = field(default_factory=list, repr=False)
+
+    def summary(self) -> str:
+        """One line for the CLI."""
+        return (f"{self.calls} calls, {self.cache_hits} cached, {self.retries} retries, {self.failed} failed, "
+                f"{self.unparsable} unparsable, {self.low_mass} low label mass; tokens {self.tokens_in} in / "
+                f"{self.tokens_out} out; cost ${self.cost:.4f}; {self.wall_s:.1f} s ({self.method})")
+
+
+@dataclass
+class RunResult:
+    """Verdict rows (one per pair and order) and the run's accounting."""
+
+    verdicts: pd.DataFrame
+    stats: RunStats
+
+    def write_jsonl(self, path: str | Path) -> None:
+        """Write the verdicts as JSONL (``item_id, model_x, model_y, order, p_a, p_b, p_tie, verdict, ...``)."""
+        self.verdicts.to_json(path, orient="records", lines=True, force_ascii=False)
+
+
+def backoff_delay(attempt: int, retry_after: float | None, u: float, base: float = 0.5, cap: float = 30.0) -> float:
+    """Seconds before retry ``attempt`` (0-based): full jitter ``u * min(cap, base * 2**attempt)`` with
+    ``u ~ U[0, 1)`` (Brooker 2015), but never less than the server's ``Retry-After``."""
+    return max(retry_after or 0.0, u * min(cap, base * 2.0**attempt))
+
+
+class RateLimiter:
+    """Token buckets for requests and tokens per minute (I/O edge; state is the buckets)."""
+
+    def __init__(self, rpm: float | None, tpm: float | None) -> None:
+        self.rates = {"req": (rpm or math.inf) / 60.0, "tok": (tpm or math.inf) / 60.0}
+        self.level = {"req": rpm or math.inf, "tok": tpm or math.inf}
+        self.cap = dict(self.level)
+        self.t = time.monotonic()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        for k, r in self.rates.items():
+            self.level[k] = min(self.cap[k], self.level[k] + r * (now - self.t))
+        self.t = now
+
+    async def acquire(self, tokens: int) -> None:
+        """Wait until one request and ``tokens`` tokens are available, then take them."""
+        need = {"req": 1.0, "tok": min(float(tokens), self.cap["tok"])}
+        while True:
+            self._refill()
+            short = {k: need[k] - self.level[k] for k in need if self.level[k] < need[k]}
+            if not short:
+                for k in need:
+                    self.level[k] -= need[k]
+                return
+            await asyncio.sleep(max(short[k] / self.rates[k] for k in short))
+
+    def correct(self, estimated: int, actual: int) -> None:
+        """Charge the difference between the estimate and the usage the provider reported."""
+        self.level["tok"] -= actual - estimated
+
+
+@dataclass(frozen=True)
+class _Call:
+    pair: int
+    order: str
+    sample: int
+    request: JudgeRequest
+    key: str
+    p_hash: str
+
+
+def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sampled: bool) -> list[_Call]:
+    """Every call the run needs: pairs x orders x samples, each with its cache key."""
+    orders = ("xy", "yx") if config.both_orders else ("xy",)
+    k = max(config.samples, 1) if config.samples else (config.fallback_samples if sampled else 1)
+    max_tokens = config.max_tokens or (16 if sampled else 3)
+    calls = []
+    rubric_fp = config.rubric.fingerprint
+    for i, pair in enumerate(pairs):
+        for order in orders:
+            _, ans_a, _, ans_b = pair.slots(order)
+            msgs = tuple(config.rubric.messages(pair.prompt, ans_a, ans_b, pair.reference))
+            prompt = (config.rubric.completion_prompt(pair.prompt, ans_a, ans_b, pair.reference)
+                      if config.completions_prompt else None)
+            p_hash = prompt_hash(msgs, prompt)
+            for s in range(k):
+                req = JudgeRequest(msgs, prompt, max_tokens,
+                                   config.sample_temperature if sampled else 0.0, config.top_logprobs,
+                                   logprobs=not sampled, seed=(config.seed + s) if sampled else config.seed)
+                params = {**req.sampling_params(), "sample": s}
+                key = cache_key(provider.provider, provider.model, rubric_fp, p_hash, order, params)
+                calls.append(_Call(i, order, s, req, key, p_hash))
+    return calls
+
+
+async def _call_with_retries(provider: Provider, call: _Call, config: RunConfig, limiter: RateLimiter,
+                             stats: RunStats, rng: random.Random) -> Completion:
+    est = (sum(len(m["content"]) for m in call.request.messages) + len(call.request.prompt or "")) // 4
+    est += call.request.max_tokens
+    for attempt in range(config.max_attempts):
+        await limiter.acquire(est)
+        try:
+            comp = await provider.complete(call.request)
+        except ProviderError as e:
+            if not e.retryable or attempt == config.max_attempts - 1:
+                raise
+            delay = backoff_delay(attempt, e.retry_after, rng.random(), config.backoff_base, config.backoff_cap)
+            stats.retries += 1
+            stats.retry_reasons[e.kind] += 1
+            stats.waits.append(delay)
+            await asyncio.sleep(delay)
+            continue
+        limiter.correct(est, comp.tokens_in + comp.tokens_out)
+        return comp
+    raise AssertionError("unreachable")
+
+
+async def _execute(calls: list[_Call], provider: Provider, config: RunConfig, cache: CallCache | None,
+                   stats: RunStats) -> dict[str, Completion | Exception]:
+    """Run the calls through ``concurrency`` workers; returns completion or exception per cache key."""
+    results: dict[str, Completion | Exception] = {}
+    limiter = RateLimiter(config.rpm, config.tpm)
+    rng = random.Random(config.seed)
+    queue: asyncio.Queue[_Call] = asyncio.Queue()
+    unique = list({c.key: c for c in calls}.values())  # identical requests (duplicate pairs) are made once
+    for c in unique:
+        queue.put_nowait(c)
+    bar = tqdm(total=len(unique), disable=not config.progress, file=sys.stderr, unit="call")
+    rubric = config.rubric.fingerprint
+
+    async def worker() -> None:
+        while not queue.empty():
+            c = queue.get_nowait()
+            hit = cache.get(c.key) if cache is not None else None
+            if hit is not None:
+                stats.cache_hits += 1
+                results[c.key] = replace(hit, raw={"cached": True})
+            else:
+                try:
+                    comp = await _call_with_retries(provider, c, config, limiter, stats, rng)
+                    stats.calls += 1
+                    stats.tokens_in += comp.tokens_in
+                    stats.tokens_out += comp.tokens_out
+                    if cache is not None:
+                        cache.put(c.key, comp, provider=provider.provider, model=provider.model, rubric=rubric,
+                                  p_hash=c.p_hash, order=c.order, params={**c.request.sampling_params(),
+                                                                          "sample": c.sample})
+                    results[c.key] = comp
+                except ProviderError as e:
+                    results[c.key] = e
+            bar.update(1)
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(unique))))))
+    finally:
+        if cache is not None:
+            cache.flush()
+        bar.close()
+    return results
+
+
+def _verdict(comps: list[Completion], rubric: Rubric, sampled: bool) -> Verdict:
+    if sampled:
+        return sampled_verdict([verdict_from_text(c.text, rubric.all_labels, rubric.case_sensitive) for c in comps],
+                               rubric.outcomes)
+    comp = comps[0]
+    if comp.tokens:
+        return verdict_from_logprobs(comp.tokens, rubric.labels, rubric.case_sensitive)
+    return verdict_from_text(comp.text, rubric.all_labels, rubric.case_sensitive)  # server sent no logprobs
+
+
+def verdict_rows(pairs: Sequence[Pair], calls: list[_Call], results: dict, provider: Provider, rubric: Rubric,
+                 sampled: bool, stats: RunStats) -> pd.DataFrame:
+    """One row per (pair, order): slot and identity probabilities, verdict, mass, tokens, cost, latency."""
+    groups: dict[tuple[int, str], list[_Call]] = {}
+    for c in calls:
+        groups.setdefault((c.pair, c.order), []).append(c)
+    rows = []
+    for (i, order), cs in groups.items():
+        pair = pairs[i]
+        model_a, _, model_b, _ = pair.slots(order)
+        got = [results[c.key] for c in cs]
+        errors = [str(g) for g in got if isinstance(g, Exception)]
+        comps = [g for g in got if isinstance(g, Completion)]
+        if errors:
+            stats.failed += 1
+            v = unparsable("sampled" if sampled else "logprob", error=errors[0])
+        else:
+            v = _verdict(comps, rubric, sampled)
+        if v.parsable:
+            p_a, p_b, p_tie = v.probs.get("A", 0.0), v.probs.get("B", 0.0), v.probs.get("tie", 0.0)
+        else:
+            p_a = p_b = p_tie = math.nan
+            stats.unparsable += 0 if errors else 1
+        stats.low_mass += int(v.parsable and v.low_mass)
+        p_x, p_y = by_identity(order, p_a, p_b)
+        t_in, t_out = sum(c.tokens_in for c in comps), sum(c.tokens_out for c in comps)
+        fresh = [c for c in comps if not c.raw.get("cached")]
+        cost = sum(c.tokens_in for c in fresh) * provider.price_in + sum(c.tokens_out for c in fresh) * provider.price_out
+        stats.cost += cost
+        winner = {"A": model_a, "B": model_b, "tie": "tie"}.get(v.label or "", None)
+        rows.append({
+            "item_id": pair.item_id, "model_x": pair.model_x, "model_y": pair.model_y, "order": order,
+            "first": model_a, "p_a": p_a, "p_b": p_b, "p_tie": p_tie, "verdict": v.label,
+            "label_mass": v.label_mass, "raw": comps[0].text if len(comps) == 1 else [c.text for c in comps],
+            "tokens": t_in + t_out, "cost": cost, "latency": sum(c.latency for c in comps),
+            "p_x": p_x, "p_y": p_y, "winner": winner, "method": v.method, "bound": v.bound,
+            "low_mass": v.low_mass, "samples": len(cs), "cached": len(fresh) == 0 and bool(comps),
+            "error": errors[0] if errors else None,
+            "ci": v.extra.get("ci") if sampled else None,
+        })
+    return pd.DataFrame(rows)
+
+
+async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: RunConfig,
+                     cache: CallCache | str | Path | None = None) -> RunResult:
+    """Judge every pair (both orders unless ``config.both_orders`` is off); see :func:`run_judge`."""
+    own = isinstance(provider, str)
+    prov: Provider = make_provider(provider, timeout=config.timeout) if isinstance(provider, str) else provider
+    if own and getattr(prov, "completions", False):
+        config = replace(config, completions_prompt=True)
+    db = CallCache(cache) if isinstance(cache, str | Path) else cache
+    t0 = time.perf_counter()
+    try:
+        sampled = config.samples > 0 or not prov.supports_logprobs
+        if not prov.supports_logprobs and config.samples == 0:
+            print(f"note: {prov.provider}:{prov.model} gives no logprobs; using {config.fallback_samples} "
+                  "sampled verdicts per order (labelled 'sampled')", file=sys.stderr)
+        stats = RunStats(method="sampled" if sampled else "logprob")
+        calls = plan_calls(pairs, prov, config, sampled)
+        results = await _execute(calls, prov, config, db, stats)
+        if not sampled and any(isinstance(r, LogprobsUnsupported) for r in results.values()):
+            print(f"note: {prov.model} refused logprobs; rerunning with {config.fallback_samples} sampled "
+                  "verdicts per order (labelled 'sampled')", file=sys.stderr)
+            sampled, stats = True, RunStats(method="sampled", cache_hits=stats.cache_hits, calls=stats.calls)
+            calls = plan_calls(pairs, prov, config, sampled)
+            results = await _execute(calls, prov, config, db, stats)
+        df = verdict_rows(pairs, calls, results, prov, config.rubric, sampled, stats)
+    finally:
+        if own:
+            await prov.aclose()
+        if db is not None and db is not cache:
+            db.close()
+    stats.wall_s = time.perf_counter() - t0
+    return RunResult(df, stats)
+
+
+def run_judge(pairs: Sequence[Pair], provider: Provider | str, config: RunConfig,
+              cache: CallCache | str | Path | None = None) -> RunResult:
+    """Judge pairs with a provider (or a spec string such as ``local:http://127.0.0.1:8080/v1#smollm2``).
+
+    Returns one verdict row per pair and order, and the run's token/cost/retry accounting. With a cache
+    path, answered calls are stored as they arrive and never re-called by a later run.
+    """
+    return asyncio.run(arun_judge(pairs, provider, config, cache))
+
+
+def stats_dict(stats: RunStats) -> dict:
+    """The stats without the per-retry waits, for JSON output."""
+    d = asdict(stats)
+    d.pop("waits")
+    d["retry_reasons"] = dict(stats.retry_reasons)
+    return d

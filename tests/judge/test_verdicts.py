@@ -1,0 +1,165 @@
+"""Verdict parsing: real AlpacaEval GPT-4-turbo logprobs (ground truth: the stored ``preference``) and text."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from judge.alpaca import load_annotations
+from judge.verdicts import (
+    label_probs_from_logprobs,
+    sampled_verdict,
+    verdict_from_logprobs,
+    verdict_from_text,
+)
+
+ALPACA_OUTCOMES = {"m": "A", "M": "B"}  # AlpacaEval's judge: `m` = the answer shown first
+AB_TIE = {"A": "A", "B": "B", "C": "tie", "tie": "tie"}
+
+
+def alpaca_preference(raw_completion: dict, switched: bool) -> float:
+    """AlpacaEval's ``preference`` (1 = output_1 wins, 2 = output_2 wins) from our logprob verdict."""
+    v = verdict_from_logprobs(raw_completion["logprobs"]["content"], ALPACA_OUTCOMES, case_sensitive=True)
+    p_first = v.probs["A"]
+    # switched: the judge saw output_2 first, so P(output_2) = P(first shown)
+    return 1.0 + p_first if switched else 2.0 - p_first
+
+
+def test_alpaca_eval_preferences_reproduced_on_every_row_with_logprobs(shared_data):
+    files = sorted((shared_data / "alpaca_eval" / "annotations").glob("*.json.gz"))
+    assert len(files) == 15
+    without_logprobs: dict[str, int] = {}
+    n_checked = 0
+    worst = 0.0
+    for path in files:
+        df = load_annotations(path)
+        has = df["raw_completion"].map(lambda rc: isinstance(rc, dict) and bool(rc.get("logprobs")))
+        without_logprobs[path.name.removesuffix(".json.gz")] = int((~has).sum())
+        for rc, switched, pref in zip(df.loc[has, "raw_completion"], df.loc[has, "switched"],
+                                      df.loc[has, "preference"], strict=True):
+            err = abs(alpaca_preference(rc, bool(switched)) - pref)
+            worst = max(worst, err)
+            assert err < 1e-6, (path.name, rc["logprobs"]["content"][0]["top_logprobs"], pref)
+            n_checked += 1
+        # rows without logprobs are reported, never silently dropped
+        assert has.sum() + without_logprobs[path.name.removesuffix(".json.gz")] == len(df)
+    print(f"\nchecked {n_checked} rows, max |error| {worst:.2e}; rows without logprobs: {without_logprobs}")
+    assert without_logprobs["alpaca-7b"] == 3
+    assert n_checked == 12038  # 12,069 rows in 15 files, 31 without logprobs
+    assert worst < 1e-6
+
+
+def test_alpaca_7b_all_802_rows_agree(shared_data):
+    """All 802 alpaca-7b rows with logprobs agree; the only gap (< 1e-7) is the mass on variants such as
+    `` m`` that AlpacaEval's exact-token parser ignores and ours sums."""
+    df = load_annotations(shared_data / "alpaca_eval" / "annotations" / "alpaca-7b.json.gz")
+    ok = df["raw_completion"].map(lambda rc: isinstance(rc, dict))
+    errs = [abs(alpaca_preference(rc, s) - p)
+            for rc, s, p in zip(df.raw_completion[ok], df.switched[ok], df.preference[ok], strict=True)]
+    assert len(errs) == 802 and max(errs) < 1e-7
+
+
+def test_token_variants_are_summed_and_mass_reported():
+    top = {"A": math.log(0.5), " A": math.log(0.1), "a": math.log(0.1), "B": math.log(0.1), "The": math.log(0.2)}
+    probs, mass, bound, missing = label_probs_from_logprobs(top, ["A", "B"])
+    assert probs["A"] == pytest.approx(0.7 / 0.8)
+    assert probs["B"] == pytest.approx(0.1 / 0.8)
+    assert mass == pytest.approx(0.8)
+    assert bound == 0.0 and missing == ()
+
+
+def test_missing_label_bounded_by_smallest_listed_logprob_not_zero():
+    top = {"A": math.log(0.6), "The": math.log(0.3), "I": math.log(0.05)}
+    probs, mass, bound, missing = label_probs_from_logprobs(top, ["A", "B"])
+    assert missing == ("B",)
+    assert probs == {"A": 1.0, "B": 0.0}
+    # B could hold up to 0.05 -> P(A) could be as low as 0.6 / 0.65
+    assert bound == pytest.approx(0.05 / 0.65)
+    assert 1.0 - bound == pytest.approx(0.6 / 0.65)
+
+
+def test_no_label_in_top_k_is_unparsable_and_kept():
+    tokens = [{"token": "The", "logprob": -0.1, "top_logprobs": [{"token": "The", "logprob": -0.1},
+                                                                  {"token": "I", "logprob": -2.5}]}]
+    v = verdict_from_logprobs(tokens, AB_TIE)
+    assert not v.parsable and v.probs == {} and v.label_mass == 0.0
+
+
+def test_lead_in_tokens_skipped_and_probabilities_sum_to_one():
+    tokens = [
+        {"token": "[[", "logprob": -0.01, "top_logprobs": [{"token": "[[", "logprob": -0.01}]},
+        {"token": "B", "logprob": -0.4, "top_logprobs": [{"token": "B", "logprob": -0.4},
+                                                          {"token": "A", "logprob": -1.5},
+                                                          {"token": "C", "logprob": -3.0},
+                                                          {"token": "Both", "logprob": -4.0}]},
+    ]
+    v = verdict_from_logprobs(tokens, AB_TIE)
+    assert v.label == "B" and sum(v.probs.values()) == pytest.approx(1.0)
+    z = np.exp([-0.4, -1.5, -3.0])
+    assert v.probs["tie"] == pytest.approx(z[2] / z.sum())
+    assert v.label_mass == pytest.approx(z.sum())
+    assert not v.low_mass
+
+
+def test_low_mass_flagged():
+    tokens = [{"token": "Sure", "logprob": -0.05, "top_logprobs": [{"token": "Sure", "logprob": -0.05},
+                                                                    {"token": "A", "logprob": -3.0}]}]
+    v = verdict_from_logprobs(tokens, AB_TIE)
+    assert v.label == "A" and v.low_mass and v.label_mass == pytest.approx(math.exp(-3.0))
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("Assistant A is clearer.\n\nFinal verdict: [[B]]", "B"),
+        ("[[A]] because ... then again [[C]]", "tie"),
+        ("Verdict: A", "A"),
+        ("**Verdict:** b", "B"),
+        ("My final answer is tie.", "tie"),
+        (" A", "A"),
+        ("B. Assistant B follows the instruction", "B"),
+    ],
+)
+def test_text_verdicts(text, label):
+    assert verdict_from_text(text, AB_TIE).label == label
+
+
+def test_text_verdict_five_level():
+    outcomes = {"A>>B": "A", "A>B": "A", "A=B": "tie", "B>A": "B", "B>>A": "B"}
+    v = verdict_from_text("Both fine, B is a bit better. My final verdict is: [[B>A]]", outcomes)
+    assert v.label == "B" and v.probs["B"] == 1.0
+
+
+@pytest.mark.parametrize("text", ["", "I cannot decide between these.", "Maybe?"])
+def test_unparsable_text_counted(text):
+    v = verdict_from_text(text, AB_TIE)
+    assert not v.parsable and v.method == "text"
+
+
+def test_sampled_verdict_shares_and_wilson_interval():
+    samples = [verdict_from_text(t, AB_TIE) for t in ["A"] * 6 + ["B"] * 3 + ["C"] + ["???"]]
+    v = sampled_verdict(samples, ["A", "B", "tie"])
+    assert v.method == "sampled" and v.label == "A"
+    assert v.probs == {"A": 0.6, "B": 0.3, "tie": 0.1}
+    assert v.extra["unparsable"] == 1
+    # Wilson 95% interval for 6/10, by the closed form
+    z, n, p = 1.959963984540054, 10, 0.6
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert v.extra["ci"]["A"] == pytest.approx((centre - half, centre + half), abs=1e-9)
+
+
+def test_five_level_rubric_sums_levels_into_outcomes():
+    from judge.rubrics import BUILTIN
+
+    r = BUILTIN["arena5"]
+    lps = {"1": 0.1, "2": 0.3, "3": 0.2, "4": 0.25, "5": 0.05}
+    tokens = [{"token": "2", "logprob": math.log(0.3),
+               "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in lps.items()]}]
+    v = verdict_from_logprobs(tokens, r.labels)
+    z = sum(lps.values())  # 0.9 on the five digits
+    assert v.probs["A"] == pytest.approx(0.4 / z) and v.probs["tie"] == pytest.approx(0.2 / z)
+    assert v.probs["B"] == pytest.approx(0.3 / z) and v.label == "A"
+    assert v.extra["levels"]["2"] == pytest.approx(0.3 / z) and v.label_mass == pytest.approx(z)
