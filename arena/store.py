@@ -1,0 +1,378 @@
+"""Vote storage: SQLAlchemy over SQLite (default, WAL) or PostgreSQL (``postgresql+psycopg://``).
+
+One transaction per vote; a unique (voter, dataset, item_id, round) constraint so a double click cannot
+vote twice; SQLite writes take the write lock up front (``BEGIN IMMEDIATE``) and retry on "database is
+locked". The schema is created, and missing columns added, when a store is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from arena import __version__ as APP_VERSION
+from arena.data import Battles
+from arena.items import ItemDataError, ItemSet
+
+SCHEMA_VERSION = 1
+Choice = Literal["A", "B", "tie", "bothbad"]
+CHOICES: tuple[str, ...] = ("A", "B", "tie", "bothbad")
+OUTCOMES: dict[str, str] = {"A": "win", "B": "win", "tie": "tie", "bothbad": "tie (bothbad)"}
+T = TypeVar("T")
+
+metadata = sa.MetaData()
+_name = sa.String(200)
+items_t = sa.Table(
+    "items", metadata,
+    sa.Column("dataset", _name, primary_key=True),
+    sa.Column("item_id", _name, primary_key=True),
+    sa.Column("prompt", sa.Text, nullable=False),
+    sa.Column("category", _name),
+    sa.Column("imported_at", sa.Float, nullable=False),
+)
+answers_t = sa.Table(
+    "answers", metadata,
+    sa.Column("dataset", _name, primary_key=True),
+    sa.Column("item_id", _name, primary_key=True),
+    sa.Column("model", _name, primary_key=True),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.ForeignKeyConstraint(["dataset", "item_id"], ["items.dataset", "items.item_id"]),
+)
+votes_t = sa.Table(
+    "votes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("voter", _name, nullable=False),
+    sa.Column("dataset", _name, nullable=False),
+    sa.Column("item_id", _name, nullable=False),
+    sa.Column("round", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("model_left", _name, nullable=False),  # shown as "A"
+    sa.Column("model_right", _name, nullable=False),  # shown as "B"
+    # "xy" when the alphabetically first model was shown on the left, else "yx" (the judge's convention)
+    sa.Column("shown_order", sa.String(2), nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),  # "win", "tie" or "tie (bothbad)"
+    sa.Column("winner_model", _name),  # by identity; NULL for ties
+    sa.Column("reason", sa.Text),
+    sa.Column("shown_at", sa.Float),
+    sa.Column("voted_at", sa.Float, nullable=False),
+    sa.Column("app_version", sa.String(32)),
+    sa.Column("source", sa.String(200), server_default="app"),
+    sa.Column("conv_metadata", sa.Text),  # JSON style counts per side (Chatbot Arena's), when known
+    sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_votes_voter_item_round"),
+    sa.Index("ix_votes_dataset_item", "dataset", "item_id"),
+)
+skips_t = sa.Table(
+    "skips", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("voter", _name, nullable=False),
+    sa.Column("dataset", _name, nullable=False),
+    sa.Column("item_id", _name, nullable=False),
+    sa.Column("round", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("skipped_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_skips_voter_item_round"),
+)
+meta_t = sa.Table("preflab_meta", metadata, sa.Column("key", _name, primary_key=True), sa.Column("value", sa.Text))
+
+
+class DuplicateVote(Exception):
+    """This voter already voted (or skipped) this item in this round: a double click, or a second tab."""
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One vote as cast: ``choice`` is what was clicked ("A" = left, "B" = right, "tie", "bothbad")."""
+
+    voter: str
+    dataset: str
+    item_id: str
+    model_left: str
+    model_right: str
+    choice: Choice
+    shown_at: float | None = None
+    reason: str = ""
+    round: int = 1
+    meta: dict | None = None  # Chatbot Arena conv_metadata style totals per side (left = a), when known
+
+
+# ------------------------------------------------------------------------------------------- opening
+
+
+def resolve_url(url: str) -> str:
+    """``sqlite:///relative.db`` made absolute (against the current directory), other URLs unchanged."""
+    prefix, _, path = url.partition(":///")
+    if prefix.startswith("sqlite") and path and path != ":memory:" and not path.startswith("/"):
+        return f"{prefix}:///{Path(path).resolve()}"
+    return url
+
+
+def open_store(url: str = "sqlite:///data/preflab.db", *, busy_timeout_ms: int = 10_000) -> Engine:
+    """An engine for ``url`` with the schema created/migrated. SQLite gets WAL and ``busy_timeout``."""
+    if url.startswith("sqlite") and "///" in url and not url.endswith(":memory:"):
+        Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict = {"pool_pre_ping": True} if url.startswith("postgresql") else {}
+    engine = sa.create_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine, busy_timeout_ms)
+    _retry(lambda: _migrate(engine))
+    return engine
+
+
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001
+        dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute("PRAGMA synchronous = NORMAL")
+        cur.execute("PRAGMA foreign_keys = ON")
+        cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:  # noqa: ANN001
+        # Writers take the lock at BEGIN: a deferred read->write upgrade can fail without waiting.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("write") else "BEGIN")
+
+
+def _migrate(engine: Engine) -> None:
+    """Create missing tables, add missing (nullable) columns, record the schema version.
+
+    One write transaction, serialised across processes (SQLite's write lock; a PostgreSQL advisory lock),
+    so many app workers or writers can open the same store at once.
+    """
+    with _writing(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727208)")
+        metadata.create_all(conn)
+        insp = sa.inspect(conn)
+        for table in metadata.sorted_tables:
+            have = {c["name"] for c in insp.get_columns(table.name)}
+            for col in table.columns:
+                if col.name not in have:
+                    ddl = col.type.compile(engine.dialect)
+                    conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {ddl}')
+        version = conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
+        if version != str(SCHEMA_VERSION):
+            conn.execute(meta_t.delete().where(meta_t.c.key == "schema_version"))
+            conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+
+
+@contextmanager
+def _writing(engine: Engine) -> Iterator[sa.Connection]:
+    """A connection in a write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on success."""
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        yield conn
+
+
+def _is_locked(e: OperationalError) -> bool:
+    text = str(e.orig).lower()
+    return "locked" in text or "busy" in text or "deadlock" in text or "could not serialize" in text
+
+
+def _retry(fn: Callable[[], T], attempts: int = 12) -> T:
+    """Run ``fn`` again after "database is locked" (exponential backoff with jitter)."""
+    for k in range(attempts):
+        try:
+            return fn()
+        except OperationalError as e:
+            if not _is_locked(e) or k == attempts - 1:
+                raise
+            time.sleep(min(2.0, 0.01 * 2**k) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+# --------------------------------------------------------------------------------------------- writes
+
+
+def vote_row(vote: Vote, voted_at: float | None = None, source: str = "app") -> dict:
+    """The stored row of a vote: outcome by model identity plus what was shown where."""
+    if vote.choice not in CHOICES:
+        raise ValueError(f"unknown choice {vote.choice!r}; use one of {CHOICES}")
+    if vote.model_left == vote.model_right:
+        raise ValueError(f"both sides show the same model {vote.model_left!r}")
+    winner = {"A": vote.model_left, "B": vote.model_right}.get(vote.choice)
+    return dict(
+        voter=vote.voter, dataset=vote.dataset, item_id=vote.item_id, round=vote.round,
+        model_left=vote.model_left, model_right=vote.model_right,
+        shown_order="xy" if vote.model_left < vote.model_right else "yx",
+        outcome=OUTCOMES[vote.choice], winner_model=winner, reason=vote.reason or None,
+        shown_at=vote.shown_at, voted_at=time.time() if voted_at is None else voted_at,
+        app_version=APP_VERSION, source=source, conv_metadata=json.dumps(vote.meta) if isinstance(vote.meta, dict) else None,
+    )
+
+
+def _insert_once(engine: Engine, table: sa.Table, row: dict) -> int:
+    def attempt() -> int:
+        try:
+            with _writing(engine) as conn:
+                return int(conn.execute(table.insert().values(**row)).inserted_primary_key[0])
+        except IntegrityError as e:
+            text = str(e.orig).lower()
+            if "unique" in text or "uq_" in text or "duplicate" in text:
+                raise DuplicateVote(f"{row['voter']!r} already answered item {row['item_id']!r} "
+                                    f"(round {row['round']})") from None
+            raise
+
+    return _retry(attempt)
+
+
+def record_vote(engine: Engine, vote: Vote) -> int:
+    """Store one vote in its own transaction; returns its id. Raises :class:`DuplicateVote`."""
+    return _insert_once(engine, votes_t, vote_row(vote))
+
+
+def record_skip(engine: Engine, voter: str, dataset: str, item_id: str, round: int = 1) -> int:
+    """Remember that ``voter`` skipped the item (it is not shown to them again)."""
+    row = dict(voter=voter, dataset=dataset, item_id=item_id, round=round, skipped_at=time.time())
+    return _insert_once(engine, skips_t, row)
+
+
+def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0) -> bool:
+    """Delete the voter's own vote if it is younger than ``window_s``; True when it was deleted."""
+    def attempt() -> bool:
+        with _writing(engine) as conn:
+            res = conn.execute(votes_t.delete().where(
+                votes_t.c.id == vote_id, votes_t.c.voter == voter, votes_t.c.voted_at >= time.time() - window_s))
+            return res.rowcount == 1
+
+    return _retry(attempt)
+
+
+def import_items(engine: Engine, items: ItemSet, dataset: str) -> int:
+    """Insert a validated dataset in one transaction (all or nothing); returns the number of items.
+
+    Raises :class:`ItemDataError` when the dataset already holds one of the item ids.
+    """
+    now = time.time()
+    item_rows = [dict(dataset=dataset, imported_at=now, item_id=r.item_id, prompt=r.prompt,
+                      category=None if pd.isna(r.category) else r.category) for r in items.items.itertuples()]
+    answer_rows = [dict(dataset=dataset, item_id=r.item_id, model=r.model, answer=r.answer)
+                   for r in items.answers.itertuples()]
+
+    def attempt() -> int:
+        with _writing(engine) as conn:
+            ids = [r["item_id"] for r in item_rows]
+            clash = conn.execute(sa.select(items_t.c.item_id).where(
+                items_t.c.dataset == dataset, items_t.c.item_id.in_(ids)).limit(5)).scalars().all()
+            if clash:
+                raise ItemDataError(items.source, None, "item_id",
+                                    f"dataset {dataset!r} already has item id(s) {clash}; nothing was imported",
+                                    "import under another dataset name or rename the item ids")
+            conn.execute(items_t.insert(), item_rows)
+            conn.execute(answers_t.insert(), answer_rows)
+        return len(item_rows)
+
+    return _retry(attempt)
+
+
+def import_battles(engine: Engine, battles: Battles, dataset: str, source: str) -> int:
+    """Store existing battles as votes in one transaction, once per ``source`` (idempotent).
+
+    ``judge`` becomes the voter (default: ``source``), ``question_id`` the item; model_a is the left side.
+    Returns the number of votes inserted (0 when ``source`` was imported before).
+    """
+    df = battles.df
+    voters = df["judge"].astype(str) if "judge" in df else pd.Series(source, index=df.index)
+    items = df["question_id"].astype(str) if "question_id" in df else "battle-" + df["line"].astype(str)
+    rounds = pd.DataFrame({"v": voters, "i": items}).groupby(["v", "i"]).cumcount() + 1
+    tstamp = df["tstamp"] if "tstamp" in df else pd.Series(time.time(), index=df.index)
+    choice = df["winner"].astype(str).map({"model_a": "A", "model_b": "B", "tie": "tie", "tie (bothbad)": "bothbad"})
+    metas = df["conv_metadata"] if "conv_metadata" in df else pd.Series(None, index=df.index, dtype=object)
+    rows = [
+        vote_row(Vote(v, dataset, i, str(a), str(b), c, None, "", int(r), m if isinstance(m, dict) else None),
+                 float(t), source)
+        for v, i, a, b, c, r, t, m in zip(voters, items, df["model_a"], df["model_b"], choice, rounds, tstamp, metas,
+                                          strict=True)
+    ]
+
+    def attempt() -> int:
+        with _writing(engine) as conn:
+            done = conn.execute(sa.select(sa.func.count()).select_from(votes_t).where(votes_t.c.source == source))
+            if done.scalar_one():
+                return 0
+            if rows:
+                conn.execute(votes_t.insert(), rows)
+        return len(rows)
+
+    return _retry(attempt)
+
+
+# ---------------------------------------------------------------------------------------------- reads
+
+
+def _frame(engine: Engine, query: sa.Select) -> pd.DataFrame:
+    with engine.connect() as conn:
+        res = conn.execute(query)
+        return pd.DataFrame(res.fetchall(), columns=list(res.keys()))
+
+
+def list_datasets(engine: Engine) -> list[str]:
+    """Dataset names that have items, sorted."""
+    return list(_frame(engine, sa.select(items_t.c.dataset).distinct().order_by(items_t.c.dataset))["dataset"])
+
+
+def load_items_frame(engine: Engine, dataset: str) -> pd.DataFrame:
+    """The dataset's items (``item_id, prompt, category``) with their answering models as a list."""
+    items = _frame(engine, sa.select(items_t.c.item_id, items_t.c.prompt, items_t.c.category)
+                   .where(items_t.c.dataset == dataset).order_by(items_t.c.item_id))
+    models = _frame(engine, sa.select(answers_t.c.item_id, answers_t.c.model).where(answers_t.c.dataset == dataset))
+    by_item = models.groupby("item_id")["model"].apply(sorted) if len(models) else pd.Series(dtype=object)
+    items["models"] = items["item_id"].map(by_item)
+    return items
+
+
+def load_answers(engine: Engine, dataset: str, item_id: str) -> dict[str, str]:
+    """``{model: answer}`` for one item."""
+    q = sa.select(answers_t.c.model, answers_t.c.answer).where(
+        answers_t.c.dataset == dataset, answers_t.c.item_id == item_id)
+    return dict(_frame(engine, q).itertuples(index=False, name=None))
+
+
+def seen_items(engine: Engine, voter: str, dataset: str, round: int = 1) -> set[str]:
+    """Items this voter already voted on or skipped (in this round)."""
+    out: set[str] = set()
+    for t in (votes_t, skips_t):
+        q = sa.select(t.c.item_id).where(t.c.voter == voter, t.c.dataset == dataset, t.c.round == round)
+        out |= set(_frame(engine, q)["item_id"])
+    return out
+
+
+def vote_tallies(engine: Engine, dataset: str) -> pd.DataFrame:
+    """``item_id, model_left, model_right, outcome, winner_model, voter`` of every vote on a dataset (narrow)."""
+    c = votes_t.c
+    return _frame(engine, sa.select(c.item_id, c.model_left, c.model_right, c.outcome, c.winner_model, c.voter)
+                  .where(c.dataset == dataset))
+
+
+def load_votes(
+    engine: Engine, dataset: str | None = None, voters: list[str] | None = None,
+    since: float | None = None, until: float | None = None,
+) -> pd.DataFrame:
+    """Stored votes (all columns), optionally filtered by dataset, voters and a ``voted_at`` window."""
+    q = sa.select(votes_t).order_by(votes_t.c.id)
+    if dataset is not None:
+        q = q.where(votes_t.c.dataset == dataset)
+    if voters:
+        q = q.where(votes_t.c.voter.in_(voters))
+    if since is not None:
+        q = q.where(votes_t.c.voted_at >= since)
+    if until is not None:
+        q = q.where(votes_t.c.voted_at < until)
+    return _frame(engine, q)
+
+
+def count_rows(engine: Engine, table: str = "votes") -> int:
+    """Number of rows in a table."""
+    t = metadata.tables[table]
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one())

@@ -1,0 +1,115 @@
+"""Which item and which two answers a voter sees next (pure functions over frames; no Streamlit).
+
+Rules: a voter never gets an item they voted on or skipped; with ``overlap > 0`` an item stops being
+offered once it has that many votes; the two answers are shown on randomised sides.
+Strategies: ``uniform`` (any eligible item and pair), ``balanced`` (the least-voted item, then its
+least-voted model pair), ``active`` (the pair the arena's sampler says shrinks the leaderboard's
+uncertainty most, among the eligible items; falls back to ``balanced`` without enough votes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Round:
+    """One thing to vote on: an item and the models shown left ("A") and right ("B")."""
+
+    item_id: str
+    model_left: str
+    model_right: str
+
+
+def eligible_items(items: pd.DataFrame, seen: set[str], tallies: pd.DataFrame, overlap: int = 0) -> pd.DataFrame:
+    """Items not yet seen by this voter and, with ``overlap > 0``, still short of ``overlap`` votes."""
+    out = items[~items["item_id"].isin(seen)]
+    if overlap > 0 and len(tallies):
+        n = tallies["item_id"].value_counts()
+        out = out[out["item_id"].map(n).fillna(0) < overlap]
+    return out
+
+
+def pair_counts(tallies: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """Votes per unordered model pair, keyed by the sorted pair."""
+    if tallies.empty:
+        return {}
+    lo = tallies[["model_left", "model_right"]].min(axis=1)
+    hi = tallies[["model_left", "model_right"]].max(axis=1)
+    return {k: int(v) for k, v in pd.Series(1, index=pd.MultiIndex.from_arrays([lo, hi])).groupby(level=[0, 1]).sum()
+            .items()}
+
+
+def next_round(
+    items: pd.DataFrame, seen: set[str], tallies: pd.DataFrame, rng: np.random.Generator,
+    strategy: str = "balanced", overlap: int = 0,
+) -> Round | None:
+    """The next round for a voter, or None when nothing is left for them.
+
+    ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's votes
+    (``item_id, model_left, model_right, ...`` from :func:`arena.store.vote_tallies`).
+    """
+    pool = eligible_items(items, seen, tallies, overlap)
+    if pool.empty:
+        return None
+    if strategy == "uniform":
+        row = pool.iloc[int(rng.integers(len(pool)))]
+        pairs = list(combinations(sorted(row["models"]), 2))
+        x, y = pairs[int(rng.integers(len(pairs)))]
+        return _sides(row["item_id"], x, y, rng)
+    by_pair = pair_counts(tallies)
+    if strategy == "active":
+        picked = _active_pair(pool, tallies, rng)
+        if picked is not None:
+            return Round(*picked)  # next_pair already randomised the sides
+    per_item = tallies["item_id"].value_counts() if len(tallies) else pd.Series(dtype=int)
+    n_item = pool["item_id"].map(per_item).fillna(0).to_numpy()
+    fewest = np.flatnonzero(n_item == n_item.min())
+    row = pool.iloc[int(rng.choice(fewest))]
+    pairs = list(combinations(sorted(row["models"]), 2))
+    n_pair = np.array([by_pair.get(p, 0) for p in pairs])
+    x, y = pairs[int(rng.choice(np.flatnonzero(n_pair == n_pair.min())))]
+    return _sides(row["item_id"], x, y, rng)
+
+
+def _sides(item_id: str, x: str, y: str, rng: np.random.Generator) -> Round:
+    """Randomise which model is shown on the left."""
+    return Round(item_id, x, y) if rng.random() < 0.5 else Round(item_id, y, x)
+
+
+def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - arena.data.PairCounts
+    """Votes so far as :class:`arena.data.PairCounts` over ``models`` (left = model_a)."""
+    from arena.data import A_WINS, B_WINS, TIE, TIE_BOTHBAD, aggregate_codes
+
+    index = {m: k for k, m in enumerate(models)}
+    t = tallies[tallies["model_left"].isin(index) & tallies["model_right"].isin(index)]
+    outcome = np.select([t["winner_model"] == t["model_left"], t["winner_model"] == t["model_right"],
+                         t["outcome"] == "tie"], [A_WINS, B_WINS, TIE], TIE_BOTHBAD)
+    return aggregate_codes(t["model_left"].map(index).to_numpy(), t["model_right"].map(index).to_numpy(),
+                           outcome, models)
+
+
+def _active_pair(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator) -> tuple[str, str, str] | None:
+    """(item, left, right): the pair :func:`arena.sampling.next_pair` says shrinks the leaderboard's
+    uncertainty most, among pairs that some eligible item can show; that item is the least-voted one.
+    None (caller falls back to ``balanced``) before there are any votes."""
+    if tallies.empty:
+        return None
+    from arena.sampling import next_pair
+
+    models = sorted({m for ms in pool["models"] for m in ms})
+    if len(models) < 2:
+        return None
+    showable = {p for ms in pool["models"] for p in combinations(sorted(ms), 2)}
+    exclude = [(a, b) for a, b in combinations(range(len(models)), 2) if (models[a], models[b]) not in showable]
+    i, j = next_pair(tally_counts(tallies, models), exclude=exclude, seed=rng)
+    left, right = models[i], models[j]
+    has_pair = pool[[left in ms and right in ms for ms in pool["models"]]]
+    per_item = tallies["item_id"].value_counts()
+    n_item = has_pair["item_id"].map(per_item).fillna(0).to_numpy()
+    item = has_pair["item_id"].iloc[int(rng.choice(np.flatnonzero(n_item == n_item.min())))]
+    return item, left, right

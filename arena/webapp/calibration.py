@@ -1,0 +1,98 @@
+"""Judge calibration page: a judge's verdict file (from ``preflab judge run``) against the votes collected
+here, with the judge module's metrics (:func:`judge.calibrate.calibrate`) and its judge card."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from arena.data import BattleDataError
+from arena.store import list_datasets, load_answers, load_votes
+from arena.votes import attach_votes
+from arena.webapp.common import get_engine, require_admin
+
+SEARCH = ("data", "runs", "judge-runs")
+
+
+def verdict_files(root: Path = Path(".")) -> list[str]:
+    """JSONL files under ``data/``, ``runs/``, ``judge-runs/`` whose name mentions verdicts."""
+    found = {str(p) for d in SEARCH for p in (root / d).glob("**/*verdict*.jsonl")}
+    return sorted(found)
+
+
+def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.DataFrame:
+    """Verdicts joined with this dataset's votes (``human``, ``human_k``) and answer lengths (characters)."""
+    from judge.datasets import load_verdicts_jsonl
+
+    pairs = attach_votes(load_verdicts_jsonl(verdicts_path), load_votes(engine, dataset))
+    lengths = {item: {m: len(a) for m, a in load_answers(engine, dataset, item).items()}
+               for item in pairs["item_id"].astype(str).unique()}
+    pairs["len_x"] = [lengths[i].get(x, float("nan")) for i, x in zip(pairs["item_id"], pairs["model_x"], strict=True)]
+    pairs["len_y"] = [lengths[i].get(y, float("nan")) for i, y in zip(pairs["item_id"], pairs["model_y"], strict=True)]
+    return pairs
+
+
+def _choose_file() -> str | None:
+    files = verdict_files()
+    upload = st.file_uploader("Upload a verdict file (JSONL from `preflab judge run`)", type=["jsonl"],
+                              key="cal_upload")
+    if upload is not None:
+        path = Path(tempfile.mkdtemp()) / Path(upload.name).name
+        path.write_bytes(upload.getvalue())
+        return str(path)
+    options = ["(type a path)", *files]
+    picked = st.selectbox("... or pick one found on the server", options, key="cal_pick")
+    typed = st.text_input("Path on the server", key="cal_path") if picked == options[0] else picked
+    return typed or None
+
+
+def render() -> None:
+    """The page."""
+    st.title("Judge calibration")
+    if not require_admin():
+        return
+    engine = get_engine()
+    datasets = list_datasets(engine)
+    if not datasets:
+        st.info("No datasets yet: import one on the Data page, or run `preflab demo-seed`.")
+        return
+    dataset = st.selectbox("Human votes from dataset", datasets, key="cal_dataset")
+    path = _choose_file()
+    if not path:
+        st.caption("Run a judge on the dataset's pairs first, e.g. `preflab judge run data/demo/pairs.jsonl ...`, "
+                   "then pick its verdict file here.")
+        return
+    try:
+        pairs = judged_pairs(engine, dataset, path)
+    except (BattleDataError, OSError, ValueError) as e:
+        st.error(f"Could not read the verdicts: {e}")
+        return
+    from judge.calibrate import calibrate
+    from judge.card import render_card
+
+    report = calibrate(pairs, n_bootstrap=500)
+    for note in report.get("notes", []):
+        st.info(note)
+    cols = st.columns(4)
+    for col, (label, key) in zip(cols, [("Agreement with humans", "agreement"), ("Cohen's kappa", "kappa"),
+                                        ("Order consistency", "consistency"),
+                                        ("First-position rate", "first_position_rate")], strict=True):
+        value = report.get(key)
+        col.metric(label, "—" if not value else f"{value['value']:.3f}",
+                   help=None if not value else f"95% interval {value['lower']:.3f} – {value['upper']:.3f}")
+    verdict = report.get("verdict") or {}
+    st.markdown("**Usable for:** " + ("; ".join(verdict.get("usable_for", [])) or "—"))
+    st.markdown("**Do not use for:** " + ("; ".join(verdict.get("do_not_use_for", [])) or "—"))
+    card = render_card(report, pairs, {"dataset": dataset, "verdicts": Path(path).name},
+                       title=f"Judge card: {Path(path).stem} vs votes on {dataset}")
+    st.download_button("Download the judge card (HTML)", card, "judge-card.html", "text/html", key="cal_card")
+    with st.container(border=True, height=900):
+        st.html(card)  # sanitised (DOMPurify): the card holds model output excerpts and no scripts
+
+
+if __name__ == "__main__":
+    render()

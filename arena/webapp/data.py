@@ -1,0 +1,101 @@
+"""Data page: import a voting dataset, export the votes (Chatbot Arena battles JSON, CSV, the seed's
+``judge_labels.csv``), and inter-annotator agreement on items voted on by several people."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from arena.items import ItemDataError, load_items
+from arena.store import import_items, list_datasets, load_items_frame, load_votes
+from arena.votes import agreement, export_bytes
+from arena.webapp.common import get_engine, require_admin
+
+SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+
+
+def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
+    """Validate and import an uploaded dataset in one transaction; returns a summary line.
+
+    Raises :class:`arena.items.ItemDataError` (naming the file, line and field) and imports nothing on error.
+    """
+    suffix = Path(name).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ItemDataError(name, None, None, f"unknown file type {suffix or '(none)'!r}", f"upload one of {SUFFIXES}")
+    if not dataset.strip():
+        raise ItemDataError(name, None, None, "no dataset name given", "type a name for the dataset")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(name).name
+        path.write_bytes(payload)
+        try:
+            items = load_items(path)
+        except ItemDataError as e:  # report the uploaded name, not the temp path
+            raise ItemDataError(name, e.line, e.field, e.problem, e.hint) from None
+    n = import_items(engine, items, dataset.strip())
+    return f"Imported {n} items ({len(items.answers)} answers from {len(items.models)} models) into {dataset!r}."
+
+
+def _import_section(engine: Engine) -> None:
+    st.subheader("Import a dataset")
+    st.caption("JSONL, JSON, CSV or Parquet: one row per answer (`item_id, prompt, model, answer`, optional "
+               "`category`) or one row per pair (`item_id, prompt, model_x, answer_x, model_y, answer_y`). "
+               "The whole file is checked first and imported in one transaction: all or nothing.")
+    upload = st.file_uploader("Dataset file", type=[s[1:] for s in SUFFIXES], key="import_file")
+    name = st.text_input("Dataset name (default: the file's name)", key="import_name")
+    if st.button("Import", disabled=upload is None, key="import_go"):
+        try:
+            st.success(import_file(engine, upload.name, upload.getvalue(), name.strip() or Path(upload.name).stem))
+        except ItemDataError as e:
+            st.error(f"Nothing was imported. {e}")
+
+
+def _export_section(engine: Engine, dataset: str) -> None:
+    votes = load_votes(engine, dataset)
+    st.subheader(f"Votes on {dataset!r}: {len(votes)}")
+    if votes.empty:
+        st.caption("No votes yet.")
+        return
+    cols = st.columns(3)
+    for col, (kind, label, fname, mime) in zip(cols, [
+        ("battles", "Chatbot Arena battles (JSON)", f"{dataset}-battles.json", "application/json"),
+        ("votes", "All vote columns (CSV)", f"{dataset}-votes.csv", "text/csv"),
+        ("labels", "judge_labels.csv", f"{dataset}-judge_labels.csv", "text/csv"),
+    ], strict=True):
+        col.download_button(label, export_bytes(votes, kind), fname, mime, key=f"export_{kind}")
+    ag = agreement(votes)
+    st.subheader("Inter-annotator agreement")
+    if ag["units"] == 0:
+        st.caption("No (item, model pair) has votes from two voters yet; set an overlap to collect some.")
+    else:
+        a, b, c, d = st.columns(4)
+        a.metric("Units with ≥ 2 voters", ag["units"])
+        b.metric("Pairwise agreement", f"{ag['percent_agreement']:.1%}")
+        c.metric("Fleiss' kappa", f"{ag['fleiss_kappa']:.3f}")
+        d.metric("Krippendorff's alpha", f"{ag['krippendorff_alpha']:.3f}")
+    st.subheader("Votes per voter")
+    st.dataframe(votes["voter"].value_counts().rename("votes"), width="stretch")
+
+
+def render() -> None:
+    """The page."""
+    st.title("Data")
+    if not require_admin():
+        return
+    engine = get_engine()
+    datasets = list_datasets(engine)
+    if datasets:
+        summary = pd.DataFrame([(d, len(load_items_frame(engine, d))) for d in datasets], columns=["dataset", "items"])
+        st.dataframe(summary, hide_index=True)
+        dataset = st.selectbox("Dataset to export", datasets, key="export_dataset")
+        _export_section(engine, dataset)
+    else:
+        st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
+    _import_section(engine)
+
+
+if __name__ == "__main__":
+    render()

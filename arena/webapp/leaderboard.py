@@ -1,0 +1,86 @@
+"""Leaderboard page: Bradley-Terry ratings with intervals from the collected votes (the arena's fit),
+forest plot, win-rate heatmap and battle counts; filters by dataset, voter and date; style control."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import streamlit as st
+
+from arena.plots import forest_figure, heatmap_figure
+from arena.store import list_datasets, load_votes
+from arena.votes import votes_to_battles
+from arena.webapp.common import get_config, get_engine, require_admin
+
+
+@st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
+def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: float | None, until: float | None,
+              style_control: bool, n_bootstrap: int, stamp: tuple) -> dict:
+    """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive)."""
+    from arena.leaderboard import fit_leaderboard
+
+    votes = load_votes(get_engine(), dataset, list(voters), since, until)
+    lb = fit_leaderboard(votes_to_battles(votes, "votes"), n_bootstrap=n_bootstrap, style_control=style_control)
+    return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
+            "notes": list(lb.diagnostics), "style": lb.style}
+
+
+def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None]:  # noqa: ANN001
+    datasets = list_datasets(engine)
+    dataset = st.sidebar.selectbox("Dataset", ["(all)", *datasets], key="lb_dataset")
+    dataset = None if dataset == "(all)" else dataset
+    everyone = load_votes(engine, dataset)
+    voters = st.sidebar.multiselect("Voters (empty = all)", sorted(everyone["voter"].unique()), key="lb_voters")
+    since = until = None
+    if len(everyone):
+        lo = dt.date.fromtimestamp(everyone["voted_at"].min())
+        hi = dt.date.fromtimestamp(everyone["voted_at"].max())
+        span = st.sidebar.date_input("Dates", (lo, hi), min_value=lo, max_value=hi, key="lb_dates")
+        if isinstance(span, tuple) and len(span) == 2:
+            since = dt.datetime.combine(span[0], dt.time()).timestamp()
+            until = dt.datetime.combine(span[1] + dt.timedelta(days=1), dt.time()).timestamp()
+    return dataset, tuple(voters), since, until
+
+
+def render() -> None:
+    """The page."""
+    st.title("Leaderboard")
+    if not require_admin():
+        return
+    engine, cfg = get_engine(), get_config()
+    dataset, voters, since, until = _filters(engine)
+    votes = load_votes(engine, dataset, list(voters), since, until)
+    if votes["model_left"].nunique() + votes["model_right"].nunique() < 2 or len(votes) < 2:
+        st.warning("Not enough votes for a leaderboard yet: collect some on the Vote page, or run "
+                   "`preflab demo-seed`.")
+        return
+    c1, c2 = st.columns(2)
+    style = c1.toggle("Style control (length and markdown)", key="lb_style",
+                      help="Chatbot Arena's style control: ratings with answer length and markdown counts held fixed.")
+    n_boot = c2.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=200, key="lb_boot")
+    stamp = (len(votes), int(votes["id"].max()))
+    try:
+        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp)
+    except (ImportError, ValueError) as e:
+        st.error(f"Could not fit the leaderboard: {e}")
+        return
+    table: pd.DataFrame = fit["table"]
+    st.caption(f"{len(votes)} votes from {votes['voter'].nunique()} voters; 95% bootstrap intervals "
+               f"({n_boot} resamples); rank = 1 + models whose interval lies wholly above.")
+    shown = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
+    st.dataframe(table[shown].round(1), hide_index=True, width="stretch")
+    for note in fit["notes"]:
+        st.info(note)
+    left, right = st.columns(2)
+    left.pyplot(forest_figure(table, "Ratings with 95% intervals"), width="stretch")
+    right.pyplot(heatmap_figure(fit["wins"], "Observed win rate (row beats column, ties excluded)"), width="stretch")
+    st.markdown("**Battle counts** (row vs column)")
+    st.dataframe(fit["counts"].astype(int), width="stretch")
+    if fit["style"] is not None:
+        st.markdown("**Style coefficients**")
+        st.dataframe(fit["style"], width="stretch")
+
+
+if __name__ == "__main__":
+    render()

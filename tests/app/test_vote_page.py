@@ -1,0 +1,185 @@
+"""The voting page's flows through Streamlit's AppTest (vote, undo, skip, no repeats, reveal, gates)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from arena.store import load_votes, open_store
+from tests.app.conftest import EVIL, MODELS
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def start(monkeypatch, url: str, **env: str) -> AppTest:
+    monkeypatch.setenv("PREFLAB_DB", url)
+    for key, value in env.items():
+        monkeypatch.setenv(f"PREFLAB_{key.upper()}", value)
+    return AppTest.from_file(APP, default_timeout=60).run()
+
+
+def login(at: AppTest, name: str = "ann", passcode: str | None = None) -> AppTest:
+    at.text_input[0].input(name)
+    if passcode is not None:
+        at.text_input[1].input(passcode)
+    at.button[0].click().run()
+    assert not at.exception
+    return at
+
+
+def shown_text(at: AppTest) -> str:
+    """Everything a voter can read on the page (main area and sidebar)."""
+    parts = [m.value for m in at.markdown] + [b.label for b in at.button] + [c.value for c in at.caption]
+    parts += [s.value for s in at.success] + [t.value for t in at.title] + [str(p.proto) for p in at.get("progress")]
+    return "\n".join(parts)
+
+
+def current(at: AppTest) -> dict:
+    return dict(at.session_state["round"])
+
+
+def test_blind_vote_reveal_and_next(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url))
+    rnd = current(at)
+    assert not any(m in shown_text(at) for m in MODELS), "a model name is visible before the vote"
+    assert "You: 0 of 4 items" in shown_text(at)
+    at.text_input(key="reason").input("more precise")
+    at.button(key="vote_B").click().run()
+    row = load_votes(open_store(seeded_url)).iloc[0]
+    assert (row.voter, row.item_id, row.model_left, row.model_right) == ("ann", rnd["item_id"], rnd["left"],
+                                                                         rnd["right"])
+    assert row.winner_model == rnd["right"] and row.reason == "more precise"
+    text = shown_text(at)
+    assert f"**A** was `{rnd['left']}`" in text and f"**B** was `{rnd['right']}`" in text
+    assert "Vote saved: B is better." in text
+    at.button(key="next").click().run()
+    assert current(at)["item_id"] != rnd["item_id"]
+    assert "You: 1 of 4 items" in shown_text(at)
+
+
+def test_reveal_can_be_turned_off(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url, reveal="0"))
+    at.button(key="vote_A").click().run()
+    assert "Vote saved" in shown_text(at)
+    assert not any(m in shown_text(at) for m in MODELS)
+
+
+def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url))
+    rnd = current(at)
+    at.button(key="vote_A").click().run()
+    assert len(load_votes(open_store(seeded_url))) == 1
+    at.button(key="undo").click().run()
+    assert len(load_votes(open_store(seeded_url))) == 0
+    again = current(at)
+    assert (again["item_id"], again["left"], again["right"]) == (rnd["item_id"], rnd["left"], rnd["right"])
+    at.button(key="vote_tie").click().run()
+    votes = load_votes(open_store(seeded_url))
+    assert votes["outcome"].tolist() == ["tie"] and votes["winner_model"].isna().all()
+
+
+def test_undo_window_closes(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url, undo_seconds="0"))
+    at.button(key="vote_A").click().run()
+    assert at.button(key="undo").disabled
+    assert len(load_votes(open_store(seeded_url))) == 1
+
+
+def test_skip_and_no_repeats_until_done(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url, strategy="uniform"))
+    seen = []
+    for k in range(4):
+        seen.append(current(at)["item_id"])
+        if k == 1:
+            at.button(key="skip").click().run()
+        else:
+            at.button(key="vote_bothbad").click().run()
+            at.button(key="next").click().run()
+    assert sorted(seen) == ["q000", "q001", "q002", "q003"]  # every item once, none twice
+    assert "You have seen every item available to you" in shown_text(at)
+    votes = load_votes(open_store(seeded_url))
+    assert sorted(votes["item_id"]) == sorted(set(seen) - {seen[1]})
+    assert (votes["outcome"] == "tie (bothbad)").all()
+
+
+def test_overlap_limits_votes_per_item(monkeypatch, seeded_url):
+    for voter in ("ann", "bob"):
+        at = login(start(monkeypatch, seeded_url, overlap="1"), voter)
+        while "round" in at.session_state and at.session_state["round"]:
+            at.button(key="vote_A").click().run()
+            at.button(key="next").click().run()
+    votes = load_votes(open_store(seeded_url))
+    assert len(votes) == 4 and votes["item_id"].is_unique  # ann took every item; bob got none
+    assert set(votes["voter"]) == {"ann"}
+
+
+def test_answers_render_as_markdown_without_html(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url))
+    for _ in range(4):
+        if current(at)["item_id"] == "q000":
+            break
+        at.button(key="skip").click().run()
+    bodies = [m for m in at.markdown if "<script>" in m.value or "```python" in m.value]
+    assert sum(EVIL in m.value for m in bodies) == 2
+    assert bodies and all(not m.proto.allow_html for m in bodies)
+
+
+def test_voter_passcode(monkeypatch, seeded_url):
+    at = start(monkeypatch, seeded_url, passcode="s3cret")
+    login_fail = login(at, "ann", "wrong")
+    assert "Wrong passcode" in " ".join(e.value for e in login_fail.error)
+    assert "voter" not in at.session_state
+    login(at, "ann", "s3cret")
+    assert at.session_state["voter"] == "ann" and current(at)
+
+
+def test_empty_name_is_refused(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url), "   ")
+    assert "Enter a name" in at.error[0].value
+
+
+def test_empty_store_says_what_to_do(monkeypatch, sqlite_url):
+    at = login(start(monkeypatch, sqlite_url))
+    assert "preflab demo-seed" in at.warning[0].value
+
+
+@pytest.mark.parametrize("page", ["arena/webapp/leaderboard.py", "arena/webapp/data.py",
+                                  "arena/webapp/calibration.py"])
+def test_admin_pages_are_gated(monkeypatch, seeded_url, page):
+    at = start(monkeypatch, seeded_url, admin_passcode="boss")
+    at.switch_page(page).run()
+    assert "admin passcode" in at.info[0].value.lower()
+    assert not at.dataframe and not at.get("file_uploader") and not at.selectbox
+    at.text_input[0].input("nope")
+    at.button[0].click().run()
+    assert "Wrong passcode" in at.error[0].value and "admin" not in at.session_state
+    at.text_input[0].input("boss")
+    at.button[0].click().run()
+    assert not at.exception and at.session_state["admin"] is True
+    assert not any("admin passcode" in i.value.lower() for i in at.info)
+    assert at.selectbox or at.warning  # the page's own content (filters, or "not enough votes")
+
+
+def test_pages_open_without_a_passcode(monkeypatch, seeded_url):
+    at = start(monkeypatch, seeded_url)
+    at.switch_page("arena/webapp/data.py").run()
+    assert not at.exception and "tiny" in at.dataframe[0].value["dataset"].tolist()
+
+
+@pytest.mark.postgres
+def test_vote_and_undo_on_postgresql(monkeypatch, pg_clean_url):
+    from arena.items import load_items
+    from arena.store import import_items
+    from tests.app.conftest import tiny_items
+
+    import_items(open_store(pg_clean_url), load_items(tiny_items()), "tiny")
+    at = login(start(monkeypatch, pg_clean_url))
+    rnd = current(at)
+    at.button(key="vote_A").click().run()
+    votes = load_votes(open_store(pg_clean_url))
+    assert votes[["item_id", "model_left", "winner_model"]].values.tolist() == [[rnd["item_id"], rnd["left"],
+                                                                                 rnd["left"]]]
+    at.button(key="undo").click().run()
+    assert load_votes(open_store(pg_clean_url)).empty and current(at)["item_id"] == rnd["item_id"]
