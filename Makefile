@@ -36,6 +36,7 @@ $(LOCAL_STAMP): $(CORE_STAMP)
 
 $(BENCH_STAMP): $(CORE_STAMP)
 	$(PIP) install -q -e ".[bench]"
+	$(PIP) install -q --no-deps "arena-rank==0.1.1"
 	touch $@
 
 system-deps:

@@ -351,6 +351,8 @@ def _shared_categoricals(a: pd.Series, b: pd.Series) -> tuple[pd.Categorical, pd
 
 
 def _to_bool(v: object) -> object:
+    if v is None or v is pd.NA:
+        return pd.NA
     if isinstance(v, str):
         return {"true": True, "false": False, "1": True, "0": False}.get(v.strip().lower(), pd.NA)
     return pd.NA if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)

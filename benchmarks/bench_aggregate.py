@@ -36,7 +36,6 @@ def main() -> None:
         t_agg = best_of(lambda: aggregate(battles))  # noqa: B023
         t_pd = best_of(lambda: df.groupby(["model_a", "model_b", "winner"]).size(), repeat=1)  # noqa: B023
         rows.append([f"{n:,}", f"{t_load:.2f}", f"{t_agg * 1000:.0f}", f"{t_pd:.2f}", f"{t_pd / t_agg:.0f}x"])
-        del df, battles
     write_table(
         "bench_aggregate",
         "Aggregation to (model_a, model_b, outcome) counts, 100 models",

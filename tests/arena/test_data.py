@@ -236,9 +236,20 @@ def test_aggregate_matches_pandas_groupby() -> None:
 def test_aggregate_weights_and_large_model_count_path() -> None:
     a, b, o = np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([A_WINS, A_WINS, TIE])
     c = aggregate_codes(a, b, o, ["p", "q"], weights=np.array([0.5, 2.0, 1.0]))
-    assert sorted(zip(c.a.tolist(), c.b.tolist(), c.outcome.tolist(), c.count.tolist())) == [
+    assert sorted(zip(c.a.tolist(), c.b.tolist(), c.outcome.tolist(), c.count.tolist(), strict=True)) == [
         (0, 1, 0, 2.5), (1, 0, 2, 1.0)]
     many = [f"m{i}" for i in range(4000)]  # k*k*4 > 5e7 -> np.unique path
     c2 = aggregate_codes(np.array([3999, 3999, 5]), np.array([5, 5, 3999]), np.array([1, 1, 0]), many)
-    assert sorted(zip(c2.a.tolist(), c2.b.tolist(), c2.outcome.tolist(), c2.count.tolist())) == [
+    assert sorted(zip(c2.a.tolist(), c2.b.tolist(), c2.outcome.tolist(), c2.count.tolist(), strict=True)) == [
         (5, 3999, 0, 1.0), (3999, 5, 1, 2.0)]
+
+
+def test_with_df_keeps_missing_flags_and_drops_unused_models() -> None:
+    records = [dict(r) for r in RECORDS]
+    del records[1]["anony"]  # a missing flag must survive re-typing
+    b = load_battles(pd.DataFrame(records))
+    assert b.df["anony"].isna().tolist() == [False, True, False, False]
+    sub = b.with_df(b.df[(b.df["model_a"] != "beta") & (b.df["model_b"] != "beta")])
+    assert sub.models == ["alpha", "gamma"] and len(sub) == 2
+    assert sub.df["anony"].tolist() == [True, True]
+    assert b.with_df(b.df.iloc[:2]).df["anony"].isna().tolist() == [False, True]

@@ -1,0 +1,234 @@
+"""The leaderboard: battles in, a rated table with intervals out. The one entry the CLI and the app call.
+
+``rank_battles`` returns the table; ``fit_leaderboard`` returns it with everything behind it (bootstrap
+replicates, rank distribution, covariance, tie parameter, style coefficients, diagnostics, matrices).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any, Literal
+
+import jax
+import numpy as np
+import pandas as pd
+
+from arena import bootstrap as bs
+from arena import bt, diagnostics, matrices
+from arena.data import Battles, PairCounts, aggregate, load_battles
+
+CI = Literal["bootstrap", "sandwich", "both"]
+
+
+@dataclass(frozen=True)
+class EloScale:
+    """Rating scale: ``scale * log_base(strength) + init`` (Chatbot Arena: 400, 10, 1000)."""
+
+    scale: float = 400.0
+    base: float = 10.0
+    init: float = 1000.0
+
+    @property
+    def per_nat(self) -> float:
+        return self.scale / math.log(self.base)
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """A fitted leaderboard and what stands behind it."""
+
+    table: pd.DataFrame
+    counts: PairCounts
+    ratings: pd.Series
+    covariance: np.ndarray | None = None
+    replicates: np.ndarray | None = None
+    rank_distribution: pd.DataFrame | None = None
+    tie_parameter: dict[str, float] | None = None
+    style: pd.DataFrame | None = None
+    diagnostics: list[str] = field(default_factory=list)
+    hygiene: list[str] = field(default_factory=list)
+    scale: EloScale = EloScale()
+
+    def battle_counts(self) -> pd.DataFrame:
+        return matrices.battle_counts(self.counts).loc[self.table["model"], self.table["model"]]
+
+    def observed_win_rates(self, ties: str = "exclude") -> pd.DataFrame:
+        return matrices.observed_win_rates(self.counts, ties).loc[self.table["model"], self.table["model"]]
+
+    def predicted_win_rates(self) -> pd.DataFrame:
+        return matrices.predicted_win_rates(self.ratings, self.scale.scale, self.scale.base)
+
+
+def parse_anchor(anchor: Any, models: list[str] | tuple[str, ...], init: float) -> tuple[int | None, float]:
+    """``None`` | ``"NAME=RATING"`` | ``"NAME"`` | ``(name, rating)`` -> (model index or None, rating)."""
+    if anchor is None:
+        return None, init
+    if isinstance(anchor, str):
+        name, _, value = anchor.partition("=")
+        rating = float(value) if value.strip() else init
+    else:
+        name, rating = anchor[0], float(anchor[1])
+    name = name.strip()
+    if name not in models:
+        shown = ", ".join(list(models)[:8]) + (", ..." if len(models) > 8 else "")
+        raise ValueError(f"anchor model {name!r} is not among the {len(models)} models ({shown}); "
+                         "use --anchor NAME=RATING with a model from the data")
+    return list(models).index(name), rating
+
+
+def _as_battles(battles: Battles | pd.DataFrame) -> Battles:
+    return battles if isinstance(battles, Battles) else load_battles(battles)
+
+
+def _sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None, scale: EloScale, level: float):
+    k = len(x) - 1
+    m = bt.elo_matrix(k, anchor) * scale.per_nat
+    cov_r = m @ cov[:k, :k] @ m.T
+    se = np.sqrt(np.clip(np.diag(cov_r), 0, None))
+    return se, NormalDist().inv_cdf(0.5 + level / 2), cov_r
+
+
+def _tie_summary(ties: str, x: np.ndarray, cov: np.ndarray | None, reps: np.ndarray | None,
+                 level: float) -> dict[str, float] | None:
+    if ties == "half":
+        return None
+    out = {"value": float(bt.tie_parameter(x, ties))}
+    if cov is not None:
+        z, se = NormalDist().inv_cdf(0.5 + level / 2), math.sqrt(max(cov[-1, -1], 0.0))
+        out["lower_sandwich"] = float(bt.tie_parameter(np.array([x[-1] - z * se]), ties))
+        out["upper_sandwich"] = float(bt.tie_parameter(np.array([x[-1] + z * se]), ties))
+    if reps is not None:
+        lo, hi = bs.percentile_interval(reps[:, -1:], level)
+        out["lower_bootstrap"] = float(bt.tie_parameter(lo, ties))
+        out["upper_bootstrap"] = float(bt.tie_parameter(hi, ties))
+    return out
+
+
+def fit_leaderboard(
+    battles: Battles | pd.DataFrame,
+    *,
+    n_bootstrap: int = 1000,
+    ci: CI = "bootstrap",
+    ties: str = "half",
+    style_control: bool = False,
+    anchor: Any = None,
+    level: float = 0.95,
+    seed: int = 0,
+    scale: float = 400.0,
+    base: float = 10.0,
+    init: float = 1000.0,
+    ridge: float = bt.DEFAULT_RIDGE,
+    weights: bs.WeightKind = "multinomial",
+    min_battles: int = 10,
+    filters: Any = None,
+    style_features: tuple[str, ...] | None = None,
+    device: jax.Device | str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Leaderboard:
+    """Fit a BT leaderboard with sandwich and/or bootstrap intervals (see :func:`rank_battles`)."""
+    if ci not in ("bootstrap", "sandwich", "both"):
+        raise ValueError(f"ci must be 'bootstrap', 'sandwich' or 'both', not {ci!r}")
+    if ties not in bt.TIES:
+        raise ValueError(f"ties must be one of {bt.TIES}, not {ties!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, not {level}")
+    if ci != "sandwich" and n_bootstrap < 2:
+        raise ValueError("n_bootstrap must be at least 2 for bootstrap intervals (or use ci='sandwich')")
+    dev = jax.devices(device)[0] if isinstance(device, str) else device
+    battles = _as_battles(battles)
+    hygiene_report: list[str] = []
+    if filters is not None:
+        from arena.hygiene import apply_filters
+
+        battles, hygiene_report = apply_filters(battles, filters)
+    if len(battles) == 0:
+        raise ValueError("no battles left to rank (empty input, or every battle was filtered out)")
+    counts = aggregate(battles)
+    notes = diagnostics.check_counts(counts, min_battles)
+    sc = EloScale(scale, base, init)
+    anchor_idx, anchor_rating = parse_anchor(anchor, counts.models, init)
+    want_sw, want_bs = ci in ("sandwich", "both"), ci in ("bootstrap", "both")
+
+    style_table = None
+    if style_control:
+        from arena.style import style_fit
+
+        sf = style_fit(battles, features=style_features, ties=ties, ridge=ridge, n_bootstrap=n_bootstrap if
+                       want_bs else 0, sandwich=want_sw, seed=seed, weights=weights, level=level,
+                       device=dev, progress=progress)
+        x, cov, reps, style_table = sf.x, sf.covariance, sf.replicates, sf.coefficients
+        notes += list(sf.warnings)
+        n_fallback = 0
+    else:
+        data = bt.pair_data(counts)
+        put = (lambda a: jax.device_put(a, dev)) if dev is not None else (lambda a: a)
+        result = bt.fit(put(bt.initial_x(data, counts.n_models, ties)), data, ties, ridge)
+        x = np.asarray(result.x)
+        if not bool(result.converged):
+            notes.append(f"the Newton fit stopped after {int(result.n_iter)} iterations without converging")
+        h = np.asarray(bt.conditioned_hessian(x, data, ties, ridge))
+        cov = np.asarray(bt.sandwich_covariance(x, data, ties, ridge)) if want_sw else None
+        reps, n_fallback = (None, 0)
+        if want_bs:
+            reps, n_fallback = bs.bootstrap_fits(data, x, np.linalg.inv(h), n_bootstrap=n_bootstrap, seed=seed,
+                                                 ties=ties, ridge=ridge, weights=weights, device=dev,
+                                                 progress=progress)
+    diagnostics.nonfinite_guard(x, "the fitted parameter vector")
+    k = counts.n_models
+    ratings = bt.to_elo(x[:k], scale=scale, base=base, init=init, anchor=anchor_idx, anchor_rating=anchor_rating)
+    per = counts.per_model()
+    table = per.assign(rating=ratings)
+    cov_r = None
+    if want_sw:
+        se, z, cov_r = _sandwich_interval(x, cov, anchor_idx, sc, level)
+        table["se"] = se
+        table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se
+    rank_dist = None
+    if want_bs:
+        rep_ratings = bt.to_elo(reps[:, :k], scale=scale, base=base, init=init, anchor=anchor_idx,
+                                anchor_rating=anchor_rating)
+        lo, hi = bs.percentile_interval(rep_ratings, level)
+        table["lower_bootstrap"], table["upper_bootstrap"] = lo, hi
+        ranks = bs.replicate_ranks(rep_ratings)
+        table["rank_lower"], table["rank_upper"] = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2],
+                                                               axis=0, method="nearest").astype(int)
+        rank_dist = pd.DataFrame(bs.rank_distribution(rep_ratings), index=list(counts.models),
+                                 columns=np.arange(1, k + 1))
+        if n_fallback:
+            notes.append(f"{n_fallback} of {n_bootstrap} bootstrap replicates needed a full Newton refit")
+    primary = "bootstrap" if want_bs else "sandwich"
+    table["lower"], table["upper"] = table[f"lower_{primary}"], table[f"upper_{primary}"]
+    table["rank"] = bs.rank_from_intervals(table["lower"].to_numpy(), table["upper"].to_numpy())
+    notes += diagnostics.check_unbounded(per, dict(zip(per["model"], ratings, strict=True)), ridge)
+    cols = ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties"]
+    table = table[cols + [c for c in table.columns if c not in cols]]
+    table = table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
+    tie = _tie_summary(ties, x, cov, reps, level)
+    table.attrs.update({"ties": ties, "ci": ci, "level": level, "n_bootstrap": n_bootstrap if want_bs else 0,
+                        "seed": seed, "anchor": None if anchor_idx is None else counts.models[anchor_idx],
+                        "ridge": ridge, "tie_parameter": tie,
+                        "style_coefficients": None if style_table is None else style_table.to_dict("index"),
+                        "diagnostics": list(notes), "hygiene": hygiene_report})
+    return Leaderboard(table, counts, pd.Series(ratings, index=list(counts.models)).loc[table["model"]],
+                       cov_r, reps, rank_dist, tie, style_table, notes, hygiene_report, sc)
+
+
+def rank_battles(battles: Battles | pd.DataFrame, *, n_bootstrap: int = 1000, ci: CI = "bootstrap",
+                 ties: str = "half", style_control: bool = False, anchor: Any = None, level: float = 0.95,
+                 seed: int = 0, **options: Any) -> pd.DataFrame:
+    """Rank models from pairwise battles: a DataFrame sorted by rating, best first.
+
+    Columns ``model, rating, lower, upper, rank, battles, wins, losses, ties`` plus ``se`` and
+    ``lower_/upper_sandwich`` (sandwich CIs), ``lower_/upper_bootstrap`` and ``rank_lower/rank_upper``
+    (bootstrap), as requested by ``ci``. ``lower``/``upper`` are the bootstrap interval when there is one.
+    ``rank`` is Chatbot Arena's: 1 + number of models whose lower bound exceeds this model's upper bound.
+    ``df.attrs`` holds ``tie_parameter`` (Rao-Kupper theta or Davidson nu with its interval),
+    ``style_coefficients``, ``diagnostics`` and the ``hygiene`` report. Ratings are on the Elo scale
+    (``scale=400, base=10, init=1000``; mean ``init`` unless ``anchor="NAME=RATING"`` pins one model).
+    Further options: see :func:`fit_leaderboard` (``ridge``, ``weights``, ``filters``, ``device`` ...).
+    """
+    return fit_leaderboard(battles, n_bootstrap=n_bootstrap, ci=ci, ties=ties, style_control=style_control,
+                           anchor=anchor, level=level, seed=seed, **options).table

@@ -1,0 +1,360 @@
+"""Style control: a contextual Bradley-Terry model with style features fitted jointly with the ratings.
+
+Per battle, ``d = theta_a - theta_b + f . beta`` where each feature is ``(a - b) / (a + b + 1)`` of a
+per-side total (answer length, markdown headers, list items, bold spans), z-scored over the battles.
+The ratings are then 'style-adjusted': what remains after length and markdown are explained
+(Chatbot Arena, 'Does style matter?', LMSYS blog, Aug 2024; Li et al. 2024). Ties use the same
+likelihoods as :mod:`arena.bt`. Parameters ``z = [theta (K), beta (F), psi]``.
+The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from statistics import NormalDist
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+import arena  # noqa: F401
+from arena import bt
+from arena.bootstrap import WeightKind, percentile_interval
+from arena.data import STYLE_COLUMNS, Battles
+
+STYLE_FEATURES: dict[str, tuple[str, str]] = {
+    "length": ("sum_assistant_a_tokens", "sum_assistant_b_tokens"),
+    "headers": ("header_count_a", "header_count_b"),
+    "lists": ("list_count_a", "list_count_b"),
+    "bold": ("bold_count_a", "bold_count_b"),
+}
+"""Feature name -> (side a total, side b total) columns of :data:`arena.data.STYLE_COLUMNS`."""
+
+class ConfoundedStyleWarning(UserWarning):
+    """A style feature is (almost) a function of which models play: the style fit is not identified."""
+
+
+_HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
+_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.MULTILINE)
+_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
+
+
+def markdown_counts(text: str) -> tuple[float, float, float, float]:
+    """(characters, headers, list items, bold spans) of one answer's text."""
+    return float(len(text)), float(len(_HEADER.findall(text))), float(len(_LIST.findall(text))), float(
+        len(_BOLD.findall(text)))
+
+
+def _assistant_text(conv: object) -> str:
+    """Assistant turns of a Chatbot Arena conversation (list of {role, content}), or a plain string."""
+    if isinstance(conv, str):
+        return conv
+    if isinstance(conv, Sequence):
+        return "\n".join(str(t.get("content", "")) for t in conv
+                         if isinstance(t, dict) and t.get("role", "assistant") == "assistant")
+    return ""
+
+
+def totals_from_text(text_a: Sequence[object], text_b: Sequence[object]) -> pd.DataFrame:
+    """Per-side style totals (:data:`STYLE_COLUMNS`) computed from answer or conversation text.
+
+    Length is in characters here (no tokenizer at hand), tokens when ``conv_metadata`` supplies them.
+    """
+    a = np.array([markdown_counts(_assistant_text(t)) for t in text_a]).reshape(-1, 4)
+    b = np.array([markdown_counts(_assistant_text(t)) for t in text_b]).reshape(-1, 4)
+    return pd.DataFrame(np.hstack([a, b]), columns=list(STYLE_COLUMNS))
+
+
+def style_totals(battles: Battles, text_columns: tuple[str, str] = ("conversation_a", "conversation_b")
+                 ) -> tuple[pd.DataFrame, str]:
+    """Style totals per battle from ``conv_metadata`` columns, else from text; returns (totals, source)."""
+    df = battles.df
+    if all(c in df for c in STYLE_COLUMNS):
+        totals = df[list(STYLE_COLUMNS)].astype(float).reset_index(drop=True)
+        missing = totals.isna().any(axis=1).to_numpy()
+        if not missing.any():
+            return totals, "conv_metadata"
+        if all(c in df for c in text_columns):
+            fill = totals_from_text(df[text_columns[0]][missing], df[text_columns[1]][missing])
+            totals.loc[missing] = fill.to_numpy()
+            return totals, f"conv_metadata ({int(missing.sum())} rows from text)"
+        line = int(df["line"].to_numpy()[np.flatnonzero(missing)[0]])
+        raise ValueError(f"{battles.source}, line {line}: style totals missing for {int(missing.sum())} battles "
+                         f"and no {text_columns} text to compute them from; drop those rows or add conv_metadata")
+    if all(c in df for c in text_columns):
+        return totals_from_text(df[text_columns[0]], df[text_columns[1]]), "text"
+    raise ValueError(f"{battles.source}: style control needs conv_metadata ({', '.join(STYLE_COLUMNS[:4])} and "
+                     f"_b twins) or conversation text columns {text_columns}; neither is present")
+
+
+def style_features(totals: pd.DataFrame, features: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(N, F) z-scored ``(a - b) / (a + b + 1)`` features, with their raw means and standard deviations."""
+    unknown = [f for f in features if f not in STYLE_FEATURES]
+    if unknown:
+        raise ValueError(f"unknown style feature(s) {unknown}; choose from {list(STYLE_FEATURES)}")
+    cols = []
+    for f in features:
+        a, b = (totals[c].to_numpy(float) for c in STYLE_FEATURES[f])
+        cols.append((a - b) / (a + b + 1.0))
+    raw = np.stack(cols, axis=1) if cols else np.zeros((len(totals), 0))
+    mean, sd = raw.mean(axis=0), raw.std(axis=0)
+    return (raw - mean) / np.where(sd > 0, sd, 1.0), mean, sd
+
+
+class StyleRows(NamedTuple):
+    """One row per battle: model codes, z-scored features (N, F), outcome code (0 a, 1 b, 2 tie)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    features: np.ndarray
+    outcome: np.ndarray
+
+
+def _unpack(z: jax.Array, rows: StyleRows, n_models: int):
+    n_feat = rows.features.shape[1]
+    beta = z[n_models:n_models + n_feat]
+    d = z[rows.a] - z[rows.b] + jnp.tensordot(rows.features, beta, axes=(1, 0))
+    return d, z[-1]
+
+
+def _select(values: jax.Array, outcome: jax.Array) -> jax.Array:
+    onehot = jax.nn.one_hot(outcome, 3)
+    return jnp.sum(values * onehot.reshape(onehot.shape[:1] + (1,) * (values.ndim - 2) + (3,)), axis=-1)
+
+
+def style_loss(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
+               ridge: float = bt.DEFAULT_RIDGE) -> jax.Array:
+    """Negative log-likelihood of the battles under the contextual BT model, plus the strength ridge."""
+    d, psi = _unpack(z, rows, n_models)
+    nll = -jnp.sum(_select(bt.outcome_log_probs(d, psi, ties), rows.outcome))
+    pin = 0.5 * psi**2 if ties == "half" else 0.0
+    return nll + 0.5 * ridge * jnp.sum(z[:n_models] ** 2) + pin
+
+
+def style_gradient(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
+                   ridge: float = bt.DEFAULT_RIDGE, weights: jax.Array | None = None) -> jax.Array:
+    """Gradient of :func:`style_loss` with per-battle ``weights``; batched when z is (size, R), weights (N, R)."""
+    d, psi = _unpack(z, rows, n_models)
+    w = 1.0 if weights is None else weights
+    if ties == "half":  # closed form: sigmoid(d) - y with y = 1, 0, 1/2
+        y = jnp.asarray([1.0, 0.0, 0.5])[rows.outcome].reshape((-1,) + (1,) * (d.ndim - 1))
+        s_d, g_psi = w * (jax.nn.sigmoid(d) - y), z[-1]
+    else:
+        _, g_d, g_p, *_ = bt.outcome_derivatives(d, psi, ties)
+        s_d = -w * _select(g_d, rows.outcome)
+        g_psi = -jnp.sum(w * _select(g_p, rows.outcome), axis=0)
+    g_theta = jnp.zeros((n_models,) + d.shape[1:]).at[rows.a].add(s_d).at[rows.b].add(-s_d)
+    g_theta = g_theta + ridge * z[:n_models]
+    g_beta = jnp.tensordot(rows.features, s_d, axes=(0, 0))
+    return jnp.concatenate([g_theta, g_beta, g_psi[None]])
+
+
+def _assemble_style(rows: StyleRows, n_models: int, m_dd, m_dp, m_pp) -> jax.Array:
+    """(size x size) matrix of per-battle blocks: d depends on theta_a, theta_b and every beta."""
+    n_feat = rows.features.shape[1]
+    size = n_models + n_feat + 1
+    out = bt.assemble(rows.a, rows.b, size, m_dd, m_dp, m_pp)
+    f = jnp.asarray(rows.features)
+    t_beta = jnp.zeros((n_models, n_feat)).at[rows.a].add(m_dd[:, None] * f).at[rows.b].add(-m_dd[:, None] * f)
+    sl = slice(n_models, n_models + n_feat)
+    out = out.at[:n_models, sl].add(t_beta).at[sl, :n_models].add(t_beta.T)
+    out = out.at[sl, sl].add(f.T @ (m_dd[:, None] * f))
+    fp = f.T @ m_dp
+    return out.at[sl, -1].add(fp).at[-1, sl].add(fp)
+
+
+def style_hessian(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
+                  ridge: float = bt.DEFAULT_RIDGE) -> jax.Array:
+    """Hessian of :func:`style_loss`."""
+    d, psi = _unpack(z, rows, n_models)
+    _, _, _, h_dd, h_dp, h_pp = bt.outcome_derivatives(d, psi, ties)
+    o = rows.outcome
+    h = _assemble_style(rows, n_models, -_select(h_dd, o), -_select(h_dp, o), -_select(h_pp, o))
+    h = h + jnp.diag(jnp.zeros(h.shape[0]).at[:n_models].set(ridge))
+    return h.at[-1, -1].add(1.0) if ties == "half" else h
+
+
+def style_meat(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half") -> jax.Array:
+    """Sum over battles of the score outer product (the sandwich meat)."""
+    d, psi = _unpack(z, rows, n_models)
+    _, g_d, g_p, *_ = bt.outcome_derivatives(d, psi, ties)
+    sd, sp = _select(g_d, rows.outcome), _select(g_p, rows.outcome)
+    if ties == "half":
+        sp = jnp.zeros_like(sp)
+    return _assemble_style(rows, n_models, sd * sd, sd * sp, sp * sp)
+
+
+@partial(jax.jit, static_argnames=("n_models", "ties", "max_iter"))
+def style_newton(z0: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
+                 ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 100):
+    """Newton's method with step halving on :func:`style_loss`; returns (z, converged)."""
+    scale = tol * (1.0 + rows.a.shape[0])
+
+    def step(state):
+        z, it, _ = state
+        delta = jnp.linalg.solve(bt.condition(style_hessian(z, rows, n_models, ties, ridge), n_models),
+                                 style_gradient(z, rows, n_models, ties, ridge))
+        f0 = style_loss(z, rows, n_models, ties, ridge)
+
+        def worse(t):
+            f = style_loss(z - t * delta, rows, n_models, ties, ridge)
+            return (~jnp.isfinite(f) | (f > f0 + 1e-12 * jnp.abs(f0))) & (t > 1e-6)
+
+        t = jax.lax.while_loop(worse, lambda t: t * 0.5, 1.0)
+        z_new = z - t * delta
+        done = jnp.max(jnp.abs(style_gradient(z_new, rows, n_models, ties, ridge))) < scale
+        return z_new, it + 1, done
+
+    z, _, done = jax.lax.while_loop(lambda s: (~s[2]) & (s[1] < max_iter), step,
+                                    (jnp.asarray(z0, jnp.float64), 0, False))
+    return z, done
+
+
+@partial(jax.jit, static_argnames=("n_models", "ties", "max_iter"))
+def style_refit_chunk(weights: jax.Array, z_hat: jax.Array, h_inv: jax.Array, rows: StyleRows, n_models: int,
+                      ties: str = "half", ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9,
+                      max_iter: int = 50):
+    """Chord-Newton refits for battle weights (N, R), replicates on the trailing axis; (R, size), ok."""
+    z0 = jnp.broadcast_to(z_hat[:, None], (z_hat.shape[0], weights.shape[1]))
+
+    def body(state):
+        z, it, _ = state
+        step = h_inv @ style_gradient(z, rows, n_models, ties, ridge, weights)
+        return z - step, it + 1, jnp.max(jnp.abs(step), axis=0)
+
+    z, _, last = jax.lax.while_loop(lambda s: jnp.any(s[2] >= tol) & (s[1] < max_iter), body,
+                                    (z0, 0, jnp.full(weights.shape[1], jnp.inf)))
+    return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0)
+
+
+def battle_weights(n: int, seed: int, replicate: int, kind: WeightKind = "multinomial") -> np.ndarray:
+    """Resampling counts per battle for one replicate (its own random stream: chunking never matters)."""
+    rng = np.random.default_rng([seed, replicate, 7])
+    if kind == "poisson":
+        return rng.poisson(1.0, n).astype(np.float64)
+    return np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+
+
+def confounded_features(rows: StyleRows, n_models: int, names: Sequence[str], threshold: float = 0.98
+                        ) -> dict[str, float]:
+    """Features almost determined by which models play: R^2 of each feature on the model design.
+
+    Least squares of ``f`` on ``x = e_a - e_b`` through the normal equations (``X^T X`` is the battle-count
+    Laplacian), so it costs O(N + K^3). R^2 above ``threshold`` means style and model identity are
+    confounded: the style-adjusted ratings and that coefficient are not identified (Belsley, Kuh & Welsch
+    1980, 'Regression diagnostics', ch. 3).
+    """
+    a, b, f = np.asarray(rows.a), np.asarray(rows.b), np.asarray(rows.features)
+    lap = np.zeros((n_models, n_models))
+    np.add.at(lap, (a, a), 1.0)
+    np.add.at(lap, (b, b), 1.0)
+    np.add.at(lap, (a, b), -1.0)
+    np.add.at(lap, (b, a), -1.0)
+    xtf = np.zeros((n_models, f.shape[1]))
+    np.add.at(xtf, a, f)
+    np.add.at(xtf, b, -f)
+    beta = np.linalg.pinv(lap) @ xtf
+    resid = np.sum(f * f, axis=0) - 2 * np.sum(beta * xtf, axis=0) + np.sum(beta * (lap @ beta), axis=0)
+    total = np.sum((f - f.mean(axis=0)) ** 2, axis=0)
+    r2 = 1 - resid / np.where(total > 0, total, 1.0)
+    return {n: float(r) for n, r in zip(names, r2, strict=True) if r > threshold}
+
+
+class StyleFit(NamedTuple):
+    """Style-controlled fit in the leaderboard's shape: ``x = [theta, psi]`` and matching cov/replicates."""
+
+    x: np.ndarray
+    covariance: np.ndarray | None
+    replicates: np.ndarray | None
+    coefficients: pd.DataFrame
+    source: str
+    warnings: tuple[str, ...] = ()
+
+
+def style_rows(battles: Battles, features: Sequence[str]) -> tuple[StyleRows, str, np.ndarray, np.ndarray]:
+    """Rows for the contextual fit (outcome codes 3 'tie (bothbad)' fold into ties)."""
+    totals, source = style_totals(battles)
+    f, mean, sd = style_features(totals, features)
+    df = battles.df
+    rows = StyleRows(df["model_a"].cat.codes.to_numpy(np.int32), df["model_b"].cat.codes.to_numpy(np.int32),
+                     f, np.minimum(battles.outcome, 2).astype(np.int32))
+    return rows, source, mean, sd
+
+
+def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: str = "half",
+              ridge: float = bt.DEFAULT_RIDGE, n_bootstrap: int = 200, sandwich: bool = True, seed: int = 0,
+              weights: WeightKind = "multinomial", level: float = 0.95, device: jax.Device | None = None,
+              chunk: int | None = None, progress: Callable[[int], None] | None = None) -> StyleFit:
+    """Fit the contextual BT model; sandwich and/or bootstrap (over battles) intervals for everything."""
+    features = tuple(features or STYLE_FEATURES)
+    rows, source, _, _ = style_rows(battles, features)
+    k, n_feat = len(battles.models), len(features)
+    notes = []
+    for name, r2 in confounded_features(rows, k, features).items():
+        msg = (f"style feature '{name}' is almost determined by which models play (R^2 = {r2:.3f}): style and "
+               "model identity are confounded, so that coefficient and the style-adjusted ratings are not "
+               "identified; drop the feature (features=...) or collect battles where it varies within models")
+        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=2)
+        notes.append(msg)
+    put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
+    rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
+    z0 = np.zeros(k + n_feat + 1)
+    z0[-1] = bt.initial_psi(float(np.mean(rows.outcome == 2)), ties)
+    z, _ = style_newton(put(z0), rows_d, k, ties, ridge)
+    h_inv = np.linalg.inv(np.asarray(bt.condition(style_hessian(z, rows_d, k, ties, ridge), k)))
+    cov = None
+    if sandwich:
+        cov = h_inv @ np.asarray(style_meat(z, rows_d, k, ties)) @ h_inv
+        cov = (cov + cov.T) / 2
+    reps = None
+    if n_bootstrap:
+        n = len(rows.a)
+        chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
+        out = []
+        with ThreadPoolExecutor(2) as pool:
+            futs = [pool.submit(battle_weights, n, seed, r, weights) for r in range(n_bootstrap)]
+            for c0 in range(0, n_bootstrap, chunk):
+                w = np.stack([f.result() for f in futs[c0:c0 + chunk]], axis=1)
+                zr, ok = style_refit_chunk(put(w), z, put(h_inv), rows_d, k, ties, ridge)
+                zr = np.array(zr)
+                for r in np.flatnonzero(~np.asarray(ok)):  # rare: refit by full Newton with those weights
+                    zr[r] = _weighted_newton(z, rows, w[:, r], k, ties, ridge)
+                out.append(zr)
+                futs[c0:c0 + chunk] = [None] * len(futs[c0:c0 + chunk])  # free the weights
+                if progress:
+                    progress(w.shape[1])
+        reps = np.concatenate(out)
+    z = np.asarray(z)
+    keep = np.r_[np.arange(k), k + n_feat]
+    coef = _coefficient_table(features, z[k:k + n_feat], None if cov is None else cov[k:k + n_feat, k:k + n_feat],
+                              None if reps is None else reps[:, k:k + n_feat], level)
+    return StyleFit(z[keep], None if cov is None else cov[np.ix_(keep, keep)],
+                    None if reps is None else reps[:, keep], coef, source, tuple(notes))
+
+
+def _weighted_newton(z0, rows: StyleRows, w: np.ndarray, k: int, ties: str, ridge: float) -> np.ndarray:
+    """Full Newton for one replicate: battles repeated by their resampling counts."""
+    rep = np.repeat(np.arange(len(w)), w.astype(int))
+    sub = StyleRows(rows.a[rep], rows.b[rep], rows.features[rep], rows.outcome[rep])
+    return np.asarray(style_newton(jnp.asarray(z0), StyleRows(*map(jnp.asarray, sub)), k, ties, ridge)[0])
+
+
+def _coefficient_table(features, beta, cov, reps, level) -> pd.DataFrame:
+    """Style coefficients (log-odds per standard deviation of the feature) with their intervals."""
+    t = pd.DataFrame({"coefficient": beta}, index=pd.Index(list(features), name="feature"))
+    if cov is not None:
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+        z = NormalDist().inv_cdf(0.5 + level / 2)
+        t["se"], t["lower_sandwich"], t["upper_sandwich"] = se, beta - z * se, beta + z * se
+    if reps is not None:
+        t["lower_bootstrap"], t["upper_bootstrap"] = percentile_interval(reps, level)
+    primary = "bootstrap" if reps is not None else "sandwich"
+    if f"lower_{primary}" in t:
+        t["lower"], t["upper"] = t[f"lower_{primary}"], t[f"upper_{primary}"]
+    return t

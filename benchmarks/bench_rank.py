@@ -1,0 +1,283 @@
+"""Leaderboard benchmark: preflab ``rank`` against arena-rank, evalica, choix and fschat on W1.
+
+W1: 1,000,000 battles, 100 models, 15% ties, seed 0 (uniform random pairs, BT outcomes from N(0, 1)
+strengths, per-side style totals for style control). Every pipeline starts from the same pandas
+DataFrame of strings and ends at ratings. One run times all of them, prints Markdown tables with ratios
+and writes ``benchmarks/results/bench_rank.md``. Run: ``python -m benchmarks.bench_rank [--device cpu]``.
+Not part of the test suite; timings on a shared 2-core machine are noisy (the load average is recorded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.common import RESULTS
+
+
+def make_w1(n: int = 1_000_000, k: int = 100, tie_share: float = 0.15, seed: int = 0) -> pd.DataFrame:
+    """W1-style battles as a DataFrame of strings plus the style totals used by style control."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0, 1, k)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    la, lb = rng.lognormal(6, 0.5, n).round(), rng.lognormal(6, 0.5, n).round()
+    p = 1 / (1 + np.exp(-(s[a] - s[b] + 0.5 * (la - lb) / (la + lb + 1))))
+    out = np.where(rng.random(n) < tie_share, 2, np.where(rng.random(n) < p, 0, 1))
+    names = np.array([f"model-{i:04d}" for i in range(k)], dtype=object)
+    df = pd.DataFrame({"model_a": names[a], "model_b": names[b],
+                       "winner": np.array(["model_a", "model_b", "tie"], dtype=object)[out],
+                       "sum_assistant_a_tokens": la, "sum_assistant_b_tokens": lb})
+    for c in ("header_count", "list_count", "bold_count"):
+        df[f"{c}_a"], df[f"{c}_b"] = rng.poisson(1.5, n), rng.poisson(1.5, n)
+    return df
+
+
+def timed(fn: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
+    """Median wall time over ``repeat`` runs, and the last result."""
+    times, result = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return median(times), result
+
+
+def table(title: str, header: list[str], rows: list[list[object]]) -> str:
+    lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------- preflab
+
+
+def bench_preflab(df: pd.DataFrame, device: str | None, repeat: int) -> dict[str, float]:
+    from arena import bt
+    from arena.data import aggregate, load_battles
+    from arena.leaderboard import rank_battles
+
+    out = {}
+    counts = aggregate(load_battles(df))
+    data = bt.pair_data(counts)
+    x0 = bt.initial_x(data, counts.n_models, "half")
+    bt.fit(x0, data).x.block_until_ready()  # compile once
+    out["single fit after aggregation"], _ = timed(lambda: bt.fit(x0, data).x.block_until_ready(), 7)
+    rank_battles(df, ci="both", n_bootstrap=1000, device=device)  # warm-up (compilation cache)
+    out["sandwich only, end to end"], _ = timed(lambda: rank_battles(df, ci="sandwich", device=device), repeat)
+    out["sandwich + 1000 bootstrap, end to end"], _ = timed(
+        lambda: rank_battles(df, ci="both", n_bootstrap=1000, device=device), repeat)
+    out["sandwich + 1000 bootstrap (Poisson weights)"], _ = timed(
+        lambda: rank_battles(df, ci="both", n_bootstrap=1000, weights="poisson", device=device), repeat)
+    out["style control, 4 features, 200 refits"], _ = timed(
+        lambda: rank_battles(df, ci="both", n_bootstrap=200, style_control=True, device=device), 1)
+    return out
+
+
+def bench_cli(df: pd.DataFrame, device: str | None) -> float:
+    """Warm CLI run (second invocation: persistent compilation cache filled) on W1 stored as Parquet."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "w1.parquet"
+        df[["model_a", "model_b", "winner"]].to_parquet(path)
+        cmd = [str(Path(sys.executable).parent / "preflab"), "rank", str(path), "--ci", "both", "--top", "3"]
+        if device:
+            cmd += ["--device", device]
+        subprocess.run(cmd, check=True, capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------------------------- peers
+
+
+def bench_arena_rank(df: pd.DataFrame) -> dict[str, str]:
+    try:
+        from arena_rank.models.bradley_terry import BradleyTerry, fit_single_bootstrap_sample
+        from arena_rank.utils.data_utils import PairDataset
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"not runnable: {type(e).__name__}: {e}"}
+    import jax
+    import jax.numpy as jnp
+
+    def sandwich():
+        ds = PairDataset.from_pandas(df)
+        return ds, BradleyTerry(n_competitors=len(ds.competitors)).compute_ratings_and_cis(ds, ci_method="sandwich")
+
+    t_sw, (ds, _) = timed(sandwich, 1)
+    model = BradleyTerry(n_competitors=len(ds.competitors))
+    total = jnp.sum(ds.counts)
+    draws = jax.random.multinomial(jax.random.PRNGKey(0), int(total), ds.counts / total,
+                                   shape=(2, ds.counts.shape[0]), dtype=jnp.float64)
+    fit_single_bootstrap_sample(draws[0], model, ds)  # compile
+    t_one, _ = timed(lambda: jax.block_until_ready(fit_single_bootstrap_sample(draws[1], model, ds)), 1)
+    return {"sandwich": t_sw, "refit": t_one}
+
+
+def bench_evalica(df: pd.DataFrame) -> float | str:
+    try:
+        import evalica
+    except Exception as e:  # noqa: BLE001
+        return f"not runnable: {e}"
+
+    def run():
+        w = df["winner"].map({"model_a": evalica.Winner.X, "model_b": evalica.Winner.Y, "tie": evalica.Winner.Draw})
+        return evalica.bradley_terry(df["model_a"], df["model_b"], w)
+
+    return timed(run, 1)[0]
+
+
+def bench_choix(df: pd.DataFrame) -> float | str:
+    try:
+        import choix
+    except Exception as e:  # noqa: BLE001
+        return f"not runnable: {e}"
+
+    def run():
+        decided = df[df["winner"] != "tie"]
+        codes, names = pd.factorize(pd.concat([decided["model_a"], decided["model_b"]]), sort=True)
+        a, b = codes[: len(decided)], codes[len(decided):]
+        a_won = (decided["winner"] == "model_a").to_numpy()
+        comp = np.zeros((len(names), len(names)))  # comp[i, j]: times i beat j (choix's dense input)
+        np.add.at(comp, (np.where(a_won, a, b), np.where(a_won, b, a)), 1.0)
+        return choix.ilsr_pairwise_dense(comp, alpha=1e-6)
+
+    return timed(run, 1)[0]
+
+
+def _import_fschat_elo():
+    """fschat 0.2.36's elo_analysis imports fastchat.model (which needs torch) for display names only."""
+    if "fastchat.model" not in sys.modules:
+        stub = types.ModuleType("fastchat.model")
+        stub.__path__ = []  # type: ignore[attr-defined]
+        registry = types.ModuleType("fastchat.model.model_registry")
+        registry.get_model_info = lambda *a, **k: None  # type: ignore[attr-defined]
+        sys.modules["fastchat.model"], sys.modules["fastchat.model.model_registry"] = stub, registry
+    from fastchat.serve.monitor import elo_analysis
+
+    return elo_analysis
+
+
+def bench_fschat(df: pd.DataFrame, rounds: int) -> dict[str, float] | str:
+    try:
+        ea = _import_fschat_elo()
+    except Exception as e:  # noqa: BLE001
+        return f"not runnable: {type(e).__name__}: {e}"
+    plain = df[["model_a", "model_b", "winner"]]
+    t_fit, _ = timed(lambda: ea.compute_elo_mle_with_tie(plain), 1)
+    t_boot, _ = timed(lambda: ea.get_bootstrap_result(plain, ea.compute_elo_mle_with_tie, rounds), 1)
+    return {"fit": t_fit, "per_round": t_boot / rounds}
+
+
+# ------------------------------------------------------------------------------------------------ growth
+
+
+def bench_growth(device: str | None, sizes: list[int], models: list[int], n_boot: int) -> list[list[object]]:
+    from arena.leaderboard import rank_battles
+
+    rows = []
+    for n, k in [(n, 100) for n in sizes] + [(1_000_000, k) for k in models if k != 100]:
+        df = make_w1(n=n, k=k)
+        reps = n_boot if k <= 300 else 100
+        times = []
+        for _ in range(2):  # the first run compiles this shape; report the second
+            t0 = time.perf_counter()
+            rank_battles(df, ci="both", n_bootstrap=reps, device=device, min_battles=0)
+            times.append(time.perf_counter() - t0)
+        t = times[-1]
+        label = f"{t:.2f}" if reps == n_boot else f"{t:.2f} ({reps} refits; x{n_boot // reps} = {t * n_boot / reps:.1f})"
+        rows.append([f"{n:,}", k, label])
+        del df
+    return rows
+
+
+# -------------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default=None, help="JAX platform for preflab (cpu, gpu); default: JAX's default")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--fschat-rounds", type=int, default=2)
+    p.add_argument("--skip-peers", action="store_true")
+    p.add_argument("--skip-growth", action="store_true")
+    p.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    p.add_argument("--models", default="10,100,300,1000")
+    args = p.parse_args(argv)
+
+    import jax
+
+    import arena  # noqa: F401
+
+    dev = jax.devices(args.device)[0] if args.device else jax.devices()[0]
+    load0 = os.getloadavg()[0]
+    df = make_w1()
+    ours = bench_preflab(df, args.device, args.repeat)
+    cli = bench_cli(df, args.device)
+    ref = ours["sandwich + 1000 bootstrap, end to end"]
+    targets = {"single fit after aggregation": 0.05, "sandwich + 1000 bootstrap, end to end": 3.0,
+               "style control, 4 features, 200 refits": 60.0}
+    rows = [[f"preflab: {k}", f"{v:.3f}", f"≤ {targets[k]:g}" if k in targets else ""] for k, v in ours.items()]
+    rows.append(["preflab: warm CLI run (`preflab rank w1.parquet --ci both`)", f"{cli:.2f}", "≤ 5"])
+    peer_rows = [["preflab (sandwich + 1000 bootstrap refits)", f"{ref:.2f}", "1.0x", "measured"]]
+    if not args.skip_peers:
+        ar = bench_arena_rank(df)
+        if "error" in ar:
+            peer_rows.append(["arena-rank 0.1.1", "—", "—", ar["error"]])
+        else:
+            peer_rows.append(["arena-rank 0.1.1 sandwich", f"{ar['sandwich']:.2f}",
+                              f"{ar['sandwich'] / ours['sandwich only, end to end']:.1f}x vs our sandwich", "measured"])
+            boot = ar["sandwich"] + 1000 * ar["refit"]
+            peer_rows.append(["arena-rank 0.1.1 sandwich + 1000 bootstrap refits", f"{boot:.0f}",
+                              f"{boot / ref:.0f}x", f"extrapolated: one refit {ar['refit']:.2f} s x 1000"])
+        ev = bench_evalica(df)
+        peer_rows.append(["evalica 0.4.2 (single fit)", f"{ev:.2f}" if isinstance(ev, float) else "—",
+                          f"{ev / ref:.2f}x" if isinstance(ev, float) else "—",
+                          "measured" if isinstance(ev, float) else ev])
+        if isinstance(ev, float):
+            peer_rows.append(["evalica 0.4.2 + 1000 bootstrap refits", f"{1000 * ev:.0f}", f"{1000 * ev / ref:.0f}x",
+                              "extrapolated: single fit x 1000 (evalica has no bootstrap)"])
+        ch = bench_choix(df)
+        peer_rows.append(["choix 0.4.1 ilsr_pairwise_dense (ties dropped, single fit)",
+                          f"{ch:.2f}" if isinstance(ch, float) else "—",
+                          f"{ch / ref:.2f}x" if isinstance(ch, float) else "—", "measured" if isinstance(ch, float) else ch])
+        fs = bench_fschat(df, args.fschat_rounds)
+        if isinstance(fs, str):
+            peer_rows.append(["fschat 0.2.36 elo_analysis", "—", "—", fs])
+        else:
+            total = fs["fit"] + 1000 * fs["per_round"]
+            peer_rows.append(["fschat 0.2.36 compute_elo_mle_with_tie (single MLE)", f"{fs['fit']:.1f}",
+                              f"{fs['fit'] / ref:.1f}x", "measured"])
+            peer_rows.append(["fschat 0.2.36 MLE + 1000 bootstrap rounds", f"{total:.0f}", f"{total / ref:.0f}x",
+                              f"extrapolated from {args.fschat_rounds} rounds ({fs['per_round']:.1f} s/round)"])
+    text = ["## bench_rank: W1 (1,000,000 battles, 100 models, 15% ties, seed 0)", "",
+            table("preflab timings (seconds, median of runs)", ["what", "seconds", "target"], rows),
+            table("Peers, whole pipeline from the same DataFrame (seconds)",
+                  ["pipeline", "seconds", "vs preflab", "how"], peer_rows)]
+    if not args.skip_growth:
+        grow = bench_growth(args.device, [int(s) for s in args.sizes.split(",")],
+                            [int(m) for m in args.models.split(",")], 1000)
+        text.append(table("Cost growth: preflab sandwich + 1000 bootstrap refits, end to end (seconds)",
+                          ["battles", "models", "seconds"], grow))
+    text.append(f"Device: {dev.platform} ({dev.device_kind}); {platform.processor() or platform.machine()}, "
+                f"{os.cpu_count()} cores shared with other jobs; load average {load0:.1f} at start, "
+                f"{os.getloadavg()[0]:.1f} at end. GPU: unmeasured (no GPU on this machine).\n")
+    out = "\n".join(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_rank.md").write_text(out)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Bootstrap weights, vmapped refits, percentile intervals and ranks, checked against exact answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arena import bootstrap as bs
+from arena import bt
+from arena.leaderboard import fit_leaderboard
+from tests.arena.test_bt import simulated_counts
+
+
+def test_multinomial_weights_have_multinomial_moments():
+    counts = np.array([5.0, 1.0, 30.0, 64.0])
+    n = counts.sum()
+    w = bs.draw_weights(counts, 40_000, np.random.default_rng(0), "multinomial")
+    assert np.all(w.sum(axis=1) == n) and np.all(w >= 0)
+    p = counts / n
+    np.testing.assert_allclose(w.mean(axis=0), counts, rtol=0.02)
+    cov = np.cov(w.T)
+    expected = n * (np.diag(p) - np.outer(p, p))
+    np.testing.assert_allclose(cov, expected, atol=0.05 * expected.max())
+
+
+def test_poisson_weights_have_poisson_moments():
+    counts = np.array([3.0, 40.0])
+    w = bs.draw_weights(counts, 40_000, np.random.default_rng(1), "poisson")
+    np.testing.assert_allclose(w.mean(axis=0), counts, rtol=0.02)
+    np.testing.assert_allclose(w.var(axis=0), counts, rtol=0.05)
+    assert w.sum(axis=1).std() > 0  # totals vary, unlike the multinomial
+
+
+def test_unknown_weight_kind_is_an_error():
+    with pytest.raises(ValueError, match="multinomial"):
+        bs.draw_weights(np.ones(3), 2, np.random.default_rng(0), "bayesian")  # type: ignore[arg-type]
+
+
+def _fit_parts(counts, ties="half"):
+    d = bt.pair_data(counts)
+    x = np.asarray(bt.fit(bt.initial_x(d, counts.n_models, ties), d, ties).x)
+    h_inv = np.linalg.inv(np.asarray(bt.conditioned_hessian(x, d, ties)))
+    return d, x, h_inv
+
+
+@pytest.mark.parametrize("ties", bt.TIES)
+def test_chord_refits_equal_full_newton_fits(ties):
+    counts, _ = simulated_counts(k=10, n=5_000, seed=5)
+    d, x, h_inv = _fit_parts(counts, ties)
+    reps, fallback = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=3, ties=ties, chunk=25)
+    assert reps.shape == (30, 11) and fallback == 0
+    # redo some replicates by full Newton on the same weights (block r // BLOCK of the random streams)
+    flat = d.counts.ravel()
+    live = np.flatnonzero(flat)
+    for r in (0, 7, 29):
+        w = np.zeros(flat.size)
+        w[live] = bs._block_weights(flat[live], 3, r // bs.BLOCK, bs.BLOCK, "multinomial")[r % bs.BLOCK]
+        rep = d._replace(counts=w.reshape(-1, 3))
+        ref = np.asarray(bt.fit(bt.initial_x(rep, 10, ties), rep, ties).x)
+        np.testing.assert_allclose(bt.to_elo(reps[r, :10]), bt.to_elo(ref[:10]), atol=1e-6)
+        if ties != "half":
+            assert reps[r, -1] == pytest.approx(ref[-1], abs=1e-8)
+
+
+def test_bootstrap_is_reproducible_and_independent_of_chunking():
+    counts, _ = simulated_counts(k=6, n=3_000, seed=2)
+    d, x, h_inv = _fit_parts(counts)
+    a, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=9, chunk=20, threads=1)
+    b, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=9, chunk=50, threads=2)
+    c, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=10, chunk=50)
+    np.testing.assert_allclose(a, b, atol=1e-12)
+    assert np.abs(a - c).max() > 1e-3
+
+
+def test_newton_fallback_handles_a_replicate_where_a_model_never_loses():
+    # model 2 lost once and won otherwise: many resamples drop that loss, so its MLE goes to +infinity
+    counts, _ = simulated_counts(k=4, n=400, seed=4)
+    d, x, h_inv = _fit_parts(counts)
+    resample = d.counts.copy()
+    resample[d.i == 0, 1] = 0.0  # model 0 never loses in this resample...
+    resample[d.j == 0, 0] = 0.0
+    resample[(d.i == 0) | (d.j == 0), 2] = 0.0  # ... and never ties
+    x_b, ok = bs.newton_refit_chunk(resample[None], x, d)
+    assert bool(ok[0])
+    assert x_b[0, 0] - x_b[0, 1:4].max() > 5  # huge but finite (ridge-regularised)
+
+
+def test_percentile_interval_and_rank_rules():
+    samples = np.arange(1, 1001, dtype=float)[:, None] * np.array([1.0, 2.0])
+    lo, hi = bs.percentile_interval(samples, 0.9)
+    np.testing.assert_allclose(lo, np.quantile(samples, 0.05, axis=0))
+    np.testing.assert_allclose(hi, np.quantile(samples, 0.95, axis=0))
+    lower = np.array([10.0, 8.0, 1.0, 0.5])
+    upper = np.array([12.0, 11.0, 9.0, 2.0])
+    # model 2's upper (9) is below model 0's lower (10) only; model 3's (2) below those of 0 and 1, not 2
+    np.testing.assert_array_equal(bs.rank_from_intervals(lower, upper), [1, 1, 2, 3])
+
+
+def test_rank_distribution_rows_are_probabilities():
+    rng = np.random.default_rng(0)
+    samples = rng.normal([3.0, 2.0, 0.0], 0.8, size=(2000, 3))
+    dist = bs.rank_distribution(samples)
+    np.testing.assert_allclose(dist.sum(axis=1), 1.0)
+    np.testing.assert_allclose(dist.sum(axis=0), 1.0)  # each rank is held by one model per replicate
+    assert dist[0, 0] > 0.7 and dist[2, 2] > 0.9
+
+
+@pytest.mark.slow
+def test_bootstrap_and_sandwich_agree_on_a_large_simulated_arena():
+    counts, _ = simulated_counts(k=20, n=300_000, seed=8)
+    d, x, h_inv = _fit_parts(counts)
+    reps, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=400, seed=0)
+    boot_sd = bt.to_elo(reps[:, :20]).std(axis=0)
+    cov = np.asarray(bt.sandwich_covariance(x, d))[:20, :20]
+    m = bt.elo_matrix(20) * 400 / np.log(10)
+    sw_sd = np.sqrt(np.diag(m @ cov @ m.T))
+    np.testing.assert_allclose(boot_sd, sw_sd, rtol=0.12)
+    assert abs(np.mean(boot_sd / sw_sd) - 1) < 0.03
+
+
+def test_leaderboard_bootstrap_matches_sandwich_intervals():
+    from tests.arena.test_leaderboard import battles_frame
+
+    lb = fit_leaderboard(battles_frame(k=8, n=40_000, seed=1), ci="both", n_bootstrap=300)
+    t = lb.table
+    width_b = t["upper_bootstrap"] - t["lower_bootstrap"]
+    width_s = t["upper_sandwich"] - t["lower_sandwich"]
+    assert np.all(np.abs(width_b / width_s - 1) < 0.25)
+    assert lb.rank_distribution.shape == (8, 8)

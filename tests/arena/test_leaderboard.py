@@ -1,0 +1,173 @@
+"""The leaderboard table, its options and its diagnostics (each diagnostic triggered on purpose)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arena import bt
+from arena.data import DisconnectedGraphWarning, aggregate, load_battles
+from arena.diagnostics import InfiniteMLEWarning, TooFewBattlesWarning
+from arena.leaderboard import fit_leaderboard, rank_battles
+from tests.arena.test_bt import simulate_codes
+
+COLUMNS = ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties"]
+
+
+def battles_frame(k: int = 6, n: int = 5_000, seed: int = 0, tie_share: float = 0.15) -> pd.DataFrame:
+    a, b, out, _ = simulate_codes(k, n, seed, tie_share)
+    names = np.array([f"model-{i}" for i in range(k)])
+    return pd.DataFrame({"model_a": names[a], "model_b": names[b],
+                         "winner": np.array(["model_a", "model_b", "tie"])[out]})
+
+
+def test_columns_order_and_counts():
+    df = battles_frame()
+    t = rank_battles(df, n_bootstrap=50)
+    assert list(t.columns[:9]) == COLUMNS
+    assert t["rating"].is_monotonic_decreasing
+    assert t["battles"].sum() == 2 * len(df)
+    assert (t["wins"] + t["losses"] + t["ties"] == t["battles"]).all()
+    assert np.all((t["lower"] <= t["rating"]) & (t["rating"] <= t["upper"]))
+    assert t["rating"].mean() == pytest.approx(1000.0)
+    assert t.attrs["n_bootstrap"] == 50 and t.attrs["ties"] == "half"
+
+
+def test_llmfao_leaderboard_equals_the_fit(shared_data):
+    battles = load_battles(shared_data / "llmfao" / "crowd-comparisons.csv", layout="llmfao")
+    t = rank_battles(battles, ci="sandwich")
+    theta, _ = bt.fit_ratings(aggregate(battles))
+    expected = pd.Series(bt.to_elo(theta), index=battles.models)
+    np.testing.assert_allclose(t["rating"], expected.loc[t["model"]], atol=1e-6)
+    assert t["model"].iloc[0] == "GPT 4"  # the crowd's top model in LLMFAO
+    z = 1.959963984540054
+    np.testing.assert_allclose(t["upper"] - t["rating"], z * t["se"], rtol=1e-9)
+
+
+def test_anchor_pins_a_model():
+    t = rank_battles(battles_frame(), ci="sandwich", anchor="model-2=1200")
+    row = t.set_index("model").loc["model-2"]
+    assert row["rating"] == pytest.approx(1200.0)
+    assert row["upper"] - row["lower"] == pytest.approx(0.0, abs=1e-9)  # the anchor has no uncertainty
+    free = rank_battles(battles_frame(), ci="sandwich").set_index("model")["rating"]
+    shifted = t.set_index("model")["rating"]
+    diffs = (shifted - free).to_numpy()
+    np.testing.assert_allclose(diffs, diffs[0])  # same ratings, shifted
+
+
+def test_bad_options_are_clear_errors():
+    df = battles_frame()
+    with pytest.raises(ValueError, match="anchor model 'nope'"):
+        rank_battles(df, ci="sandwich", anchor="nope=1000")
+    with pytest.raises(ValueError, match="ci must be"):
+        rank_battles(df, ci="jackknife")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ties must be"):
+        rank_battles(df, ties="glenn")
+    with pytest.raises(ValueError, match="level"):
+        rank_battles(df, level=95)
+
+
+@pytest.mark.parametrize("ties", ["rao-kupper", "davidson"])
+def test_tie_models_report_their_parameter(ties):
+    t = rank_battles(battles_frame(n=8_000, tie_share=0.3), ties=ties, ci="both", n_bootstrap=100)
+    tp = t.attrs["tie_parameter"]
+    assert tp["lower_sandwich"] < tp["value"] < tp["upper_sandwich"]
+    assert tp["lower_bootstrap"] < tp["value"] < tp["upper_bootstrap"]
+    assert tp["value"] > (1.0 if ties == "rao-kupper" else 0.0)
+
+
+def test_disconnected_graph_warns():
+    df = pd.DataFrame({"model_a": ["a", "a", "b", "c", "c", "d"] * 3, "model_b": ["b", "b", "a", "d", "d", "c"] * 3,
+                       "winner": ["model_a", "model_b", "tie"] * 6})
+    with pytest.warns(DisconnectedGraphWarning, match="2 disconnected components"):
+        t = rank_battles(df, ci="sandwich", min_battles=1)
+    assert any("disconnected" in m for m in t.attrs["diagnostics"])
+
+
+def test_never_lost_and_never_won_models_warn_with_the_regularised_value():
+    df = battles_frame(k=4, n=2_000)
+    extra = pd.DataFrame({"model_a": ["champ"] * 30 + ["dud"] * 30,
+                          "model_b": ["model-0", "model-1", "model-2"] * 20,
+                          "winner": ["model_a"] * 30 + ["model_b"] * 30})
+    with pytest.warns(InfiniteMLEWarning) as record:
+        t = rank_battles(pd.concat([df, extra]), ci="sandwich")
+    text = " ".join(str(w.message) for w in record)
+    assert "'champ' never lost" in text and "+infinity" in text
+    assert "'dud' never won" in text and "-infinity" in text
+    champ = t.set_index("model").loc["champ", "rating"]
+    assert f"{champ:.1f}" in text and champ > t["rating"].drop(t.index[0]).max() + 300
+    assert np.isfinite(t["rating"]).all()
+
+
+def test_too_few_battles_warns():
+    df = pd.concat([battles_frame(k=3, n=600), pd.DataFrame(
+        {"model_a": ["rare"] * 3, "model_b": ["model-0", "model-1", "model-2"], "winner": ["model_a", "model_b", "tie"]})])
+    with pytest.warns(TooFewBattlesWarning, match=r"rare \(3\)"):
+        rank_battles(df, ci="sandwich", min_battles=10)
+
+
+def test_matrices():
+    df = pd.DataFrame({"model_a": ["a", "a", "a", "b", "c"], "model_b": ["b", "b", "b", "a", "a"],
+                       "winner": ["model_a", "model_a", "tie", "model_a", "model_b"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lb = fit_leaderboard(df, ci="sandwich")
+    n = lb.battle_counts()
+    assert n.loc["a", "b"] == 4 and n.loc["b", "a"] == 4 and n.loc["a", "c"] == 1
+    wr = lb.observed_win_rates("exclude")
+    assert wr.loc["a", "b"] == pytest.approx(2 / 3) and wr.loc["b", "a"] == pytest.approx(1 / 3)
+    assert wr.loc["a", "c"] == 1.0 and np.isnan(wr.loc["b", "c"])
+    wr_half = lb.observed_win_rates("half")
+    assert wr_half.loc["a", "b"] == pytest.approx(2.5 / 4)
+    pred = lb.predicted_win_rates()
+    r = lb.ratings
+    assert pred.loc["a", "b"] == pytest.approx(1 / (1 + 10 ** ((r["b"] - r["a"]) / 400)))
+    np.testing.assert_allclose(pred.to_numpy() + pred.to_numpy().T, 1.0)
+
+
+def test_scale_options():
+    df = battles_frame()
+    base = rank_battles(df, ci="sandwich").set_index("model")["rating"]
+    nat = rank_battles(df, ci="sandwich", scale=1.0, base=math.e, init=0.0).set_index("model")["rating"]
+    np.testing.assert_allclose((base - 1000) / (400 / math.log(10)), nat.loc[base.index], atol=1e-9)
+
+
+def test_plots_write_png_and_escaped_html(tmp_path):
+    from arena.plots import forest_plot, win_rate_heatmap
+
+    df = battles_frame(k=4, n=1_000)
+    df.loc[df["model_a"] == "model-3", "model_a"] = "<script>alert(1)</script>"
+    df.loc[df["model_b"] == "model-3", "model_b"] = "<script>alert(1)</script>"
+    lb = fit_leaderboard(df, ci="sandwich")
+    png = forest_plot(lb.table, tmp_path / "f.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = win_rate_heatmap(lb.observed_win_rates(), tmp_path / "h.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "data:image/png;base64," in page
+    with pytest.raises(ValueError, match=".png or .html"):
+        forest_plot(lb.table, tmp_path / "f.svg")
+
+
+def test_cli_rank_prints_table_and_writes_outputs(tmp_path, shared_data):
+    import json
+
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    out = tmp_path / "lb.json"
+    res = CliRunner().invoke(app, ["rank", str(shared_data / "llmfao" / "crowd-comparisons.csv"), "--layout", "llmfao",
+                                   "--bootstrap", "50", "--ci", "both", "--ties", "davidson", "--top", "5",
+                                   "--output", str(out), "--plot", str(tmp_path / "f.html")])
+    assert res.exit_code == 0, res.output
+    assert "GPT 4" in res.output and "tie parameter (davidson)" in res.output
+    data = json.loads(out.read_text())
+    assert len(data["leaderboard"]) == 59 and data["meta"]["ties"] == "davidson"
+    assert (tmp_path / "f.html").exists()
+    bad = CliRunner().invoke(app, ["rank", str(shared_data / "llmfao" / "crowd-comparisons.csv"), "--layout",
+                                   "llmfao", "--ci", "sandwich", "--anchor", "nobody=1000"])
+    assert bad.exit_code == 2 and "anchor model 'nobody'" in bad.output
