@@ -14,7 +14,6 @@ In Arena-Hard game 1 shows the baseline as A and the model as B; game 2 swaps th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -23,7 +22,7 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt
-from arena.data import BattleDataError
+from arena.data import BattleDataError, iter_jsonl
 
 STRONG_WEIGHT = 3
 # Score for the answer shown as A, and whether the verdict is strong.
@@ -49,38 +48,30 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
     rows, skipped = [], 0
     for path in map(Path, paths):
         source = str(path)
-        with open(path, encoding="utf-8") as fh:
-            for line, text in enumerate(fh, start=1):
-                if not text.strip():
+        for line, rec in iter_jsonl(path, "one judgment object per line"):
+            for field in ("uid", "model", "games"):
+                if rec.get(field) in (None, ""):
+                    raise BattleDataError(source, line, field, "missing", "Arena-Hard judgments need uid, "
+                                          "model and games")
+            base = rec.get("baseline") or baseline
+            if base is None:
+                raise BattleDataError(source, line, "baseline", "missing and no --baseline given",
+                                      "pass --baseline NAME (the model every answer was judged against)")
+            games = rec["games"]
+            if not isinstance(games, list) or len(games) != 2:
+                raise BattleDataError(source, line, "games", f"expected 2 games, got {games!r:.60}",
+                                      "one game per order")
+            for k, game in enumerate(games):
+                label = None if game is None else game.get("score")
+                if label is None:
+                    skipped += 1
                     continue
-                try:
-                    rec = json.loads(text)
-                except json.JSONDecodeError as e:
-                    raise BattleDataError(source, line, None, f"not valid JSON ({e.msg})",
-                                          "one judgment object per line") from None
-                for field in ("uid", "model", "games"):
-                    if rec.get(field) in (None, ""):
-                        raise BattleDataError(source, line, field, "missing", "Arena-Hard judgments need uid, "
-                                              "model and games")
-                base = rec.get("baseline") or baseline
-                if base is None:
-                    raise BattleDataError(source, line, "baseline", "missing and no --baseline given",
-                                          "pass --baseline NAME (the model every answer was judged against)")
-                games = rec["games"]
-                if not isinstance(games, list) or len(games) != 2:
-                    raise BattleDataError(source, line, "games", f"expected 2 games, got {games!r:.60}",
-                                          "one game per order")
-                for k, game in enumerate(games):
-                    label = None if game is None else game.get("score")
-                    if label is None:
-                        skipped += 1
-                        continue
-                    if label not in LABELS:
-                        raise BattleDataError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
-                                              f"use one of {sorted(LABELS)} (or null when unparsable)")
-                    score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
-                    rows.append((str(rec["uid"]), str(rec["model"]), str(base), k + 1, score, weight, label,
-                                 rec.get("category")))
+                if label not in LABELS:
+                    raise BattleDataError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
+                                          f"use one of {sorted(LABELS)} (or null when unparsable)")
+                score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
+                rows.append((str(rec["uid"]), str(rec["model"]), str(base), k + 1, score, weight, label,
+                             rec.get("category")))
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
     games.attrs["skipped"] = skipped
     return games
@@ -271,31 +262,23 @@ def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
 
     rows, seen = [], {}
     for path in map(Path, paths):
-        with open(path, encoding="utf-8") as fh:
-            for line, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    rec = json.loads(text)
-                except json.JSONDecodeError as e:
-                    raise BattleDataError(str(path), line, None, f"not valid JSON ({e.msg})",
-                                          "one answer object per line") from None
-                meta = rec.get("metadata") or rec
-                uid = rec.get("uid", rec.get("item_id"))
-                if isinstance(rec.get("answer"), str) and "metadata" not in rec:
-                    values: list = list(markdown_counts(rec["answer"]))
-                else:
-                    values = [meta.get("token_len", meta.get("tokens"))] + [meta.get(f) for f in STYLE_FIELDS[1:]]
-                if uid is None or rec.get("model") is None or any(v is None for v in values):
-                    raise BattleDataError(str(path), line, "metadata", "uid, model or a style count is missing",
-                                          f"each answer needs uid, model and {', '.join(STYLE_FIELDS)} (or answer)")
-                key = (str(uid), str(rec["model"]))
-                if key in seen:
-                    raise BattleDataError(str(path), line, "uid", f"second answer of model '{key[1]}' for prompt "
-                                          f"'{key[0]}' (first at {seen[key]})", "keep one answer per model and prompt")
-                seen[key] = f"{path}, line {line}"
-                totals = [float(sum(v.values())) if isinstance(v, dict) else float(v) for v in values]
-                rows.append((*key, *totals))
+        for line, rec in iter_jsonl(path, "one answer object per line"):
+            meta = rec.get("metadata") or rec
+            uid = rec.get("uid", rec.get("item_id"))
+            if isinstance(rec.get("answer"), str) and "metadata" not in rec:
+                values: list = list(markdown_counts(rec["answer"]))
+            else:
+                values = [meta.get("token_len", meta.get("tokens"))] + [meta.get(f) for f in STYLE_FIELDS[1:]]
+            if uid is None or rec.get("model") is None or any(v is None for v in values):
+                raise BattleDataError(str(path), line, "metadata", "uid, model or a style count is missing",
+                                      f"each answer needs uid, model and {', '.join(STYLE_FIELDS)} (or answer)")
+            key = (str(uid), str(rec["model"]))
+            if key in seen:
+                raise BattleDataError(str(path), line, "uid", f"second answer of model '{key[1]}' for prompt "
+                                      f"'{key[0]}' (first at {seen[key]})", "keep one answer per model and prompt")
+            seen[key] = f"{path}, line {line}"
+            totals = [float(sum(v.values())) if isinstance(v, dict) else float(v) for v in values]
+            rows.append((*key, *totals))
     return pd.DataFrame(rows, columns=["uid", "model", *STYLE_FIELDS]).set_index(["uid", "model"])
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -194,6 +194,24 @@ def _read_text(path: Path) -> str:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
         return fh.read()
+
+
+def iter_jsonl(path: str | Path, hint: str = "write one JSON object per line",
+               error: type[ValueError] = BattleDataError) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for each non-blank line of a JSONL file.
+
+    A line that is not JSON raises ``error(source, line, None, problem, hint)`` naming the file and line.
+    """
+    source = str(path)
+    with open(path, encoding="utf-8") as fh:
+        for line, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise error(source, line, None, f"not valid JSON ({e.msg})", hint) from None
+            yield line, record
 
 
 def _read_jsonl(text: str, name: str, on_error: OnError) -> pd.DataFrame:

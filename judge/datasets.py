@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import BattleDataError
+from arena.data import BattleDataError, iter_jsonl
 from judge.agreement import majority_vote
 from judge.alpaca import load_annotations
 from judge.outcomes import IDENTITY_LABELS, TIE, UNPARSABLE, X, Y
@@ -82,36 +82,29 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
     source = str(path)
     records: dict[tuple, dict] = {}
     duplicates = 0
-    with open(path, encoding="utf-8") as fh:
-        for line, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise BattleDataError(source, line, None, f"not valid JSON ({e.msg})", "one JSON object per line") from None
-            for field in ("item_id", "order"):
-                if rec.get(field) in (None, ""):
-                    raise BattleDataError(source, line, field, "missing", "rows come from `preflab judge run`")
-            order = rec["order"]
-            if order not in ("xy", "yx"):
-                raise BattleDataError(source, line, "order", f"{order!r} is not 'xy' or 'yx'",
-                                      "'xy' means model_x was shown first")
-            verdict = rec.get("verdict")
-            slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
-            if verdict not in (None, "") and slot is None:
-                raise BattleDataError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
-            first, second = (X, Y) if order == "xy" else (Y, X)
-            code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
-            p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
-            key = (str(rec["item_id"]), str(rec.get("model_x", "")), str(rec.get("model_y", "")))
-            row = records.setdefault(key, {"item_id": key[0], "model_x": key[1], "model_y": key[2]})
-            if f"judge_{order}" in row:
-                duplicates += 1
-                continue
-            row[f"judge_{order}"] = float(code)
-            row[f"p_{order}"] = by_identity(order, p_a, p_b)[0]
-            row[f"pt_{order}"] = _float_or_nan(rec, "p_tie", source, line)
+    for line, rec in iter_jsonl(path, "one JSON object per line"):
+        for field in ("item_id", "order"):
+            if rec.get(field) in (None, ""):
+                raise BattleDataError(source, line, field, "missing", "rows come from `preflab judge run`")
+        order = rec["order"]
+        if order not in ("xy", "yx"):
+            raise BattleDataError(source, line, "order", f"{order!r} is not 'xy' or 'yx'",
+                                  "'xy' means model_x was shown first")
+        verdict = rec.get("verdict")
+        slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
+        if verdict not in (None, "") and slot is None:
+            raise BattleDataError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
+        first, second = (X, Y) if order == "xy" else (Y, X)
+        code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
+        p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
+        key = (str(rec["item_id"]), str(rec.get("model_x", "")), str(rec.get("model_y", "")))
+        row = records.setdefault(key, {"item_id": key[0], "model_x": key[1], "model_y": key[2]})
+        if f"judge_{order}" in row:
+            duplicates += 1
+            continue
+        row[f"judge_{order}"] = float(code)
+        row[f"p_{order}"] = by_identity(order, p_a, p_b)[0]
+        row[f"pt_{order}"] = _float_or_nan(rec, "p_tie", source, line)
     if not records:
         raise BattleDataError(source, None, None, "no verdict rows", "run `preflab judge run` first")
     pairs = pd.DataFrame(list(records.values()))

@@ -8,12 +8,13 @@ averaging the two orders' probabilities.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from arena.data import iter_jsonl
 
 REQUIRED = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
 
@@ -42,8 +43,8 @@ class Pair:
 class PairsError(ValueError):
     """A bad pairs file: names the file, line and field, says what is wrong and what to do."""
 
-    def __init__(self, source: str, line: int, field: str, problem: str, hint: str) -> None:
-        super().__init__(f"{source}, line {line}, field {field!r}: {problem}. {hint}")
+    def __init__(self, source: str, line: int, field: str | None, problem: str, hint: str) -> None:
+        super().__init__(f"{source}, line {line}, field {field or '-'!r}: {problem}. {hint}")
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -51,29 +52,22 @@ def load_pairs(path: str | Path) -> list[Pair]:
     path = Path(path)
     pairs: list[Pair] = []
     seen: dict[tuple, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise PairsError(str(path), n, "-", f"not valid JSON ({e.msg})", "Write one JSON object per line.") from None
-            if not isinstance(row, dict):
-                raise PairsError(str(path), n, "-", "not a JSON object", "Write one JSON object per line.")
-            for field in REQUIRED:
-                if row.get(field) is None:
-                    raise PairsError(str(path), n, field, "missing", f"Every line needs {', '.join(REQUIRED)}.")
-                if field != "item_id" and not isinstance(row[field], str):
-                    raise PairsError(str(path), n, field, f"expected a string, got {type(row[field]).__name__}",
-                                     "Quote the value.")
-            key = (str(row["item_id"]), row["model_x"], row["model_y"])
-            if key in seen:
-                raise PairsError(str(path), n, "item_id", f"duplicate pair {key} (first on line {seen[key]})",
-                                 "Give each (item_id, model_x, model_y) one line.")
-            seen[key] = n
-            pairs.append(Pair(str(row["item_id"]), row["prompt"], row["model_x"], row["answer_x"],
-                              row["model_y"], row["answer_y"], row.get("reference")))
+    for n, row in iter_jsonl(path, "Write one JSON object per line.", error=PairsError):
+        if not isinstance(row, dict):
+            raise PairsError(str(path), n, "-", "not a JSON object", "Write one JSON object per line.")
+        for field in REQUIRED:
+            if row.get(field) is None:
+                raise PairsError(str(path), n, field, "missing", f"Every line needs {', '.join(REQUIRED)}.")
+            if field != "item_id" and not isinstance(row[field], str):
+                raise PairsError(str(path), n, field, f"expected a string, got {type(row[field]).__name__}",
+                                 "Quote the value.")
+        key = (str(row["item_id"]), row["model_x"], row["model_y"])
+        if key in seen:
+            raise PairsError(str(path), n, "item_id", f"duplicate pair {key} (first on line {seen[key]})",
+                             "Give each (item_id, model_x, model_y) one line.")
+        seen[key] = n
+        pairs.append(Pair(str(row["item_id"]), row["prompt"], row["model_x"], row["answer_x"],
+                          row["model_y"], row["answer_y"], row.get("reference")))
     return pairs
 
 

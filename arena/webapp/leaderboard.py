@@ -16,12 +16,13 @@ from arena.webapp.common import get_config, get_engine, require_admin
 
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
 def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: float | None, until: float | None,
-              style_control: bool, n_bootstrap: int, stamp: tuple) -> dict:
+              style: tuple[str, ...], n_bootstrap: int, stamp: tuple) -> dict:
     """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive)."""
     from arena.leaderboard import fit_leaderboard
 
     votes = load_votes(get_engine(), dataset, list(voters), since, until)
-    lb = fit_leaderboard(votes_to_battles(votes, "votes"), n_bootstrap=n_bootstrap, style_control=style_control)
+    lb = fit_leaderboard(votes_to_battles(votes, "votes"), n_bootstrap=n_bootstrap, style_control=bool(style),
+                         style_features=style or None)
     return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
             "notes": list(lb.diagnostics), "style": lb.style}
 
@@ -56,8 +57,13 @@ def render() -> None:
                    "`preflab demo-seed`.")
         return
     c1, c2 = st.columns(2)
-    style = c1.toggle("Style control (length and markdown)", key="lb_style",
-                      help="Chatbot Arena's style control: ratings with answer length and markdown counts held fixed.")
+    from arena.style import STYLE_FEATURES
+
+    # Length alone by default: on small datasets markdown counts often just identify the model.
+    style = tuple(c1.multiselect(
+        "Style control", list(STYLE_FEATURES), default=[], key="lb_style", placeholder="off",
+        help="Chatbot Arena's style control: ratings with these style features held fixed. Start with length; "
+             "markdown counts that one model alone uses cannot be told apart from the model."))
     n_boot = c2.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=200, key="lb_boot")
     stamp = (len(votes), int(votes["id"].max()))
     try:

@@ -183,3 +183,25 @@ def test_vote_and_undo_on_postgresql(monkeypatch, pg_clean_url):
                                                                                  rnd["left"]]]
     at.button(key="undo").click().run()
     assert load_votes(open_store(pg_clean_url)).empty and current(at)["item_id"] == rnd["item_id"]
+
+
+def test_leaderboard_page_fits_the_demo_votes_with_length_control(monkeypatch, tmp_path):
+    """The demo store's leaderboard: five rated models, then style control on length alone."""
+    from typer.testing import CliRunner
+
+    from arena.cli import app as cli
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
+    at = start(monkeypatch, url)
+    at.switch_page("arena/webapp/leaderboard.py").run(timeout=180)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert sorted(table["model"]) == ["atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded",
+                                      "ember-balanced"]
+    assert table["rating"].between(800, 1200).all() and (table["lower"] < table["rating"]).all()
+    at.multiselect(key="lb_style").set_value(["length"]).run(timeout=180)
+    assert not at.exception
+    styled = at.dataframe[0].value
+    assert styled["rating"].between(600, 1400).all()  # length alone stays identifiable on the demo data
+    assert any("Style coefficients" in m.value for m in at.markdown)
