@@ -12,7 +12,13 @@ from typing import Any
 
 import anthropic
 
-from judge.providers.base import Completion, JudgeRequest, ProviderError, api_key, prices, status_error
+from judge.providers.base import (
+    Completion,
+    JudgeRequest,
+    api_key,
+    prices,
+    sdk_errors,
+)
 
 _SDK_TAKES_TEMPERATURE = "temperature" in inspect.signature(anthropic.resources.messages.AsyncMessages.create).parameters
 
@@ -48,16 +54,8 @@ class AnthropicProvider:
         if system:
             kwargs["system"] = system
         t0 = time.perf_counter()
-        try:
+        with sdk_errors(anthropic):
             resp = await self._client.messages.create(**kwargs)
-        except anthropic.APIStatusError as e:
-            raise status_error(e.status_code, e.response.headers, str(e.message)) from None
-        except anthropic.APITimeoutError:
-            raise ProviderError("timeout", retryable=True, kind="timeout") from None
-        except anthropic.APIConnectionError as e:
-            raise ProviderError(f"connection error: {e}", retryable=True, kind="connection") from None
-        except (anthropic.APIResponseValidationError, ValueError) as e:
-            raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True, kind="malformed") from None
         data = resp.model_dump()
         text = "".join(b.get("text", "") for b in data.get("content") or [] if b.get("type") == "text")
         usage = data.get("usage") or {}

@@ -7,11 +7,13 @@ rate limiting and verdict parsing live in :mod:`judge.run`, so each provider mod
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -207,3 +209,19 @@ def make_provider(spec: str | JudgeSpec, *, timeout: float = 60.0, **kwargs: Any
     from judge.providers.compatible import CompatibleProvider
 
     return CompatibleProvider(s.model, s.base_url or "", completions=s.completions, timeout=timeout, **kwargs)
+
+
+@contextlib.contextmanager
+def sdk_errors(sdk: ModuleType) -> Iterator[None]:
+    """Turn an official SDK's exceptions into :class:`ProviderError` (openai and anthropic share the names)."""
+    try:
+        yield
+    except sdk.APIStatusError as e:
+        raise status_error(e.status_code, e.response.headers, str(e.message)) from None
+    except sdk.APITimeoutError:
+        raise ProviderError("timeout", retryable=True, kind="timeout") from None
+    except sdk.APIConnectionError as e:
+        raise ProviderError(f"connection error: {e}", retryable=True, kind="connection") from None
+    except (sdk.APIResponseValidationError, ValueError) as e:
+        raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True,
+                            kind="malformed") from None

@@ -19,7 +19,7 @@ from judge.providers.base import (
     api_key,
     logprob_content,
     prices,
-    status_error,
+    sdk_errors,
 )
 
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")  # no logprobs on these
@@ -49,16 +49,8 @@ class OpenAIProvider:
         if request.logprobs:
             kwargs.update(logprobs=True, top_logprobs=min(request.top_logprobs, 20))
         t0 = time.perf_counter()
-        try:
+        with sdk_errors(openai):
             resp = await self._client.chat.completions.create(**kwargs)
-        except openai.APIStatusError as e:
-            raise status_error(e.status_code, e.response.headers, str(e.message)) from None
-        except openai.APITimeoutError:
-            raise ProviderError("timeout", retryable=True, kind="timeout") from None
-        except openai.APIConnectionError as e:
-            raise ProviderError(f"connection error: {e}", retryable=True, kind="connection") from None
-        except (openai.APIResponseValidationError, ValueError) as e:
-            raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True, kind="malformed") from None
         data = resp.model_dump()
         try:
             choice = data["choices"][0]
