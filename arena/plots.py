@@ -10,18 +10,16 @@ import html
 import io
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
 
 def forest_figure(table: pd.DataFrame, title: str = "Ratings with intervals"):
     """Ratings (dots) with lower/upper bounds (bars), best at the top."""
     t = table.sort_values("rating")
-    fig, ax = plt.subplots(figsize=(7, max(2.5, 0.28 * len(t) + 1)))
+    fig = Figure(figsize=(7, max(2.5, 0.28 * len(t) + 1)))
+    ax = fig.subplots()
     y = np.arange(len(t))
     ax.errorbar(t["rating"], y, xerr=[t["rating"] - t["lower"], t["upper"] - t["rating"]], fmt="o", ms=4,
                 capsize=2, color="#1f5fa8")
@@ -38,7 +36,8 @@ def forest_figure(table: pd.DataFrame, title: str = "Ratings with intervals"):
 def heatmap_figure(matrix: pd.DataFrame, title: str = "Win rate (row beats column)"):
     """Matrix heatmap with values written in the cells when it is small enough to read."""
     k = len(matrix)
-    fig, ax = plt.subplots(figsize=(max(4, 0.45 * k + 2), max(3.5, 0.45 * k + 1.5)))
+    fig = Figure(figsize=(max(4, 0.45 * k + 2), max(3.5, 0.45 * k + 1.5)))
+    ax = fig.subplots()
     im = ax.imshow(matrix.to_numpy(float), cmap="RdBu", vmin=0, vmax=1)
     ax.set_xticks(range(k), matrix.columns.astype(str), rotation=90)
     ax.set_yticks(range(k), matrix.index.astype(str))
@@ -55,7 +54,6 @@ def heatmap_figure(matrix: pd.DataFrame, title: str = "Win rate (row beats colum
 def _png_bytes(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
     return buf.getvalue()
 
 

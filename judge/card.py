@@ -13,14 +13,11 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from judge.outcomes import X, Y, column  # noqa: E402
+from judge.outcomes import X, Y, column
 
 SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "date")
 
@@ -28,7 +25,6 @@ SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "date")
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -42,7 +38,8 @@ def _fmt(d: Mapping | None, pct: bool = False) -> str:
 def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str | None:
     """Two orders: rate of choosing each slot with Wilson bars; one order: P(win|first) − P(win|second)."""
     if by_model is not None and len(by_model):
-        fig, ax = plt.subplots(figsize=(6, 0.3 * len(by_model) + 1))
+        fig = Figure(figsize=(6, 0.3 * len(by_model) + 1))
+        ax = fig.subplots()
         ypos = np.arange(len(by_model))
         d = by_model["difference"].to_numpy()
         ax.errorbar(d, ypos, xerr=np.maximum(0, [d - by_model["lower"], by_model["upper"] - d]), fmt="o", color="C3")
@@ -69,7 +66,8 @@ def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str
         title = "Decisive verdicts by slot (order fixed)"
     else:
         return None
-    fig, ax = plt.subplots(figsize=(4, 3))
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
     ax.bar(labels, vals, yerr=np.maximum(0, np.array(err).T), color=["C0", "C1"], capsize=6)
     ax.axhline(0.5 if pos or (one and one["design"] != "randomised order") else np.mean(vals), color="grey", ls="--", lw=1)
     ax.set_ylim(0, 1)
@@ -86,7 +84,8 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
         return None
     edges = np.unique(np.quantile(diff[ok], np.linspace(0, 1, n_bins + 1)))
     b = np.clip(np.searchsorted(edges, diff, side="right") - 1, 0, len(edges) - 2)
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig = Figure(figsize=(5, 3))
+    ax = fig.subplots()
     for name, code, style in (("judge", judge, "o-"), ("humans", human, "s--")):
         dec = ok & ((code == X) | (code == Y))
         if not dec.any():
@@ -115,7 +114,8 @@ def reliability_chart(report: Mapping) -> str | None:
     if not cal or not cal.get("reliability"):
         return None
     t = pd.DataFrame(cal["reliability"])
-    fig, ax = plt.subplots(figsize=(4, 4))
+    fig = Figure(figsize=(4, 4))
+    ax = fig.subplots()
     ax.plot([0, 1], [0, 1], color="grey", ls="--", lw=1)
     # Clipped at 0: at p = 0 or 1 the Wilson bound can sit a rounding error past the estimate.
     yerr = np.maximum(0, [t["observed"] - t["lower"], t["upper"] - t["observed"]])
@@ -136,7 +136,8 @@ def confusion_chart(report: Mapping) -> str | None:
     if not conf:
         return None
     counts = np.array(conf["counts"])
-    fig, ax = plt.subplots(figsize=(4, 3))
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
     ax.imshow(counts, cmap="Blues")
     ax.set_xticks(range(len(conf["columns"])), conf["columns"])
     ax.set_yticks(range(len(conf["rows"])), conf["rows"])
