@@ -5,20 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from tests.conftest import execute_notebook
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "arena_simulation.ipynb"
 
 
 @pytest.mark.slow
 def test_simulation_notebook_executes():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit the notebook without outputs"
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    outputs = execute_notebook(NOTEBOOK, timeout=600)
     assert not [o for o in outputs if o.output_type == "error"]
     text = "\n".join(o.get("text", "") for o in outputs)
     assert "782" in text and "194" in text
