@@ -161,8 +161,10 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
             x, ok = np.array(x), np.asarray(ok)
             if not ok.all():
                 bad = np.flatnonzero(~ok)
-                xb, _ = newton_refit_chunk(jnp.transpose(counts[:, :, bad], (2, 0, 1)), xh, d_data, ties, ridge)
-                x[bad] = np.asarray(xb)
+                # pad to a power of two: a handful of compiled shapes instead of one per count of failures
+                padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
+                xb, _ = newton_refit_chunk(jnp.transpose(counts[:, :, padded], (2, 0, 1)), xh, d_data, ties, ridge)
+                x[bad] = np.asarray(xb)[: bad.size]
                 n_fallback += bad.size
             out.append(x)
             if progress:

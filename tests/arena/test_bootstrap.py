@@ -127,3 +127,14 @@ def test_leaderboard_bootstrap_matches_sandwich_intervals():
     width_s = t["upper_sandwich"] - t["lower_sandwich"]
     assert np.all(np.abs(width_b / width_s - 1) < 0.25)
     assert lb.rank_distribution.shape == (8, 8)
+
+
+def test_fallback_refits_on_a_tiny_arena_are_exact_and_chunking_free():
+    # 40 votes among 4 models: many resamples leave some model unbeaten, so the Newton fallback runs
+    counts, _ = simulated_counts(k=4, n=40, seed=1)
+    d, x, h_inv = _fit_parts(counts)
+    reps_a, fb_a = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=bs.BLOCK)
+    reps_b, fb_b = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=4 * bs.BLOCK)
+    assert fb_a == fb_b > 0
+    assert np.isfinite(reps_a).all()
+    np.testing.assert_allclose(reps_a, reps_b, atol=1e-8)
