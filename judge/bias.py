@@ -177,9 +177,9 @@ def length_bias(judge: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, human: 
         return {"n": int(use.sum()), **wilson_interval(int(longer_won[use].sum()), int(use.sum()), level).as_dict()}
 
     decisive = ((judge == X) | (judge == Y)) & ~np.isnan(diff)
-    sd = diff[decisive].std()
+    sd = diff[decisive].std() if decisive.sum() > 2 else 0.0  # too few decisive verdicts: no slope
     slope = (logistic_slope(judge[decisive] == X, diff[decisive] / sd, level).as_dict()
-             if decisive.sum() > 2 and sd > 0 else {"value": float("nan"), "lower": float("nan"), "upper": float("nan")})
+             if sd > 0 else {"value": float("nan"), "lower": float("nan"), "upper": float("nan")})
     out = {"threshold": threshold, "judge_prefers_longer": prefers_longer(judge), "slope": slope}
     if human is not None:
         out["human_prefers_longer"] = prefers_longer(np.asarray(human, dtype=float))

@@ -205,3 +205,23 @@ def test_leaderboard_page_fits_the_demo_votes_with_length_control(monkeypatch, t
     styled = at.dataframe[0].value
     assert styled["rating"].between(600, 1400).all()  # length alone stays identifiable on the demo data
     assert any("Style coefficients" in m.value for m in at.markdown)
+
+
+def test_calibration_page_scores_the_bundled_smollm2_verdicts(monkeypatch, tmp_path):
+    """The demo's judge file (SmolLM2 via llama.cpp on data/demo/pairs.jsonl) against the demo votes."""
+    from typer.testing import CliRunner
+
+    from arena.cli import app as cli
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
+    monkeypatch.chdir(Path(APP).parent)  # the app finds verdict files under data/, as `preflab app` runs it
+    at = start(monkeypatch, url)
+    at.switch_page("arena/webapp/calibration.py").run(timeout=180)
+    at.selectbox(key="cal_pick").set_value("data/demo/verdicts-smollm2.jsonl").run(timeout=300)
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Order consistency"] == "0.000"  # the tiny judge answers "A" whatever the order
+    assert float(metrics["First-position rate"]) > 0.95
+    assert 0.0 <= float(metrics["Agreement with humans"]) <= 1.0
+    assert any("Do not use for" in m.value for m in at.markdown)

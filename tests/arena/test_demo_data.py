@@ -203,3 +203,18 @@ def test_regenerating_gives_identical_files(tmp_path: Path) -> None:
     for name in GENERATED:
         assert (tmp_path / name).read_bytes() == (DEMO / name).read_bytes(), (
             f"data/demo/{name} differs from what make_demo.py generates; rerun it and commit the result")
+
+
+def test_bundled_judge_verdicts_cover_every_pair_in_both_orders() -> None:
+    """data/demo/verdicts-smollm2.jsonl (a real llama.cpp run) matches pairs.jsonl and is well formed."""
+    from judge.datasets import load_verdicts_jsonl
+
+    pairs = {(r["item_id"], r["model_x"], r["model_y"]) for r in read_jsonl("pairs.jsonl")}
+    rows = read_jsonl("verdicts-smollm2.jsonl")
+    assert len(rows) == 2 * len(pairs)
+    assert {(r["item_id"], r["model_x"], r["model_y"], r["order"]) for r in rows} == {
+        (*p, o) for p in pairs for o in ("xy", "yx")}
+    for r in rows:
+        assert abs(r["p_a"] + r["p_b"] + r["p_tie"] - 1) < 1e-6 and 0 < r["label_mass"] <= 1
+    judged = load_verdicts_jsonl(DEMO / "verdicts-smollm2.jsonl")
+    assert len(judged) == len(pairs)

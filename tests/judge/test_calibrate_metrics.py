@@ -267,3 +267,13 @@ def test_corrected_win_rate_in_sample_equals_the_human_rate_and_its_bootstrap():
                                                                   np.sum(~j & ~h)]) / 300, size=500)
     human_rate = (cells[:, 0] + cells[:, 1]) / 300  # each replicate's human rate
     assert res["corrected"]["lower"] == pytest.approx(np.percentile(human_rate, 2.5))
+
+
+def test_length_bias_with_too_few_decisive_verdicts_gives_nan_slope_quietly():
+    import warnings
+
+    judge = np.array([X, TIE, TIE, TIE], dtype=float)  # an always-tie judge leaves one decisive verdict
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = length_bias(judge, np.array([10.0, 20, 30, 40]), np.array([5.0, 25, 35, 45]))
+    assert np.isnan(out["slope"]["value"]) and out["judge_prefers_longer"]["n"] == 1
