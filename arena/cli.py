@@ -25,6 +25,7 @@ app = typer.Typer(
 console = Console()
 err = Console(stderr=True)
 
+DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"  # the bundled demo arena (editable install)
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (Chatbot Arena) or llmfao.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, count and report them.")]
 
@@ -98,10 +99,10 @@ def app_cmd(
 @app.command("demo-seed")
 def demo_seed(
     db: DbOpt = "sqlite:///data/preflab.db",
-    items: Annotated[Path, typer.Option(help="Items JSONL/CSV (item_id, prompt, model, answer).")] = Path(
-        "data/demo/items.jsonl"),
-    battles: Annotated[Path, typer.Option(help="Battles in the Chatbot Arena layout.")] = Path(
-        "data/demo/battles.jsonl"),
+    items: Annotated[Path, typer.Option(help="Items JSONL/CSV (item_id, prompt, model, answer).")] = DEMO_DIR
+    / "items.jsonl",
+    battles: Annotated[Path, typer.Option(help="Battles in the Chatbot Arena layout.")] = DEMO_DIR
+    / "battles.jsonl",
     dataset: Annotated[str, typer.Option(help="Dataset name in the store.")] = "demo",
 ) -> None:
     """Seed a store with the bundled demo items and votes (idempotent: a second run adds nothing)."""

@@ -136,8 +136,9 @@ def calibrate_cmd(
         json_out.write_text(report_json(res), encoding="utf-8")
         out.print(f"metrics -> {json_out}", markup=False)
     if report:
-        settings = {"judge model": judge_model or judge_name, "rubric": rubric, "temperature": temperature,
-                    "samples": samples, "date": date}
+        given = {"judge model": judge_model or judge_name, "rubric": rubric, "temperature": temperature,
+                 "samples": samples, "date": date}
+        settings = {**pairs.attrs.get("settings", {}), **{k: v for k, v in given.items() if v is not None}}
         write_card(report, res, pairs, settings, title=f"Judge card: {verdicts.name}", by_model=by_model)
         out.print(f"judge card -> {report}", markup=False)
 # --- end preflab judge calibrate -------------------------------------------------------------------------

@@ -82,7 +82,12 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
     source = str(path)
     records: dict[tuple, dict] = {}
     duplicates = 0
+    settings: dict[str, object] = {}  # judge model, rubric, temperature, samples, date (from `preflab judge run`)
     for line, rec in iter_jsonl(path, "one JSON object per line"):
+        for key, field in (("judge model", "judge"), ("rubric", "rubric"), ("temperature", "temperature"),
+                           ("samples", "samples"), ("date", "date")):
+            if key not in settings and rec.get(field) not in (None, ""):
+                settings[key] = rec[field]
         for field in ("item_id", "order"):
             if rec.get(field) in (None, ""):
                 raise BattleDataError(source, line, field, "missing", "rows come from `preflab judge run`")
@@ -111,7 +116,8 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
     for col in ("judge_xy", "judge_yx", "p_xy", "p_yx", "pt_xy", "pt_yx"):
         if col not in pairs:
             pairs[col] = np.nan
-    pairs.attrs.update(source=source, notes=[f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else [])
+    pairs.attrs.update(source=source, notes=[f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else [],
+                       settings=settings)
     return pairs
 
 

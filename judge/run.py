@@ -311,6 +311,11 @@ async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: Ru
             calls = plan_calls(pairs, prov, config, sampled)
             results = await _execute(calls, prov, config, db, stats)
         df = verdict_rows(pairs, calls, results, prov, config.rubric, sampled, stats)
+        # the settings the judge card's checklist asks for, kept with every verdict
+        df["judge"] = f"{prov.provider}:{prov.model}"
+        df["rubric"] = f"{config.rubric.name}@{config.rubric.version}"
+        df["temperature"] = config.sample_temperature if sampled else 0.0
+        df["date"] = time.strftime("%Y-%m-%d")
     finally:
         if own:
             await prov.aclose()

@@ -28,7 +28,9 @@ def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.
     """Verdicts joined with this dataset's votes (``human``, ``human_k``) and answer lengths (characters)."""
     from judge.datasets import load_verdicts_jsonl
 
-    pairs = attach_votes(load_verdicts_jsonl(verdicts_path), load_votes(engine, dataset))
+    verdicts = load_verdicts_jsonl(verdicts_path)
+    pairs = attach_votes(verdicts, load_votes(engine, dataset))
+    pairs.attrs["settings"] = verdicts.attrs.get("settings", {})
     lengths = {item: {m: len(a) for m, a in load_answers(engine, dataset, item).items()}
                for item in pairs["item_id"].astype(str).unique()}
     pairs["len_x"] = [lengths[i].get(x, float("nan")) for i, x in zip(pairs["item_id"], pairs["model_x"], strict=True)]
@@ -87,7 +89,8 @@ def render() -> None:
     verdict = report.get("verdict") or {}
     st.markdown("**Usable for:** " + ("; ".join(verdict.get("usable_for", [])) or "—"))
     st.markdown("**Do not use for:** " + ("; ".join(verdict.get("do_not_use_for", [])) or "—"))
-    card = render_card(report, pairs, {"dataset": dataset, "verdicts": Path(path).name},
+    settings = {**pairs.attrs.get("settings", {}), "dataset": dataset, "verdicts": Path(path).name}
+    card = render_card(report, pairs, settings,
                        title=f"Judge card: {Path(path).stem} vs votes on {dataset}")
     st.download_button("Download the judge card (HTML)", card, "judge-card.html", "text/html", key="cal_card")
     with st.container(border=True, height=900):

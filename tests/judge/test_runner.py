@@ -177,6 +177,12 @@ def test_cli_run_writes_verdicts_and_reports(tmp_path):
     assert {"item_id", "model_x", "model_y", "order", "p_a", "p_b", "p_tie", "verdict", "label_mass", "raw",
             "tokens", "cost", "latency"} <= set(rows[0])
     assert len(combined.read_text().splitlines()) == 6
+    # the run's settings travel with the verdicts, and the judge card's checklist reads them back
+    assert {(r["judge"], r["rubric"], r["temperature"]) for r in rows} == {("local:fault", "abt@1", 0.0)}
+    from judge.datasets import load_verdicts_jsonl
+
+    settings = load_verdicts_jsonl(out).attrs["settings"]
+    assert settings["judge model"] == "local:fault" and settings["rubric"] == "abt@1" and settings["date"]
 
 
 def test_cli_errors_are_clear(tmp_path, monkeypatch):
