@@ -71,6 +71,13 @@ votes_t = sa.Table(
     sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_votes_voter_item_round"),
     sa.Index("ix_votes_dataset_item", "dataset", "item_id"),
 )
+# Undone votes are moved here, not dropped: the audit trail of what voters took back.
+undone_t = sa.Table(
+    "undone_votes", metadata,
+    *[sa.Column(c.name, c.type, primary_key=c.name == "id", autoincrement=False, nullable=c.nullable)
+      for c in votes_t.columns],
+    sa.Column("undone_at", sa.Float, nullable=False),
+)
 skips_t = sa.Table(
     "skips", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -238,12 +245,20 @@ def record_skip(engine: Engine, voter: str, dataset: str, item_id: str, round: i
 
 
 def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0) -> bool:
-    """Delete the voter's own vote if it is younger than ``window_s``; True when it was deleted."""
+    """Take back the voter's own vote if it is younger than ``window_s``; True when it was taken back.
+
+    The row moves to ``undone_votes`` (with ``undone_at``) in the same transaction, so nothing is lost.
+    """
     def attempt() -> bool:
         with _writing(engine) as conn:
-            res = conn.execute(votes_t.delete().where(
-                votes_t.c.id == vote_id, votes_t.c.voter == voter, votes_t.c.voted_at >= time.time() - window_s))
-            return res.rowcount == 1
+            row = conn.execute(sa.select(votes_t).where(
+                votes_t.c.id == vote_id, votes_t.c.voter == voter, votes_t.c.voted_at >= time.time() - window_s)
+            ).mappings().first()
+            if row is None:
+                return False
+            conn.execute(undone_t.insert().values(**row, undone_at=time.time()))
+            conn.execute(votes_t.delete().where(votes_t.c.id == vote_id))
+            return True
 
     return _retry(attempt)
 

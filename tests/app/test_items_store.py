@@ -111,7 +111,9 @@ def test_undo_only_own_recent_vote(seeded_url):
     assert not undo_vote(engine, vid, "bob")  # someone else's vote
     assert not undo_vote(engine, vid, "ann", window_s=-1)  # outside the window
     assert undo_vote(engine, vid, "ann")
-    assert count_rows(engine) == 0
+    assert count_rows(engine) == 0 and count_rows(engine, "undone_votes") == 1  # kept for the audit trail
+    assert not undo_vote(engine, vid, "ann")  # taken back once only
+    assert count_rows(engine, "undone_votes") == 1
 
 
 def test_schema_migration_adds_missing_columns(sqlite_url):
