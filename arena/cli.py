@@ -157,6 +157,7 @@ def simulate(
     spread: Annotated[float, typer.Option(help="Strengths evenly spaced from SPREAD down to 0.")] = 2.0,
     ties_model: Annotated[str, typer.Option("--ties-model", help="none, rao-kupper or davidson.")] = "none",
     tie_rate: Annotated[float, typer.Option(help="Tie probability between equally strong models.")] = 0.0,
+    bothbad_share: Annotated[float, typer.Option(help="Share of ties recorded as 'tie (bothbad)'.")] = 0.0,
     position_bias: Annotated[float, typer.Option(help="Logit bonus of the left answer (model_a).")] = 0.0,
     length_bias: Annotated[float, typer.Option(help="Logit weight on (len_a - len_b)/(len_a + len_b).")] = 0.0,
     length_spread: Annotated[float, typer.Option(help="Per-model mean lengths 500*exp(+-spread).")] = 0.7,
@@ -175,7 +176,7 @@ def simulate(
         spec = spec_from_options(models=models, strengths=_floats(strengths), spread=spread, ties=ties_model,
                                  tie_rate=tie_rate, position_bias=position_bias, length_bias=length_bias,
                                  length_spread=length_spread, mean_tokens=_floats(mean_tokens), voters=voters,
-                                 voter_noise=voter_noise, seed=seed)
+                                 voter_noise=voter_noise, seed=seed, bothbad_share=bothbad_share)
         if sampling not in ("uniform", "active"):
             raise ValueError(f"--sampling must be uniform or active; got {sampling!r}")
     except ValueError as e:

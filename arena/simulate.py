@@ -20,7 +20,17 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from arena.data import A_WINS, B_WINS, STYLE_COLUMNS, TIE, WINNERS, Battles, validate, write_battles
+from arena.data import (
+    A_WINS,
+    B_WINS,
+    STYLE_COLUMNS,
+    TIE,
+    TIE_BOTHBAD,
+    WINNERS,
+    Battles,
+    validate,
+    write_battles,
+)
 from arena.data import LAYOUTS as _LAYOUTS
 
 TiesModel = Literal["none", "rao-kupper", "davidson"]
@@ -39,7 +49,8 @@ class ArenaSpec:
     (``model_a``). ``length_bias`` multiplies the length feature ``(len_a - len_b) / (len_a + len_b)`` on the
     logit scale; each model's answer length is log-normal around ``mean_tokens[i]`` with log-sd
     ``length_sigma``. ``random_voters`` / ``adversarial_voters`` are fractions of the ``n_voters`` voters
-    who vote a fair coin (with the same tie rate) or flip the winner.
+    who vote a fair coin (with the same tie rate) or flip the winner. ``bothbad_share`` of the ties are
+    recorded as Chatbot Arena's ``tie (bothbad)`` (a label only: both tie kinds are ties to every fit).
     """
 
     strengths: tuple[float, ...]
@@ -53,6 +64,7 @@ class ArenaSpec:
     n_voters: int = 1
     random_voters: float = 0.0
     adversarial_voters: float = 0.0
+    bothbad_share: float = 0.0
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,6 +87,8 @@ class ArenaSpec:
                              f"with ties={self.ties!r} (choose --ties-model rao-kupper or davidson)")
         if self.n_voters < 1 or not 0 <= self.random_voters + self.adversarial_voters <= 1:
             raise ValueError("need n_voters >= 1 and random_voters + adversarial_voters in [0, 1]")
+        if not 0.0 <= self.bothbad_share <= 1.0:
+            raise ValueError(f"bothbad_share must be in [0, 1]; got {self.bothbad_share}")
         if min(self.mean_tokens) <= 0 or self.length_sigma < 0:
             raise ValueError("mean_tokens must be positive and length_sigma non-negative")
 
@@ -251,6 +265,15 @@ def simulate_adaptive(
 # ----------------------------------------------------------------------------------- Battles and truth
 
 
+def label_bothbad(outcome: np.ndarray, share: float, seed: int) -> np.ndarray:
+    """Outcome codes with a seeded ``share`` of the ties relabelled ``tie (bothbad)``."""
+    out = np.asarray(outcome).astype(np.int8)
+    if share <= 0:
+        return out
+    flip = np.random.default_rng([seed, 11]).random(out.size) < share
+    return np.where((out == TIE) & flip, TIE_BOTHBAD, out).astype(np.int8)
+
+
 def to_battles(spec: ArenaSpec, codes: SimulatedCodes, *, conv_metadata: bool = False,
                start_time: float = 1.7e9) -> Battles:
     """Chatbot Arena-layout :class:`Battles`: models, winner, voter as ``judge``, tstamp, style totals.
@@ -265,7 +288,8 @@ def to_battles(spec: ArenaSpec, codes: SimulatedCodes, *, conv_metadata: bool = 
     df = pd.DataFrame({
         "model_a": pd.Categorical.from_codes(codes.a, categories=models),
         "model_b": pd.Categorical.from_codes(codes.b, categories=models),
-        "winner": pd.Categorical.from_codes(codes.outcome.astype(np.int8), categories=list(WINNERS)),
+        "winner": pd.Categorical.from_codes(label_bothbad(codes.outcome, spec.bothbad_share, n),
+                                            categories=list(WINNERS)),
         "judge": pd.Categorical.from_codes(codes.voter, [f"voter-{i:0{width}d}" for i in range(spec.n_voters)]),
         "tstamp": start_time + np.arange(n, dtype=np.float64),
         "anony": np.ones(n, dtype=bool),
@@ -378,7 +402,7 @@ def spec_from_options(
     *, models: int | None = None, strengths: Sequence[float] | None = None, spread: float = 2.0,
     ties: str = "none", tie_rate: float = 0.0, position_bias: float = 0.0, length_bias: float = 0.0,
     length_spread: float = 0.7, mean_tokens: Sequence[float] | None = None, voters: int = 1,
-    voter_noise: str | None = None, seed: int = 0,
+    voter_noise: str | None = None, seed: int = 0, bothbad_share: float = 0.0,
 ) -> ArenaSpec:
     """Build an :class:`ArenaSpec` from command-line style options (explicit strengths win over a spread)."""
     if strengths:
@@ -391,4 +415,5 @@ def spec_from_options(
     return ArenaSpec(values, ties=ties, tie_rate=tie_rate if ties != "none" else 0.0,  # type: ignore[arg-type]
                      position_bias=position_bias, length_bias=length_bias,
                      mean_tokens=lengths_for(len(values), length_spread, seed, given=mean_tokens),
-                     n_voters=voters, random_voters=random_share, adversarial_voters=adversarial_share)
+                     n_voters=voters, random_voters=random_share, adversarial_voters=adversarial_share,
+                     bothbad_share=bothbad_share)

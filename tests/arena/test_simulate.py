@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from arena import bt
-from arena.data import A_WINS, B_WINS, STYLE_COLUMNS, TIE, aggregate, load_battles
+from arena.data import A_WINS, B_WINS, STYLE_COLUMNS, TIE, TIE_BOTHBAD, aggregate, load_battles
 from arena.simulate import (
     SEED_STRENGTHS,
     ArenaSpec,
@@ -81,6 +81,21 @@ def test_fit_recovers_the_true_strengths_and_tie_parameter(ties, fit_ties):
     np.testing.assert_allclose(fitted, truth["strength"].to_numpy(), atol=0.04)
     if ties != "none":
         assert bt.tie_parameter(result.x, fit_ties) == pytest.approx(spec.tie_param, rel=0.05)
+
+
+def test_bothbad_share_relabels_ties_only_and_leaves_the_fit_alone():
+    spec = ArenaSpec(SEED_STRENGTHS, ties="davidson", tie_rate=0.3)
+    plain, _ = simulate(spec, 50_000, seed=4)
+    mixed, _ = simulate(ArenaSpec(SEED_STRENGTHS, ties="davidson", tie_rate=0.3, bothbad_share=0.25), 50_000, seed=4)
+    ties = plain.outcome == TIE
+    assert np.array_equal(mixed.outcome >= TIE, ties)  # same draws; only the tie label differs
+    share = (mixed.outcome == TIE_BOTHBAD).sum() / ties.sum()
+    assert share == pytest.approx(0.25, abs=0.02)
+    theta_plain, _ = bt.fit_ratings(aggregate(plain), ties="davidson")
+    theta_mixed, _ = bt.fit_ratings(aggregate(mixed), ties="davidson")
+    np.testing.assert_allclose(theta_mixed, theta_plain, atol=1e-9)
+    with pytest.raises(ValueError, match="bothbad_share"):
+        ArenaSpec((1.0, 0.0), bothbad_share=1.5)
 
 
 def test_length_bias_uses_per_model_lengths():
@@ -158,11 +173,13 @@ def test_simulate_cli_writes_battles_and_truth(tmp_path):
     result = CliRunner().invoke(app, [
         "simulate", "--strengths", "1.6,1.2,0.9,0.4,0", "--battles", "2000", "--ties-model", "rao-kupper",
         "--tie-rate", "0.2", "--position-bias", "0.2", "--length-bias", "1.0", "--voters", "20",
-        "--voter-noise", "random=0.1,adversarial=0.05", "--sampling", "active", "--seed", "3", "-o", str(out)])
+        "--voter-noise", "random=0.1,adversarial=0.05", "--sampling", "active", "--seed", "3",
+        "--bothbad-share", "0.3", "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "wrote 2000 battles between 5 models" in result.output
     battles = load_battles(out)
     assert len(battles) == 2000 and (battles.outcome == TIE).mean() > 0.05
+    assert "tie (bothbad)" in result.output and (battles.outcome == TIE_BOTHBAD).sum() > 0
     assert battles.df["judge"].nunique() == 20
     truth = json.loads((tmp_path / "arena.truth.json").read_text())
     assert truth["strengths"] == pytest.approx([1.6, 1.2, 0.9, 0.4, 0.0])
