@@ -54,14 +54,14 @@ demo: seed
 app: demo
 
 test: system-deps $(TEST_STAMP) $(LOCAL_STAMP)
-	$(BIN)/ruff check arena judge tests benchmarks app.py
+	$(BIN)/ruff check arena judge voting preflab tests benchmarks app.py
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m "not browser and not llama and not postgres" $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check arena judge tests benchmarks app.py
+	$(BIN)/ruff check arena judge voting preflab tests benchmarks app.py
 
 bench: $(BENCH_STAMP) $(LOCAL_STAMP)
 	$(BIN)/python -m benchmarks.run_all

@@ -1,17 +1,9 @@
-"""preflab's Streamlit app: blind voting, leaderboard, judge calibration, data.
+"""preflab's Streamlit app (checkout entry point): ``streamlit run app.py`` with ``PREFLAB_DB`` set.
 
-Run with ``preflab app --db URL`` (or ``streamlit run app.py`` with ``PREFLAB_DB`` set). Pages live in
-``arena/webapp/``; configuration comes from ``PREFLAB_*`` environment variables
-(see :func:`arena.webapp.common.config_from_env`).
+``preflab app --db URL`` is the usual way in; the pages live in ``voting/pages/`` and the navigation in
+:mod:`voting.app`, which ships with the package.
 """
 
-import streamlit as st
+from voting.app import run
 
-st.set_page_config(page_title="preflab", page_icon=":material/balance:", layout="wide")
-pages = [
-    st.Page("arena/webapp/vote.py", title="Vote", icon=":material/how_to_vote:", default=True),
-    st.Page("arena/webapp/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),
-    st.Page("arena/webapp/calibration.py", title="Judge calibration", icon=":material/balance:"),
-    st.Page("arena/webapp/data.py", title="Data", icon=":material/database:"),
-]
-st.navigation(pages).run()
+run()

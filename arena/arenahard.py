@@ -22,7 +22,9 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt
-from arena.data import BattleDataError, iter_jsonl
+from preflab.errors import InputError
+from preflab.io import iter_jsonl
+from preflab.outcomes import Outcome
 
 STRONG_WEIGHT = 3
 # Score for the answer shown as A, and whether the verdict is strong.
@@ -43,7 +45,7 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                     strong_weight: float = STRONG_WEIGHT) -> pd.DataFrame:
     """Arena-Hard judgment JSONL files (``{uid, category, judge, model, baseline, games: [{score, judgment}]}``)
     as a games table. Game 1 has the baseline as A. Games with a null score are skipped and counted in
-    ``attrs["skipped"]``; an unknown label or a missing field raises :class:`BattleDataError`.
+    ``attrs["skipped"]``; an unknown label or a missing field raises :class:`InputError`.
     """
     rows, skipped = [], 0
     for path in map(Path, paths):
@@ -51,15 +53,15 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
         for line, rec in iter_jsonl(path, "one judgment object per line"):
             for field in ("uid", "model", "games"):
                 if rec.get(field) in (None, ""):
-                    raise BattleDataError(source, line, field, "missing", "Arena-Hard judgments need uid, "
+                    raise InputError(source, line, field, "missing", "Arena-Hard judgments need uid, "
                                           "model and games")
             base = rec.get("baseline") or baseline
             if base is None:
-                raise BattleDataError(source, line, "baseline", "missing and no --baseline given",
+                raise InputError(source, line, "baseline", "missing and no --baseline given",
                                       "pass --baseline NAME (the model every answer was judged against)")
             games = rec["games"]
             if not isinstance(games, list) or len(games) != 2:
-                raise BattleDataError(source, line, "games", f"expected 2 games, got {games!r:.60}",
+                raise InputError(source, line, "games", f"expected 2 games, got {games!r:.60}",
                                       "one game per order")
             for k, game in enumerate(games):
                 label = None if game is None else game.get("score")
@@ -67,7 +69,7 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                     skipped += 1
                     continue
                 if label not in LABELS:
-                    raise BattleDataError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
+                    raise InputError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
                                           f"use one of {sorted(LABELS)} (or null when unparsable)")
                 score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
                 rows.append((str(rec["uid"]), str(rec["model"]), str(base), k + 1, score, weight, label,
@@ -77,13 +79,11 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
     return games
 
 
-def games_from_verdicts(path: str | Path) -> pd.DataFrame:
-    """The JSONL of ``preflab judge run`` as a games table: ``model_x`` is the model, ``model_y`` its opponent,
-    one game per order; unparsable verdicts are skipped and counted (no strong verdicts: weight 1)."""
-    from judge.datasets import load_verdicts_jsonl
-    from judge.outcomes import TIE, X, Y
-
-    pairs = load_verdicts_jsonl(path)
+def games_from_verdicts(pairs: pd.DataFrame, source: str = "<verdicts>") -> pd.DataFrame:
+    """Judged pairs (``judge.datasets.load_verdicts_jsonl`` of a ``preflab judge run`` file) as a games table:
+    ``model_x`` is the model, ``model_y`` its opponent, one game per order; unparsable verdicts are skipped
+    and counted (no strong verdicts: weight 1)."""
+    X, Y, TIE = Outcome.FIRST, Outcome.SECOND, Outcome.TIE
     score = {X: 1.0, Y: 0.0, TIE: 0.5}
     rows, skipped = [], 0
     for rec in pairs.to_dict("records"):
@@ -97,7 +97,7 @@ def games_from_verdicts(path: str | Path) -> pd.DataFrame:
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
     games.attrs["skipped"] = skipped
     if games.empty:
-        raise BattleDataError(str(path), None, "verdict", "no readable verdict", "run `preflab judge run` first")
+        raise InputError(source, None, "verdict", "no readable verdict", "run `preflab judge run` first")
     return games
 
 
@@ -222,7 +222,7 @@ def style_battles(games: pd.DataFrame, style: pd.DataFrame) -> pd.DataFrame:
         missing = ~key.isin(style.index)
         if missing.any():
             uid, model = key[missing.argmax()]
-            raise BattleDataError("<style features>", None, "uid", f"no style features for model '{model}' on "
+            raise InputError("<style features>", None, "uid", f"no style features for model '{model}' on "
                                   f"prompt '{uid}'", "give answers (with metadata or text) for every model")
         feats = style.reindex(key)
         df[f"sum_assistant_{side}_tokens"] = feats["tokens"].to_numpy()
@@ -270,11 +270,11 @@ def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
             else:
                 values = [meta.get("token_len", meta.get("tokens"))] + [meta.get(f) for f in STYLE_FIELDS[1:]]
             if uid is None or rec.get("model") is None or any(v is None for v in values):
-                raise BattleDataError(str(path), line, "metadata", "uid, model or a style count is missing",
+                raise InputError(str(path), line, "metadata", "uid, model or a style count is missing",
                                       f"each answer needs uid, model and {', '.join(STYLE_FIELDS)} (or answer)")
             key = (str(uid), str(rec["model"]))
             if key in seen:
-                raise BattleDataError(str(path), line, "uid", f"second answer of model '{key[1]}' for prompt "
+                raise InputError(str(path), line, "uid", f"second answer of model '{key[1]}' for prompt "
                                       f"'{key[0]}' (first at {seen[key]})", "keep one answer per model and prompt")
             seen[key] = f"{path}, line {line}"
             totals = [float(sum(v.values())) if isinstance(v, dict) else float(v) for v in values]

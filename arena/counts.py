@@ -15,8 +15,10 @@ import pandas as pd
 if TYPE_CHECKING:
     from arena.data import Battles
 
-A_WINS, B_WINS, TIE, TIE_BOTHBAD = 0, 1, 2, 3
-"""Outcome codes: the index of the label in :data:`arena.data.WINNERS`."""
+from preflab.outcomes import Outcome
+
+# Short names for battle tables (codes of :class:`preflab.outcomes.Outcome`; labels in ``BATTLE_LABELS``).
+A_WINS, B_WINS, TIE, TIE_BOTHBAD = Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.TIE_BOTHBAD
 
 
 class DisconnectedGraphWarning(UserWarning):

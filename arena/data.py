@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -29,9 +29,8 @@ from arena.counts import (  # noqa: F401  (re-exported)
     comparison_components,
     warn_if_disconnected,
 )
-
-WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)")
-"""Chatbot Arena winner labels; their index is the outcome code used in :class:`PairCounts`."""
+from preflab.errors import InputError
+from preflab.outcomes import BATTLE_LABELS as WINNERS  # noqa: E402  (winner labels, indexed by code)
 
 STYLE_COLUMNS: tuple[str, ...] = (
     "sum_assistant_a_tokens", "header_count_a", "list_count_a", "bold_count_a",
@@ -42,16 +41,6 @@ REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
 OPTIONAL_TEXT: tuple[str, ...] = ("judge", "question_id", "category", "language")
 
 OnError = Literal["raise", "skip"]
-
-
-class BattleDataError(ValueError):
-    """A bad input row or file, with the file, line and field it concerns and what to do about it."""
-
-    def __init__(self, source: str, line: int | None, field: str | None, problem: str, hint: str = ""):
-        self.source, self.line, self.field, self.problem, self.hint = source, line, field, problem, hint
-        where = source if line is None else f"{source}, line {line}"
-        what = f"field '{field}': " if field else ""
-        super().__init__(f"{where}: {what}{problem}" + (f". {hint}" if hint else ""))
 
 
 @dataclass(frozen=True)
@@ -140,7 +129,7 @@ def load_battles(
     """Load and validate battles from JSON/JSONL (optionally .gz), CSV, Parquet or a DataFrame.
 
     ``layout`` names a preset of :data:`LAYOUTS` (``"arena"``, ``"llmfao"``) or is a :class:`ColumnMap`.
-    With ``on_error="raise"`` the first bad row raises :class:`BattleDataError` naming file, line and
+    With ``on_error="raise"`` the first bad row raises :class:`InputError` naming file, line and
     field; with ``"skip"`` bad rows are dropped, counted and listed in ``Battles.skipped``.
     """
     cmap = LAYOUTS[layout] if isinstance(layout, str) else layout
@@ -161,14 +150,14 @@ def _format_of(path: Path, fmt: str | None) -> str:
     known = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
              ".pq": "parquet"}
     if ext not in known:
-        raise BattleDataError(str(path), None, None, f"unknown file type '{ext or path.name}'",
+        raise InputError(str(path), None, None, f"unknown file type '{ext or path.name}'",
                               "use .json, .jsonl, .csv or .parquet, or pass fmt=")
     return known[ext]
 
 
 def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
     if not path.exists():
-        raise BattleDataError(str(path), None, None, "file not found", "check the path")
+        raise InputError(str(path), None, None, "file not found", "check the path")
     kind = _format_of(path, fmt)
     if kind == "csv":
         df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
@@ -183,7 +172,7 @@ def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
         try:
             records = json.loads(text)
         except json.JSONDecodeError as e:
-            raise BattleDataError(str(path), e.lineno, None, f"invalid JSON ({e.msg})", "fix the file") from e
+            raise InputError(str(path), e.lineno, None, f"invalid JSON ({e.msg})", "fix the file") from e
         df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(REQUIRED))
         df["line"] = np.arange(len(df)) + 1  # record number within the array
         return df
@@ -194,24 +183,6 @@ def _read_text(path: Path) -> str:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
         return fh.read()
-
-
-def iter_jsonl(path: str | Path, hint: str = "write one JSON object per line",
-               error: type[ValueError] = BattleDataError) -> Iterator[tuple[int, Any]]:
-    """``(line number, record)`` for each non-blank line of a JSONL file.
-
-    A line that is not JSON raises ``error(source, line, None, problem, hint)`` naming the file and line.
-    """
-    source = str(path)
-    with open(path, encoding="utf-8") as fh:
-        for line, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise error(source, line, None, f"not valid JSON ({e.msg})", hint) from None
-            yield line, record
 
 
 def _read_jsonl(text: str, name: str, on_error: OnError) -> pd.DataFrame:
@@ -225,7 +196,7 @@ def _read_jsonl(text: str, name: str, on_error: OnError) -> pd.DataFrame:
                 raise ValueError("not a JSON object")
         except ValueError as e:
             if on_error == "raise":
-                raise BattleDataError(name, n, None, f"invalid JSON line ({e})",
+                raise InputError(name, n, None, f"invalid JSON line ({e})",
                                       "fix the line or load with on_error='skip'") from None
             bad.append(n)
             continue
@@ -250,7 +221,7 @@ def _json_cell(value: object, name: str, line: int) -> object:
     try:
         return json.loads(value)
     except json.JSONDecodeError:
-        raise BattleDataError(name, int(line), "conv_metadata", "not valid JSON",
+        raise InputError(name, int(line), "conv_metadata", "not valid JSON",
                               "write conv_metadata as a JSON object or leave it empty") from None
 
 
@@ -264,7 +235,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         have = ", ".join(map(str, raw.columns.drop("line", errors="ignore")))
-        raise BattleDataError(source, None, missing[0], f"missing column(s) {missing}; found: {have}",
+        raise InputError(source, None, missing[0], f"missing column(s) {missing}; found: {have}",
                               "rename the columns or pass layout=ColumnMap(columns={...})")
     if "line" not in df:
         df["line"] = np.arange(len(df)) + 1
@@ -304,7 +275,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         first = int(np.argmax(mask))
         if on_error == "raise":
             value = raw[col if col in raw else _source_name(cmap, col)].iloc[first]
-            raise BattleDataError(source, int(df["line"].iloc[first]), col, f"{problem} ({value!r})",
+            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value!r})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
         bad_any |= mask

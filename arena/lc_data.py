@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import BattleDataError
-from judge.alpaca import load_annotations
+from preflab.alpaca import load_annotations
+from preflab.errors import InputError
 
 TABLE_COLUMNS = ("instruction", "model", "baseline", "preference", "output_length", "baseline_length",
                  "source", "record")
 
 
-class LCDataError(BattleDataError):
+class LCDataError(InputError):
     """A bad LC input record: file, record number (1-based), field, what is wrong and what to do."""
 
     def __init__(self, source: str, record: int | None, field: str | None, problem: str, hint: str = ""):
@@ -42,11 +42,14 @@ def model_name_for(path: Path, df: pd.DataFrame) -> str:
     return stem
 
 
-def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None) -> pd.DataFrame:
+def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
+                      baseline_may_be_model: bool = False) -> pd.DataFrame:
     """AlpacaEval ``annotations.json[.gz]`` files (one per model) as one validated LC table.
 
     ``preference`` in [1, 2] (2 = model preferred; legacy 0 = draw) becomes ``preference - 1``.
     ``baseline`` keeps only files judged against that ``generator_1``; otherwise all files must share one.
+    With ``baseline_may_be_model``, a ``baseline`` that no file is judged against but that names one of the
+    models keeps every file (the caller reports LC against that model as a reference).
     """
     frames = []
     for path in map(Path, paths):
@@ -79,6 +82,8 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None) 
     table = pd.concat(frames, ignore_index=True)
     if baseline is not None:
         kept = table[table["baseline"] == baseline]
+        if kept.empty and baseline_may_be_model and baseline in set(table["model"]):
+            kept = table
         if kept.empty:
             raise LCDataError(", ".join(table["source"].unique()), None, "generator_1",
                               f"no record is judged against baseline '{baseline}'",
@@ -259,23 +264,6 @@ def load_difficulty(path: str | Path) -> pd.Series:
         i = int(values.isna().to_numpy().nonzero()[0][0])
         raise LCDataError(str(path), i + 1, "difficulty", "not a number", "give a real number per instruction")
     return pd.Series(values.to_numpy(), index=df["instruction"], name="difficulty")
-
-
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a result table by extension: .csv, .json (records), .jsonl or .parquet."""
-    path = Path(path)
-    name = path.name.lower()
-    if name.endswith(".csv"):
-        df.to_csv(path, index=False)
-    elif name.endswith(".jsonl"):
-        df.to_json(path, orient="records", lines=True)
-    elif name.endswith(".json"):
-        df.to_json(path, orient="records", indent=1)
-    elif name.endswith(".parquet"):
-        df.to_parquet(path, index=False)
-    else:
-        raise ValueError(f"{path}: unknown output format; use .csv, .json, .jsonl or .parquet")
-    return path
 
 
 def format_lc_table(res: pd.DataFrame) -> str:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -26,24 +24,6 @@ def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
                     f"{row.lower - row.rating:+.1f} / {row.upper - row.rating:+.1f}", f"{row.battles:.0f}",
                     f"{row.wins:.0f} / {row.losses:.0f} / {row.ties:.0f}")
     return out
-
-
-def write_table(table: pd.DataFrame, path: Path) -> Path:
-    """Write the leaderboard as CSV, JSON (records plus the attrs as metadata) or Parquet, by extension."""
-    ext = path.suffix.lower()
-    if ext == ".csv":
-        table.to_csv(path, index=False)
-    elif ext == ".json":
-        meta = {k: v for k, v in table.attrs.items()}
-        path.write_text(json.dumps({"leaderboard": table.to_dict("records"), "meta": meta}, indent=1,
-                                   default=str), encoding="utf-8")
-    elif ext in (".parquet", ".pq"):
-        plain = table.copy()
-        plain.attrs = {}
-        plain.to_parquet(path, index=False)
-    else:
-        raise ValueError(f"{path}: use .csv, .json or .parquet for --output")
-    return path
 
 
 @contextmanager

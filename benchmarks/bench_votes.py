@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_config(url: str, writers: int, total: int) -> dict:
     """Write ``total`` votes with ``writers`` processes into a fresh store at ``url``."""
-    from arena.store import import_items, open_store
     from tests.app.vote_writer import stress_items
+    from voting.store import import_items, open_store
 
     per = max(1, total // writers)
     engine = open_store(url)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     if pg_server.available():
         import sqlalchemy as sa
 
-        from arena.store import metadata
+        from voting.store import metadata
 
         with pg_server.temporary_postgres(max_connections=max(counts) + 20) as url:
             for w in counts:

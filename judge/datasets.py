@@ -1,6 +1,6 @@
 """Adapters: judge verdicts and human labels from files into the judged-pairs table of :mod:`judge.pairs`.
 
-Bad rows raise :class:`arena.data.BattleDataError` naming file, line and field; rows that are set aside
+Bad rows raise :class:`arena.data.InputError` naming file, line and field; rows that are set aside
 (duplicates, unmatched labels) are counted in ``pairs.attrs["notes"]``, never dropped silently.
 """
 
@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import BattleDataError, iter_jsonl
 from judge.agreement import majority_vote
-from judge.alpaca import load_annotations
 from judge.outcomes import IDENTITY_LABELS, TIE, UNPARSABLE, X, Y
 from judge.pairs import by_identity
+from preflab.alpaca import load_annotations
+from preflab.errors import InputError
+from preflab.io import iter_jsonl
 
 SLOT_LABELS = {"a": "A", "b": "B", "tie": "tie", "c": "tie"}
 
@@ -27,7 +28,7 @@ def _identity_code(value, source: str, line: int, field: str, empty: float) -> f
         return empty
     code = IDENTITY_LABELS.get(str(value).strip().lower())
     if code is None:
-        raise BattleDataError(source, line, field, f"unknown winner {value!r}",
+        raise InputError(source, line, field, f"unknown winner {value!r}",
                               "use A or B (the answer by identity, A = model_x) or tie")
     return float(code)
 
@@ -35,7 +36,7 @@ def _identity_code(value, source: str, line: int, field: str, empty: float) -> f
 def _require(df: pd.DataFrame, columns: list[str], source: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise BattleDataError(source, 1, missing[0], f"column missing (have {list(df.columns)})",
+        raise InputError(source, 1, missing[0], f"column missing (have {list(df.columns)})",
                               f"the file needs columns {columns}")
 
 
@@ -69,7 +70,7 @@ def _float_or_nan(rec: dict, field: str, source: str, line: int) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise BattleDataError(source, line, field, f"not a number: {value!r}", "use a probability or null") from None
+        raise InputError(source, line, field, f"not a number: {value!r}", "use a probability or null") from None
 
 
 def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
@@ -90,15 +91,15 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
                 settings[key] = rec[field]
         for field in ("item_id", "order"):
             if rec.get(field) in (None, ""):
-                raise BattleDataError(source, line, field, "missing", "rows come from `preflab judge run`")
+                raise InputError(source, line, field, "missing", "rows come from `preflab judge run`")
         order = rec["order"]
         if order not in ("xy", "yx"):
-            raise BattleDataError(source, line, "order", f"{order!r} is not 'xy' or 'yx'",
+            raise InputError(source, line, "order", f"{order!r} is not 'xy' or 'yx'",
                                   "'xy' means model_x was shown first")
         verdict = rec.get("verdict")
         slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
         if verdict not in (None, "") and slot is None:
-            raise BattleDataError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
+            raise InputError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
         first, second = (X, Y) if order == "xy" else (Y, X)
         code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
         p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
@@ -111,7 +112,7 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
         row[f"p_{order}"] = by_identity(order, p_a, p_b)[0]
         row[f"pt_{order}"] = _float_or_nan(rec, "p_tie", source, line)
     if not records:
-        raise BattleDataError(source, None, None, "no verdict rows", "run `preflab judge run` first")
+        raise InputError(source, None, None, "no verdict rows", "run `preflab judge run` first")
     pairs = pd.DataFrame(list(records.values()))
     for col in ("judge_xy", "judge_yx", "p_xy", "p_yx", "pt_xy", "pt_yx"):
         if col not in pairs:
@@ -227,7 +228,7 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
     """One AlpacaEval annotations file: x = the baseline (``output_1``), y = the model (``output_2``, named
     after the file, as on the leaderboard).
 
-    The judge saw each pair in one order, y first when :func:`judge.alpaca.is_switched` says so; that order's
+    The judge saw each pair in one order, y first when :func:`preflab.alpaca.is_switched` says so; that order's
     column gets the verdict. P(x wins) = 2 − preference. Rows whose completion has no logprobs (AlpacaEval
     filled in 1.5) are unparsable and counted in the notes.
     """
@@ -274,7 +275,7 @@ def load_any(path: str | Path, layout: str = "auto", judge: str | None = None) -
         else:
             layout = "verdicts"
         if not layout:
-            raise BattleDataError(str(path), None, None, "cannot tell the layout of this folder",
+            raise InputError(str(path), None, None, "cannot tell the layout of this folder",
                                   "pass --layout pandalm, llmfao or alpaca")
     if layout == "pandalm":
         return load_pandalm(path, judge or "gpt-3.5-turbo")

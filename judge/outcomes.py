@@ -15,15 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-X, Y, TIE, UNPARSABLE = 0, 1, 2, -1
+from preflab.outcomes import IDENTITY_LABELS, IDENTITY_NAMES, Outcome  # noqa: F401  (re-exported)
+
+# Short names for the judged-pairs table: x / y name answers by identity (codes of :class:`Outcome`).
+X, Y, TIE, UNPARSABLE = Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.UNPARSABLE
 OUTCOMES = (X, Y, TIE)
-OUTCOME_NAMES = {X: "x", Y: "y", TIE: "tie", UNPARSABLE: "unparsable"}
-#: Labels accepted for an identity winner (the seed's A/B name answers by identity: A = x, B = y).
-IDENTITY_LABELS = {
-    "a": X, "x": X, "model_a": X, "model_x": X, "1": X, "left": X,
-    "b": Y, "y": Y, "model_b": Y, "model_y": Y, "2": Y, "right": Y,
-    "tie": TIE, "0": TIE, "draw": TIE, "tie (bothbad)": TIE,
-}
+OUTCOME_NAMES = IDENTITY_NAMES
 
 
 def annotator_columns(pairs: pd.DataFrame) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import iter_jsonl
+from preflab.io import iter_jsonl
 
 REQUIRED = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
 

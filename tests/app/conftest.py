@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arena.items import load_items
-from arena.store import import_items, open_store
 from tests.app import pg_server
+from voting.items import load_items
+from voting.store import import_items, open_store
 
 # Distinctive names, so "no model name in the page" checks cannot pass by accident.
 MODELS = ("zephyrine-7b", "quokka-13b", "marmoset-70b")
@@ -60,7 +60,7 @@ def pg_clean_url(postgres_url: str) -> str:
     """The PostgreSQL server with preflab's tables dropped (each test starts from an empty schema)."""
     import sqlalchemy as sa
 
-    from arena.store import metadata
+    from voting.store import metadata
 
     engine = sa.create_engine(postgres_url)
     metadata.drop_all(engine)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena.webapp.assign import eligible_items, next_round, tally_counts
+from voting.assign import eligible_items, next_round, tally_counts
 
 MODELS = ["m0", "m1", "m2"]
 

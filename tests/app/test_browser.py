@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from arena.items import load_items
-from arena.store import count_rows, import_items, load_votes, open_store
 from tests.app.conftest import MODELS, tiny_items, wait_for
 from tests.app.pg_server import free_port
+from voting.items import load_items
+from voting.store import count_rows, import_items, load_votes, open_store
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]

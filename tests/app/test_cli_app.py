@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
-from arena.store import count_rows, load_votes, open_store
+from preflab.cli import app
 from tests.app.conftest import wait_for
 from tests.app.pg_server import free_port
+from voting.store import count_rows, load_votes, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo"
@@ -83,8 +83,8 @@ def test_preflab_app_serves_the_voting_page(tmp_path):
 
 def test_export_votes_feeds_the_arena(seeded_url, tmp_path):
     from arena.data import load_battles
-    from arena.store import Vote, record_vote
     from tests.app.conftest import MODELS
+    from voting.store import Vote, record_vote
 
     engine = open_store(seeded_url)
     record_vote(engine, Vote("ann", "tiny", "q001", MODELS[0], MODELS[1], "B"))

@@ -10,8 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from arena.data import load_battles
-from arena.items import ItemDataError, ItemSet, load_items
-from arena.store import (
+from tests.app.conftest import MODELS, tiny_items
+from voting.items import ItemDataError, ItemSet, load_items
+from voting.store import (
     DuplicateVote,
     Vote,
     count_rows,
@@ -23,8 +24,7 @@ from arena.store import (
     seen_items,
     undo_vote,
 )
-from arena.votes import agreement, judge_labels, seed_demo, votes_to_battles
-from tests.app.conftest import MODELS, tiny_items
+from voting.votes import agreement, judge_labels, seed_demo, votes_to_battles
 
 
 def write_jsonl(path, rows):  # noqa: ANN001, ANN201

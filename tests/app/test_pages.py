@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from arena.data import load_battles
-from arena.items import ItemDataError
-from arena.store import Vote, count_rows, load_votes, open_store, record_vote
-from arena.votes import export_bytes
-from arena.webapp.calibration import judged_pairs
-from arena.webapp.data import import_file
 from tests.app.conftest import MODELS, tiny_items
+from voting.items import ItemDataError
+from voting.pages.calibration import judged_pairs
+from voting.pages.data import import_file
+from voting.store import Vote, count_rows, load_votes, open_store, record_vote
+from voting.votes import export_bytes
 
 
 def jsonl(rows) -> bytes:  # noqa: ANN001

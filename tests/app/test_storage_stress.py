@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from arena.store import count_rows, import_items, load_votes, open_store
 from tests.app.vote_writer import stress_items
+from voting.store import count_rows, import_items, load_votes, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS, VOTES = 8, 300
@@ -68,7 +68,7 @@ def kill_mid_run(url: str) -> None:
     if engine.dialect.name == "sqlite":
         with engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
-    from arena.store import Vote, record_vote
+    from voting.store import Vote, record_vote
 
     record_vote(engine, Vote("after", "stress", "s00000", "model-x", "model-y", "A"))
     assert count_rows(engine) == len(ids) + 1

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from arena.store import load_votes, open_store
 from tests.app.conftest import EVIL, MODELS
+from voting.store import load_votes, open_store
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -145,8 +145,8 @@ def test_empty_store_says_what_to_do(monkeypatch, sqlite_url):
     assert "preflab demo-seed" in at.warning[0].value
 
 
-@pytest.mark.parametrize("page", ["arena/webapp/leaderboard.py", "arena/webapp/data.py",
-                                  "arena/webapp/calibration.py"])
+@pytest.mark.parametrize("page", ["voting/pages/leaderboard.py", "voting/pages/data.py",
+                                  "voting/pages/calibration.py"])
 def test_admin_pages_are_gated(monkeypatch, seeded_url, page):
     at = start(monkeypatch, seeded_url, admin_passcode="boss")
     at.switch_page(page).run()
@@ -164,15 +164,15 @@ def test_admin_pages_are_gated(monkeypatch, seeded_url, page):
 
 def test_pages_open_without_a_passcode(monkeypatch, seeded_url):
     at = start(monkeypatch, seeded_url)
-    at.switch_page("arena/webapp/data.py").run()
+    at.switch_page("voting/pages/data.py").run()
     assert not at.exception and "tiny" in at.dataframe[0].value["dataset"].tolist()
 
 
 @pytest.mark.postgres
 def test_vote_and_undo_on_postgresql(monkeypatch, pg_clean_url):
-    from arena.items import load_items
-    from arena.store import import_items
     from tests.app.conftest import tiny_items
+    from voting.items import load_items
+    from voting.store import import_items
 
     import_items(open_store(pg_clean_url), load_items(tiny_items()), "tiny")
     at = login(start(monkeypatch, pg_clean_url))
@@ -189,12 +189,12 @@ def test_leaderboard_page_fits_the_demo_votes_with_length_control(monkeypatch, t
     """The demo store's leaderboard: five rated models, then style control on length alone."""
     from typer.testing import CliRunner
 
-    from arena.cli import app as cli
+    from preflab.cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
     at = start(monkeypatch, url)
-    at.switch_page("arena/webapp/leaderboard.py").run(timeout=180)
+    at.switch_page("voting/pages/leaderboard.py").run(timeout=180)
     assert not at.exception
     table = at.dataframe[0].value
     assert sorted(table["model"]) == ["atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded",
@@ -211,13 +211,13 @@ def test_calibration_page_scores_the_bundled_smollm2_verdicts(monkeypatch, tmp_p
     """The demo's judge file (SmolLM2 via llama.cpp on data/demo/pairs.jsonl) against the demo votes."""
     from typer.testing import CliRunner
 
-    from arena.cli import app as cli
+    from preflab.cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
     monkeypatch.chdir(Path(APP).parent)  # the app finds verdict files under data/, as `preflab app` runs it
     at = start(monkeypatch, url)
-    at.switch_page("arena/webapp/calibration.py").run(timeout=180)
+    at.switch_page("voting/pages/calibration.py").run(timeout=180)
     at.selectbox(key="cal_pick").set_value("data/demo/verdicts-smollm2.jsonl").run(timeout=300)
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}

@@ -13,16 +13,16 @@ import os
 import sys
 import time
 
-from arena.store import Vote, open_store, record_vote
+from voting.store import Vote, open_store, record_vote
 
 MODELS = ("model-x", "model-y")
 
 
 def stress_items(n: int):  # noqa: ANN201
-    """An :class:`arena.items.ItemSet` of ``n`` items answered by two models (dataset for the writers)."""
+    """An :class:`voting.items.ItemSet` of ``n`` items answered by two models (dataset for the writers)."""
     import pandas as pd
 
-    from arena.items import load_items
+    from voting.items import load_items
 
     rows = [{"item_id": f"s{i:05d}", "prompt": f"p{i}", "model": m, "answer": f"{m} on {i}"}
             for i in range(n) for m in MODELS]

@@ -19,7 +19,7 @@ from arena.arenahard import (
     load_answer_style,
     load_arena_hard,
 )
-from arena.data import BattleDataError
+from preflab.errors import InputError
 
 LABEL_OF = {2: "A>>B", 1: "A>B", 0: "A=B", -1: "B>A", -2: "B>>A"}
 
@@ -71,7 +71,7 @@ def test_bad_judgments_name_file_line_and_field(tmp_path, record, field):
     p = tmp_path / "bad.jsonl"
     p.write_text(json.dumps({"uid": "0", "model": "m", "baseline": "b", "games": [{"score": "A>B"}] * 2}) + "\n"
                  + json.dumps(record) + "\n")
-    with pytest.raises(BattleDataError, match=rf"bad\.jsonl, line 2: field '{field}'".replace("[", r"\[")
+    with pytest.raises(InputError, match=rf"bad\.jsonl, line 2: field '{field}'".replace("[", r"\[")
                        .replace("]", r"\]")):
         load_arena_hard([p])
 
@@ -154,7 +154,9 @@ def test_judge_run_verdicts_general_graph_matches_independent_fit(tmp_path):
                                      "p_a": None, "p_b": None, "p_tie": None, "verdict": slot}))
     path = tmp_path / "verdicts.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    games = games_from_verdicts(path)
+    from judge.datasets import load_verdicts_jsonl
+
+    games = games_from_verdicts(load_verdicts_jsonl(path), str(path))
     assert len(games) == 240
     lb = baseline_leaderboard(games, "base", n_bootstrap=200).set_index("model")
 
@@ -212,7 +214,7 @@ def test_answer_style_from_text_and_duplicates(tmp_path):
     feats = load_answer_style([p])
     assert feats.loc[("1", "m")].tolist() == [len("# Title\n- a\n- b\n**bold**"), 1.0, 2.0, 1.0]
     p.write_text(p.read_text() * 2)
-    with pytest.raises(BattleDataError, match=r"items\.jsonl, line 2: field 'uid': second answer of model 'm'"):
+    with pytest.raises(InputError, match=r"items\.jsonl, line 2: field 'uid': second answer of model 'm'"):
         load_answer_style([p])
 
 

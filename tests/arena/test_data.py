@@ -16,9 +16,9 @@ from arena.data import (
     B_WINS,
     TIE,
     TIE_BOTHBAD,
-    BattleDataError,
     ColumnMap,
     DisconnectedGraphWarning,
+    InputError,
     aggregate,
     aggregate_codes,
     comparison_components,
@@ -136,7 +136,7 @@ def test_bad_row_names_file_line_and_field(tmp_path: Path, index: int, patch: di
     records = [dict(r) for r in RECORDS]
     records[index].update(patch)
     path = write_jsonl(tmp_path / "bad.jsonl", records)
-    with pytest.raises(BattleDataError) as info:
+    with pytest.raises(InputError) as info:
         load_battles(path)
     e = info.value
     assert (e.source, e.line, e.field) == (str(path), index + 1, field)
@@ -151,14 +151,14 @@ def test_bad_row_names_file_line_and_field(tmp_path: Path, index: int, patch: di
 def test_csv_line_numbers_count_the_header(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("model_a,model_b,winner\nx,y,model_a\nx,y,banana\n")
-    with pytest.raises(BattleDataError, match=r"bad.csv, line 3: field 'winner': unknown winner label"):
+    with pytest.raises(InputError, match=r"bad.csv, line 3: field 'winner': unknown winner label"):
         load_battles(path)
 
 
 def test_missing_column_is_named(tmp_path: Path) -> None:
     path = tmp_path / "nowinner.csv"
     path.write_text("model_a,model_b,result\nx,y,model_a\n")
-    with pytest.raises(BattleDataError, match=r"field 'winner': missing column.*found: model_a, model_b, result"):
+    with pytest.raises(InputError, match=r"field 'winner': missing column.*found: model_a, model_b, result"):
         load_battles(path)
 
 
@@ -167,7 +167,7 @@ def test_bad_json_line_raises_or_is_counted(tmp_path: Path) -> None:
     lines = [json.dumps(r) for r in RECORDS]
     lines.insert(2, '{"model_a": "alpha", "model_b": ')  # truncated line 3
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(BattleDataError, match=r"broken.jsonl, line 3: invalid JSON line"):
+    with pytest.raises(InputError, match=r"broken.jsonl, line 3: invalid JSON line"):
         load_battles(path)
     b = load_battles(path, on_error="skip")
     assert len(b) == 4 and [(s.line, s.problem) for s in b.skipped] == [(3, "invalid JSON line")]
@@ -176,12 +176,12 @@ def test_bad_json_line_raises_or_is_counted(tmp_path: Path) -> None:
 def test_bad_json_array_and_unknown_extension(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('[{"model_a": "x",\n "model_b": }]')
-    with pytest.raises(BattleDataError, match=r"broken.json, line 2: invalid JSON"):
+    with pytest.raises(InputError, match=r"broken.json, line 2: invalid JSON"):
         load_battles(path)
     (tmp_path / "x.txt").write_text("model_a,model_b,winner\n")
-    with pytest.raises(BattleDataError, match="unknown file type '.txt'"):
+    with pytest.raises(InputError, match="unknown file type '.txt'"):
         load_battles(tmp_path / "x.txt")
-    with pytest.raises(BattleDataError, match="file not found"):
+    with pytest.raises(InputError, match="file not found"):
         load_battles(tmp_path / "absent.jsonl")
 
 

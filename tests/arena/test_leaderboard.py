@@ -157,7 +157,7 @@ def test_cli_rank_prints_table_and_writes_outputs(tmp_path, shared_data):
 
     from typer.testing import CliRunner
 
-    from arena.cli import app
+    from preflab.cli import app
 
     out = tmp_path / "lb.json"
     res = CliRunner().invoke(app, ["rank", str(shared_data / "llmfao" / "crowd-comparisons.csv"), "--layout", "llmfao",

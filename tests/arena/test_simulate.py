@@ -167,11 +167,11 @@ def test_bad_specs_and_voter_noise_are_explained():
 def test_simulate_cli_writes_battles_and_truth(tmp_path):
     from typer.testing import CliRunner
 
-    from arena.cli import app
+    from preflab.cli import app
 
     out = tmp_path / "arena.jsonl"
     result = CliRunner().invoke(app, [
-        "simulate", "--strengths", "1.6,1.2,0.9,0.4,0", "--battles", "2000", "--ties-model", "rao-kupper",
+        "simulate", "--strengths", "1.6,1.2,0.9,0.4,0", "--battles", "2000", "--ties", "rao-kupper",
         "--tie-rate", "0.2", "--position-bias", "0.2", "--length-bias", "1.0", "--voters", "20",
         "--voter-noise", "random=0.1,adversarial=0.05", "--sampling", "active", "--seed", "3",
         "--bothbad-share", "0.3", "-o", str(out)])
@@ -185,7 +185,7 @@ def test_simulate_cli_writes_battles_and_truth(tmp_path):
     assert truth["strengths"] == pytest.approx([1.6, 1.2, 0.9, 0.4, 0.0])
     assert truth["sampling"] == "active" and truth["spec"]["adversarial_voters"] == 0.05
 
-    bad = CliRunner().invoke(app, ["simulate", "--ties-model", "none", "--tie-rate", "0.2", "-o", str(out)])
+    bad = CliRunner().invoke(app, ["simulate", "--ties", "half", "--tie-rate", "0.2", "-o", str(out)])
     assert bad.exit_code == 0  # tie rate is ignored without a ties model ...
     bad = CliRunner().invoke(app, ["simulate", "--voter-noise", "lazy=1", "-o", str(out)])
     assert bad.exit_code == 2 and "random=0.1" in bad.output  # ... but a bad option is explained

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from judge.calibrate import calibrate
 from judge.card import render_card
-from judge.cli import app
 from judge.datasets import load_judge_labels
+from preflab.cli.judge_cmds import app
 from tests.judge.test_datasets import _write_labels
 
 STABLE_KEYS = {"n_pairs", "consistency", "first_position_rate", "conservative", "agreement", "kappa", "tpr",
@@ -39,7 +39,7 @@ def test_cli_json_has_stable_keys_and_seed_numbers(tmp_path):
     out = tmp_path / "m.json"
     card = tmp_path / "card.html"
     res = CliRunner().invoke(app, ["calibrate", str(labels), "--json", str(out), "--report", str(card),
-                                   "--n-bootstrap", "200", "--judge-model", "seed judge"])
+                                   "--bootstrap", "200", "--judge-model", "seed judge"])
     assert res.exit_code == 0, res.output
     assert "position consistency" in res.output and "0.700" in res.output
     data = json.loads(out.read_text())
@@ -76,7 +76,7 @@ def test_card_escapes_every_text(tmp_path):
 def test_pandalm_card_via_cli(shared_data, tmp_path):
     card, out = tmp_path / "pandalm.html", tmp_path / "pandalm.json"
     res = CliRunner().invoke(app, ["calibrate", str(shared_data / "pandalm"), "--report", str(card), "--json",
-                                   str(out), "--n-bootstrap", "200"])
+                                   str(out), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     html = card.read_text()
     assert "0.698 [0.669, 0.725]" in html and "1-2: 0.852" in html
@@ -87,7 +87,7 @@ def test_pandalm_card_via_cli(shared_data, tmp_path):
 def test_llmfao_card_renders_real_numbers(shared_data, tmp_path):
     card = tmp_path / "llmfao.html"
     res = CliRunner().invoke(app, ["calibrate", str(shared_data / "llmfao"), "--report", str(card),
-                                   "--length-threshold", "100", "--n-bootstrap", "200", "--judge", "gpt4"])
+                                   "--length-threshold", "100", "--bootstrap", "200", "--judge", "gpt4"])
     assert res.exit_code == 0, res.output
     html = card.read_text()
     assert f"{943 / 2073:.3f}" in html and "favours second" in html
@@ -98,7 +98,7 @@ def test_llmfao_card_renders_real_numbers(shared_data, tmp_path):
 def test_alpaca_card_renders_position_bias_by_model(shared_data, tmp_path):
     card = tmp_path / "alpaca.html"
     res = CliRunner().invoke(app, ["calibrate", str(shared_data / "alpaca_eval"), "--layout", "alpaca",
-                                   "--report", str(card), "--n-bootstrap", "100"])
+                                   "--report", str(card), "--bootstrap", "100"])
     assert res.exit_code == 0, res.output
     html = card.read_text()
     assert "favours second" in html and "prefers the longer answer" in html
@@ -154,7 +154,7 @@ def test_cli_on_judge_run_jsonl_with_human_lengths_and_family(tmp_path):
     out, card = tmp_path / "m.json", tmp_path / "card.html"
     res = CliRunner().invoke(app, ["calibrate", str(verdicts), "--human", str(human), "--lengths", str(pairs),
                                    "--family", str(family), "--judge-family", "openai", "--json", str(out),
-                                   "--report", str(card), "--n-bootstrap", "200"])
+                                   "--report", str(card), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     data = json.loads(out.read_text())
     assert data["n_pairs"] == 120 and data["orders"] == "both"

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena.data import BattleDataError
 from judge.datasets import attach_human, attach_lengths, load_any, load_judge_labels, load_verdicts_jsonl
 from judge.outcomes import TIE, UNPARSABLE, X, Y
+from preflab.errors import InputError
 
 
 def _write_labels(path):
@@ -30,12 +30,12 @@ def test_seed_judge_labels_csv(tmp_path):
 def test_seed_csv_errors_name_file_line_and_field(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,verdict_ab,verdict_ba,human\nq1,A,B,A\nq2,A,maybe,B\n")
-    with pytest.raises(BattleDataError) as e:
+    with pytest.raises(InputError) as e:
         load_judge_labels(bad)
     assert e.value.line == 3 and e.value.field == "verdict_ba" and "maybe" in str(e.value)
     missing = tmp_path / "missing.csv"
     missing.write_text("item_id,verdict_ab\nq1,A\n")
-    with pytest.raises(BattleDataError, match="verdict_ba"):
+    with pytest.raises(InputError, match="verdict_ba"):
         load_judge_labels(missing)
 
 
@@ -77,7 +77,7 @@ def test_verdicts_jsonl_slots_become_identity(tmp_path):
 def test_verdicts_jsonl_errors(tmp_path, line, field, match):
     path = tmp_path / "v.jsonl"
     path.write_text(json.dumps(_row("q0", "xy", "A", 0.5, 0.5)) + "\n" + line + "\n")
-    with pytest.raises(BattleDataError, match=match) as e:
+    with pytest.raises(InputError, match=match) as e:
         load_verdicts_jsonl(path)
     assert e.value.line == 2 and e.value.field == field and str(path) in str(e.value)
 
@@ -97,7 +97,7 @@ def test_attach_human_and_lengths_count_unmatched(tmp_path):
     assert with_len.loc[0, ["len_x", "len_y"]].tolist() == [3, 6] and with_len["len_x"].isna().sum() == 19
     bad = tmp_path / "bad_human.csv"
     bad.write_text("item_id,human\nq0,A\nq1,C3\n")
-    with pytest.raises(BattleDataError, match="line 3"):
+    with pytest.raises(InputError, match="line 3"):
         attach_human(pairs, bad)
 
 
@@ -109,7 +109,7 @@ def test_load_any_guesses_layouts(tmp_path, shared_data):
     assert set(one["model_y"]) == {"phi-2"}
     with pytest.raises(ValueError, match="layout"):
         load_any(tmp_path, layout="nope")
-    with pytest.raises(BattleDataError, match="--layout"):
+    with pytest.raises(InputError, match="--layout"):
         load_any(tmp_path)
 
 

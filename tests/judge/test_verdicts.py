@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from judge.alpaca import load_annotations
 from judge.verdicts import (
     label_probs_from_logprobs,
     sampled_verdict,
     verdict_from_logprobs,
     verdict_from_text,
 )
+from preflab.alpaca import load_annotations
 
 ALPACA_OUTCOMES = {"m": "A", "M": "B"}  # AlpacaEval's judge: `m` = the answer shown first
 AB_TIE = {"A": "A", "B": "B", "C": "tie", "tie": "tie"}

@@ -12,8 +12,8 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from arena.data import Battles, load_battles, write_battles
-from arena.items import load_items
-from arena.store import import_battles, import_items, list_datasets
+from voting.items import load_items
+from voting.store import import_battles, import_items, list_datasets
 
 
 def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:

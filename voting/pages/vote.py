@@ -12,7 +12,9 @@ import time
 import numpy as np
 import streamlit as st
 
-from arena.store import (
+from voting.assign import next_round
+from voting.pages.common import AppConfig, get_config, get_engine, passcode_ok, pick_dataset
+from voting.store import (
     DuplicateVote,
     Vote,
     load_answers,
@@ -23,9 +25,7 @@ from arena.store import (
     undo_vote,
     vote_tallies,
 )
-from arena.votes import style_meta
-from arena.webapp.assign import next_round
-from arena.webapp.common import AppConfig, get_config, get_engine, passcode_ok, pick_dataset
+from voting.votes import style_meta
 
 BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is better", "2", ":material/arrow_forward:"),
            ("tie", "Tie", "3", ":material/drag_handle:"), ("bothbad", "Both are bad", "4", ":material/thumb_down:"))

@@ -1,40 +1,29 @@
-"""The ``preflab`` command line: a thin shell over library calls.
+"""``preflab`` statistics commands: info, convert, simulate, power, study, lc, arena-hard, rank.
 
-Each subcommand parses options, calls one library function and prints or writes its result.
-``preflab judge ...`` lives in :mod:`judge.cli` and is mounted here.
+Each command parses options, calls one library function and prints or writes its result.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from arena.data import BattleDataError, aggregate, comparison_components, load_battles, write_battles
+from preflab.cli.common import app, console, err
+from preflab.errors import InputError
 
-app = typer.Typer(
-    name="preflab",
-    help="Pairwise-preference lab: leaderboards with intervals, LLM judges and their calibration, a voting app.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-console = Console()
-err = Console(stderr=True)
-
-DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"  # the bundled demo arena (editable install)
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (Chatbot Arena) or llmfao.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, count and report them.")]
 
 
 def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False):
     """Load battles for a command; print a clear error and exit 2 on bad input, report skipped rows."""
+    from arena.data import load_battles
+
     try:
         battles = load_battles(path, layout=layout, on_error="skip" if skip_bad_rows else "raise")
-    except BattleDataError as e:
+    except InputError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None
     if battles.skipped:
@@ -45,6 +34,8 @@ def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False)
 @app.command()
 def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False) -> None:
     """Validate a battles file and summarise it: rows, models, outcomes, graph components."""
+    from arena.data import aggregate, comparison_components
+
     battles = load_or_exit(path, layout, skip_bad_rows)
     counts = aggregate(battles)
     comps = comparison_components(counts)
@@ -60,88 +51,25 @@ def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False
 @app.command()
 def convert(src: Path, dst: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False) -> None:
     """Convert battles between JSON, JSONL, CSV and Parquet (by extension), validating on the way."""
+    from arena.data import write_battles
+
     battles = load_or_exit(src, layout, skip_bad_rows)
     write_battles(battles, dst)
     console.print(f"wrote {len(battles)} battles to {dst}")
 
 
-# ---------------------------------------------------------------- app and demo-seed (issue 8, app engineer)
-DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://...")]
-
-
-@app.command("app")
-def app_cmd(
-    db: DbOpt = "sqlite:///data/preflab.db",
-    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    strategy: Annotated[str, typer.Option(help="Next pair: uniform, balanced or active.")] = "balanced",
-    overlap: Annotated[int, typer.Option(help="Votes wanted per item (0 = no limit).")] = 0,
-    reveal: Annotated[bool, typer.Option("--reveal/--no-reveal", help="Show model names after a vote.")] = True,
-) -> None:
-    """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
-    import os
-
-    from arena.store import open_store, resolve_url
-
-    db = resolve_url(db)  # the server runs in the repository folder
-    open_store(db).dispose()  # create the schema now, and fail here with a clear error on a bad URL
-    script = Path(__file__).resolve().parents[1] / "app.py"
-    env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
-           "PREFLAB_REVEAL": "1" if reveal else "0"}
-    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]})")
-    sys.stdout.flush()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-           "--server.address", host, "--server.port", str(port), "--browser.gatherUsageStats", "false"]
-    os.chdir(script.parent)  # .streamlit/config.toml and the page paths are relative to the repository
-    os.execve(sys.executable, cmd, env)  # become the server: signals reach it, no orphan on exit
-
-
-@app.command("demo-seed")
-def demo_seed(
-    db: DbOpt = "sqlite:///data/preflab.db",
-    items: Annotated[Path, typer.Option(help="Items JSONL/CSV (item_id, prompt, model, answer).")] = DEMO_DIR
-    / "items.jsonl",
-    battles: Annotated[Path, typer.Option(help="Battles in the Chatbot Arena layout.")] = DEMO_DIR
-    / "battles.jsonl",
-    dataset: Annotated[str, typer.Option(help="Dataset name in the store.")] = "demo",
-) -> None:
-    """Seed a store with the bundled demo items and votes (idempotent: a second run adds nothing)."""
-    from arena.items import ItemDataError
-    from arena.store import count_rows, open_store
-    from arena.votes import seed_demo
-
-    engine = open_store(db)
-    try:
-        n_items, n_votes = seed_demo(engine, items, battles, dataset)
-    except (ItemDataError, BattleDataError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
-    console.print(f"dataset {dataset!r}: {n_items} items and {n_votes} votes added; "
-                  f"the store now holds {count_rows(engine, 'items')} items and {count_rows(engine)} votes")
-
-
-@app.command("export-votes")
-def export_votes(
-    out: Annotated[Path, typer.Argument(help="File to write.")],
-    db: DbOpt = "sqlite:///data/preflab.db",
-    kind: Annotated[str, typer.Option("--as", help="battles (Chatbot Arena JSON), votes (CSV) or labels "
-                                                   "(judge_labels.csv).")] = "battles",
-    dataset: Annotated[str | None, typer.Option(help="Only this dataset (default: all).")] = None,
-) -> None:
-    """Export the app's votes, e.g. as Chatbot Arena battles for `preflab rank`."""
-    from arena.store import load_votes, open_store
-    from arena.votes import EXPORTS, export_bytes
-
-    if kind not in EXPORTS:
-        err.print(f"[red]error:[/red] --as {kind!r}: use one of {', '.join(EXPORTS)}", highlight=False)
-        raise typer.Exit(2)
-    votes = load_votes(open_store(db), dataset)
-    out.write_bytes(export_bytes(votes, kind))
-    console.print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {out}")
-# ------------------------------------------------------------------------------------- end of issue 8 block
 
 
 # ------------------------------------------------------- simulate / power / study (issue 5, simulator engineer)
+
+
+TiesOpt = Annotated[str, typer.Option("--ties", help="Ties model: half (plain Bradley-Terry: a tie is half a "
+                                                 "win; the simulator draws no ties), rao-kupper or davidson.")]
+
+
+def ties_model(ties: str) -> str:
+    """The simulator's name for a ties model (``half`` is plain BT, which it calls ``none``)."""
+    return "none" if ties in ("half", "none") else ties
 
 
 def _floats(text: str | None) -> list[float] | None:
@@ -155,7 +83,7 @@ def simulate(
     models: Annotated[int | None, typer.Option("--models", "-k", help="Number of models (default 5).")] = None,
     strengths: Annotated[str, typer.Option(help="True natural-log BT strengths, e.g. '1.6,1.2,0.9,0.4,0'.")] = "",
     spread: Annotated[float, typer.Option(help="Strengths evenly spaced from SPREAD down to 0.")] = 2.0,
-    ties_model: Annotated[str, typer.Option("--ties-model", help="none, rao-kupper or davidson.")] = "none",
+    ties: TiesOpt = "half",
     tie_rate: Annotated[float, typer.Option(help="Tie probability between equally strong models.")] = 0.0,
     bothbad_share: Annotated[float, typer.Option(help="Share of ties recorded as 'tie (bothbad)'.")] = 0.0,
     position_bias: Annotated[float, typer.Option(help="Logit bonus of the left answer (model_a).")] = 0.0,
@@ -173,7 +101,7 @@ def simulate(
     from arena.simulate import simulate_to_files, spec_from_options
 
     try:
-        spec = spec_from_options(models=models, strengths=_floats(strengths), spread=spread, ties=ties_model,
+        spec = spec_from_options(models=models, strengths=_floats(strengths), spread=spread, ties=ties_model(ties),
                                  tie_rate=tie_rate, position_bias=position_bias, length_bias=length_bias,
                                  length_spread=length_spread, mean_tokens=_floats(mean_tokens), voters=voters,
                                  voter_noise=voter_noise, seed=seed, bothbad_share=bothbad_share)
@@ -196,7 +124,7 @@ def power(
     alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
     target: Annotated[float, typer.Option("--power", help="Target power.")] = 0.80,
     strengths: Annotated[str, typer.Option(help="Plan a leaderboard: true natural-log strengths.")] = "",
-    ties_model: Annotated[str, typer.Option("--ties-model", help="none, rao-kupper or davidson.")] = "none",
+    ties: TiesOpt = "half",
     tie_rate: Annotated[float, typer.Option(help="Tie probability between equally strong models.")] = 0.0,
 ) -> None:
     """Sample sizes: decisive pairs for a paired A-vs-B test (normal and exact), or votes for a leaderboard."""
@@ -206,7 +134,7 @@ def power(
         from arena.simulate import default_model_names
 
         values = _floats(strengths) or []
-        plan = leaderboard_votes_needed(values, level=1 - alpha, power=target, ties=ties_model, tie_rate=tie_rate,
+        plan = leaderboard_votes_needed(values, level=1 - alpha, power=target, ties=ties_model(ties), tie_rate=tie_rate,
                                         models=default_model_names(len(values)))
         console.print(f"votes (uniform pairs) for {target:.0%} power that each adjacent gap is significant "
                       f"(votes_gap) and that the two intervals separate (votes_overlap):", soft_wrap=True)
@@ -226,7 +154,7 @@ def study(
     arenas: Annotated[int, typer.Option(help="Simulated arenas (coverage, active).")] = 400,
     boot_arenas: Annotated[int, typer.Option(help="coverage: arenas that also get bootstrap CIs.")] = 200,
     sampling: Annotated[str, typer.Option(help="coverage: uniform or active pair sampling.")] = "uniform",
-    n_bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates per fit.")] = 500,
+    n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates per fit.")] = 500,
     models: Annotated[int, typer.Option(help="active: number of evenly spaced models.")] = 10,
     spread: Annotated[float, typer.Option(help="active: strength spread.")] = 3.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
@@ -287,19 +215,14 @@ def lc_cmd(
     import pandas as pd
 
     from arena.lc import LCDivergenceWarning, lc_leaderboard
-    from arena.lc_data import LCDataError, format_lc_table, load_alpaca_table, load_difficulty, load_lc_table
-    from arena.lc_data import write_table as write_lc
+    from arena.lc_data import format_lc_table, load_alpaca_table, load_difficulty, load_lc_table
+    from preflab.io import write_table
 
     try:
         if table:
             tab = pd.concat([load_lc_table(p) for p in annotations], ignore_index=True)
         else:
-            try:
-                tab = load_alpaca_table(annotations, baseline=baseline)
-            except LCDataError as e:  # --baseline names a model, not a judged baseline
-                if baseline is None or "no record is judged against" not in str(e):
-                    raise
-                tab = load_alpaca_table(annotations)
+            tab = load_alpaca_table(annotations, baseline=baseline, baseline_may_be_model=True)
         reference = baseline if baseline is not None and baseline in set(tab["model"]) else None
         gamed_tab = load_alpaca_table(gamed) if gamed else None
         diff = load_difficulty(difficulty) if difficulty else None
@@ -307,7 +230,7 @@ def lc_cmd(
             warnings.simplefilter("always", LCDivergenceWarning)
             res = lc_leaderboard(tab, n_bootstrap=bootstrap, level=level, seed=seed, difficulty=diff,
                                  gamed=gamed_tab, reference=reference)
-    except (BattleDataError, ValueError) as e:
+    except (InputError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     console.print(f"{len(res)} models vs baseline '{res.attrs['baseline']}', {res.attrs['n_instructions']} "
@@ -320,7 +243,7 @@ def lc_cmd(
         res.attrs["difficulty"].rename_axis("instruction").reset_index().to_csv(save_difficulty, index=False)
         console.print(f"wrote {save_difficulty}")
     if output:
-        console.print(f"wrote {write_lc(res, output)}")
+        err.print(f"wrote {write_table(res, output)}")
 
 
 @app.command("arena-hard")
@@ -342,11 +265,14 @@ def arena_hard_cmd(
     import pandas as pd
 
     from arena import arenahard as ah
-    from arena.lc_data import write_table as write_ah
+    from preflab.io import write_table
 
     def load(weight: float) -> pd.DataFrame:
         if verdicts:
-            return pd.concat([ah.games_from_verdicts(p) for p in judgments], ignore_index=True)
+            from judge.datasets import load_verdicts_jsonl
+
+            return pd.concat([ah.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments],
+                             ignore_index=True)
         return ah.load_arena_hard(judgments, baseline=baseline, strong_weight=weight)
 
     try:
@@ -356,7 +282,7 @@ def arena_hard_cmd(
         lb = ah.baseline_leaderboard(games, base, n_bootstrap=bootstrap, level=level, seed=seed, style=feats)
         widths = (ah.ci_width_by_weight(load, (1.0, strong_weight), baseline=base, n_bootstrap=bootstrap,
                                         level=level, seed=seed) if compare_weights else None)
-    except (BattleDataError, ValueError, OSError) as e:
+    except (InputError, ValueError, OSError) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     skipped = games.attrs.get("skipped", 0)
@@ -368,7 +294,7 @@ def arena_hard_cmd(
         console.print("CI width (win-rate points) by strong-verdict weight:")
         console.print(widths.round(2).to_string(), highlight=False)
     if output:
-        console.print(f"wrote {write_ah(lb, output)}")
+        err.print(f"wrote {write_table(lb, output)}")
 
 
 # ------------------------------------------------------------------------------------- end of issue 4 block
@@ -409,7 +335,8 @@ def rank(
 
     from arena.hygiene import parse_filters
     from arena.leaderboard import fit_leaderboard
-    from arena.rank_output import bootstrap_progress, rich_table, write_table
+    from arena.rank_output import bootstrap_progress, rich_table
+    from preflab.io import write_table
 
     battles = load_or_exit(path, layout, skip_bad_rows)
     feats = tuple(f.strip() for f in style_features.split(",")) if style_features else None
@@ -437,7 +364,7 @@ def rank(
         console.print("style coefficients (log-odds per SD):\n"
                       + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
     if output:
-        console.print(f"wrote {write_table(lb.table, output)}")
+        err.print(f"wrote {write_table(lb.table, output, meta_key='leaderboard')}")
     if plot or heatmap:
         from arena.plots import forest_plot, win_rate_heatmap  # matplotlib only when asked for
 
@@ -448,18 +375,3 @@ def rank(
 
 
 # ------------------------------------------------------------------------------------- end of issue 3 block
-
-
-def _mount_subcommands() -> None:
-    """Attach command groups that live in other modules (kept lazy-tolerant for partial installs)."""
-    from judge.cli import app as judge_app
-
-    app.add_typer(judge_app, name="judge", help="Run LLM judges and calibrate them against humans.")
-
-
-_mount_subcommands()
-
-
-def main() -> None:
-    """Console-script entry point."""
-    sys.exit(app())

@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import BattleDataError, _read_file
+from arena.data import _read_file
+from preflab.errors import InputError
 
 LONG_COLUMNS: tuple[str, ...] = ("item_id", "prompt", "model", "answer")
 PAIR_COLUMNS: tuple[str, ...] = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
 
 
-class ItemDataError(BattleDataError):
+class ItemDataError(InputError):
     """A bad voting dataset: the file, line and field concerned, the problem and what to do."""
 
 
@@ -57,7 +58,7 @@ def load_items(source: str | Path | pd.DataFrame, fmt: str | None = None) -> Ite
         name = str(source)
         try:
             raw = _read_file(Path(source), fmt, on_error="raise")
-        except BattleDataError as e:
+        except InputError as e:
             raise ItemDataError(e.source, e.line, e.field, e.problem, e.hint) from None
     cols = set(raw.columns)
     if set(LONG_COLUMNS) <= cols:

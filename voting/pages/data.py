@@ -10,10 +10,10 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from arena.items import ItemDataError, load_items
-from arena.store import import_items, list_datasets, load_items_frame, load_votes
-from arena.votes import agreement, export_bytes
-from arena.webapp.common import get_engine, require_admin
+from voting.items import ItemDataError, load_items
+from voting.pages.common import get_engine, require_admin
+from voting.store import import_items, list_datasets, load_items_frame, load_votes
+from voting.votes import agreement, export_bytes
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
@@ -21,7 +21,7 @@ SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
     """Validate and import an uploaded dataset in one transaction; returns a summary line.
 
-    Raises :class:`arena.items.ItemDataError` (naming the file, line and field) and imports nothing on error.
+    Raises :class:`voting.items.ItemDataError` (naming the file, line and field) and imports nothing on error.
     """
     suffix = Path(name).suffix.lower()
     if suffix not in SUFFIXES:

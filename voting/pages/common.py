@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from arena.store import open_store
+from voting.store import open_store
 
 DEFAULT_DB = "sqlite:///data/preflab.db"
 
@@ -84,7 +84,7 @@ def require_admin() -> bool:
 
 def pick_dataset(engine: Engine, key: str = "dataset") -> str | None:
     """Sidebar choice of dataset (remembered in the session); None when the store has no items."""
-    from arena.store import list_datasets
+    from voting.store import list_datasets
 
     names = list_datasets(engine)
     if not names:

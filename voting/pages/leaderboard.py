@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from arena.plots import forest_figure, heatmap_figure
-from arena.store import list_datasets, load_votes
-from arena.votes import votes_to_battles
-from arena.webapp.common import get_config, get_engine, require_admin
+from voting.pages.common import get_config, get_engine, require_admin
+from voting.store import list_datasets, load_votes
+from voting.votes import votes_to_battles
 
 
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)

@@ -51,7 +51,7 @@ def next_round(
     """The next round for a voter, or None when nothing is left for them.
 
     ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's votes
-    (``item_id, model_left, model_right, ...`` from :func:`arena.store.vote_tallies`).
+    (``item_id, model_left, model_right, ...`` from :func:`voting.store.vote_tallies`).
     """
     pool = eligible_items(items, seen, tallies, overlap)
     if pool.empty:

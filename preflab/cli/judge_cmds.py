@@ -85,7 +85,7 @@ def calibrate_cmd(
     family: Annotated[Path | None, typer.Option(help="CSV model,family for self-preference.")] = None,
     judge_family: Annotated[str | None, typer.Option(help="The judge's own family (with --family).")] = None,
     length_threshold: Annotated[float, typer.Option(help="Length-bias pairs must differ by more than this.")] = 0.0,
-    n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for intervals.")] = 1000,
+    n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Random seed for the bootstraps.")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
     report: Annotated[Path | None, typer.Option(help="Write the HTML judge card here.")] = None,
@@ -100,10 +100,10 @@ def calibrate_cmd(
     from rich.markup import escape
     from rich.table import Table
 
-    from arena.data import BattleDataError
     from judge.calibrate import calibrate, position_bias_by_model, report_json
     from judge.card import summary_rows, write_card
     from judge.datasets import attach_human, attach_lengths, load_any, load_family
+    from preflab.errors import InputError
 
     out, err = Console(), Console(stderr=True)
     try:
@@ -111,7 +111,7 @@ def calibrate_cmd(
         pairs = attach_human(pairs, human) if human else pairs
         pairs = attach_lengths(pairs, lengths) if lengths else pairs
         families = load_family(family) if family else None
-    except (BattleDataError, ValueError, OSError) as e:
+    except (InputError, ValueError, OSError) as e:
         err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
     res = calibrate(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,

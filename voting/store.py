@@ -23,12 +23,18 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from arena import __version__ as APP_VERSION
 from arena.data import Battles
-from arena.items import ItemDataError, ItemSet
+from preflab.outcomes import VOTE_CHOICES, battle_label
+from voting.items import ItemDataError, ItemSet
 
 SCHEMA_VERSION = 1
 Choice = Literal["A", "B", "tie", "bothbad"]
-CHOICES: tuple[str, ...] = ("A", "B", "tie", "bothbad")
-OUTCOMES: dict[str, str] = {"A": "win", "B": "win", "tie": "tie", "bothbad": "tie (bothbad)"}
+CHOICES: tuple[str, ...] = tuple(VOTE_CHOICES)
+
+
+def stored_outcome(choice: str) -> str:
+    """The ``votes.outcome`` column for a click: "win" (the winner is in ``winner_model``), or the tie label."""
+    code = VOTE_CHOICES[choice]
+    return battle_label(code) if code.is_tie else "win"
 T = TypeVar("T")
 
 metadata = sa.MetaData()
@@ -212,7 +218,7 @@ def vote_row(vote: Vote, voted_at: float | None = None, source: str = "app") -> 
         voter=vote.voter, dataset=vote.dataset, item_id=vote.item_id, round=vote.round,
         model_left=vote.model_left, model_right=vote.model_right,
         shown_order="xy" if vote.model_left < vote.model_right else "yx",
-        outcome=OUTCOMES[vote.choice], winner_model=winner, reason=vote.reason or None,
+        outcome=stored_outcome(vote.choice), winner_model=winner, reason=vote.reason or None,
         shown_at=vote.shown_at, voted_at=time.time() if voted_at is None else voted_at,
         app_version=APP_VERSION, source=source, conv_metadata=json.dumps(vote.meta) if isinstance(vote.meta, dict) else None,
     )
@@ -301,7 +307,7 @@ def import_battles(engine: Engine, battles: Battles, dataset: str, source: str) 
     items = df["question_id"].astype(str) if "question_id" in df else "battle-" + df["line"].astype(str)
     rounds = pd.DataFrame({"v": voters, "i": items}).groupby(["v", "i"]).cumcount() + 1
     tstamp = df["tstamp"] if "tstamp" in df else pd.Series(time.time(), index=df.index)
-    choice = df["winner"].astype(str).map({"model_a": "A", "model_b": "B", "tie": "tie", "tie (bothbad)": "bothbad"})
+    choice = df["winner"].astype(str).map({battle_label(code): c for c, code in VOTE_CHOICES.items()})
     metas = df["conv_metadata"] if "conv_metadata" in df else pd.Series(None, index=df.index, dtype=object)
     rows = [
         vote_row(Vote(v, dataset, i, str(a), str(b), c, None, "", int(r), m if isinstance(m, dict) else None),

@@ -10,10 +10,10 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from arena.data import BattleDataError
-from arena.store import list_datasets, load_answers, load_votes
-from arena.votes import attach_votes
-from arena.webapp.common import get_engine, require_admin
+from preflab.errors import InputError
+from voting.pages.common import get_engine, require_admin
+from voting.store import list_datasets, load_answers, load_votes
+from voting.votes import attach_votes
 
 SEARCH = ("data", "runs", "judge-runs")
 
@@ -70,7 +70,7 @@ def render() -> None:
         return
     try:
         pairs = judged_pairs(engine, dataset, path)
-    except (BattleDataError, OSError, ValueError) as e:
+    except (InputError, OSError, ValueError) as e:
         st.error(f"Could not read the verdicts: {e}")
         return
     from judge.calibrate import calibrate

@@ -1,0 +1,59 @@
+"""The ``preflab`` command line: thin shells over library calls, one module per package.
+
+:mod:`preflab.cli.arena_cmds` (statistics), :mod:`preflab.cli.judge_cmds` (``preflab judge ...``) and
+:mod:`preflab.cli.voting_cmds` (the app and its store). Each command parses, calls one library function
+and prints. Library imports happen inside commands, so ``preflab --help`` loads no JAX.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from preflab.cli import arena_cmds, voting_cmds  # noqa: F401  (register their commands on app)
+from preflab.cli.common import app, err
+from preflab.cli.judge_cmds import app as judge_app
+from preflab.errors import InputError
+
+app.add_typer(judge_app, name="judge", help="Run LLM judges and calibrate them against humans.")
+
+
+#: Old option spellings, still accepted (not shown in --help): one name per concept across commands.
+OPTION_ALIASES = {"--n-bootstrap": "--bootstrap", "--ties-model": "--ties"}
+
+
+def canonical_args(args: list[str]) -> list[str]:
+    """Rewrite old option spellings to today's (``--n-bootstrap`` -> ``--bootstrap``, ``--ties-model none``
+    -> ``--ties half``)."""
+    out: list[str] = []
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name in OPTION_ALIASES:
+            name = OPTION_ALIASES[name]
+            arg = name + eq + ("half" if name == "--ties" and value == "none" else value)
+        elif arg == "none" and out and out[-1] == "--ties":
+            arg = "half"
+        out.append(arg)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: bad input exits 2 with one line; anything unexpected exits 1 with one
+    line and a pointer to ``--debug`` (which shows the traceback)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = canonical_args([a for a in args if a != "--debug"])
+    try:
+        app(args=args, prog_name="preflab")
+    except SystemExit:
+        raise
+    except InputError as e:
+        if debug:
+            raise
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True, markup=False)
+        sys.exit(2)
+    except Exception as e:  # noqa: BLE001  (the one place unexpected errors become one line)
+        if debug:
+            raise
+        err.print(f"error: {type(e).__name__}: {e}", highlight=False, soft_wrap=True, markup=False)
+        err.print("run with --debug for the traceback", highlight=False, markup=False)
+        sys.exit(1)

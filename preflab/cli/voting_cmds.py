@@ -1,0 +1,90 @@
+"""``preflab`` commands for the voting app and its store: app, demo-seed, export-votes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from preflab.cli.common import DEMO_DIR, app, console, err
+from preflab.errors import InputError
+
+#: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
+#: no usage statistics, the viewer toolbar (the settings of .streamlit/config.toml, for any folder).
+STREAMLIT_FLAGS = ("--server.headless", "true", "--server.fileWatcherType", "none", "--server.runOnSave",
+                   "false", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer")
+DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://...")]
+
+
+@app.command("app")
+def app_cmd(
+    db: DbOpt = "sqlite:///data/preflab.db",
+    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    strategy: Annotated[str, typer.Option(help="Next pair: uniform, balanced or active.")] = "balanced",
+    overlap: Annotated[int, typer.Option(help="Votes wanted per item (0 = no limit).")] = 0,
+    reveal: Annotated[bool, typer.Option("--reveal/--no-reveal", help="Show model names after a vote.")] = True,
+) -> None:
+    """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
+    import os
+
+    from voting.store import open_store, resolve_url
+
+    db = resolve_url(db)  # the server runs in the repository folder
+    open_store(db).dispose()  # create the schema now, and fail here with a clear error on a bad URL
+    import voting.app
+
+    script = voting.app.__file__  # ships with the package: the app runs from any folder
+    env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
+           "PREFLAB_REVEAL": "1" if reveal else "0"}
+    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]})")
+    sys.stdout.flush()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), *STREAMLIT_FLAGS,
+           "--server.address", host, "--server.port", str(port)]
+    os.execve(sys.executable, cmd, env)  # become the server: signals reach it, no orphan on exit
+
+
+@app.command("demo-seed")
+def demo_seed(
+    db: DbOpt = "sqlite:///data/preflab.db",
+    items: Annotated[Path, typer.Option(help="Items JSONL/CSV (item_id, prompt, model, answer).")] = DEMO_DIR
+    / "items.jsonl",
+    battles: Annotated[Path, typer.Option(help="Battles in the Chatbot Arena layout.")] = DEMO_DIR
+    / "battles.jsonl",
+    dataset: Annotated[str, typer.Option(help="Dataset name in the store.")] = "demo",
+) -> None:
+    """Seed a store with the bundled demo items and votes (idempotent: a second run adds nothing)."""
+    from voting.items import ItemDataError
+    from voting.store import count_rows, open_store
+    from voting.votes import seed_demo
+
+    engine = open_store(db)
+    try:
+        n_items, n_votes = seed_demo(engine, items, battles, dataset)
+    except (ItemDataError, InputError) as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    console.print(f"dataset {dataset!r}: {n_items} items and {n_votes} votes added; "
+                  f"the store now holds {count_rows(engine, 'items')} items and {count_rows(engine)} votes")
+
+
+@app.command("export-votes")
+def export_votes(
+    out: Annotated[Path, typer.Argument(help="File to write.")],
+    db: DbOpt = "sqlite:///data/preflab.db",
+    kind: Annotated[str, typer.Option("--as", help="battles (Chatbot Arena JSON), votes (CSV) or labels "
+                                                   "(judge_labels.csv).")] = "battles",
+    dataset: Annotated[str | None, typer.Option(help="Only this dataset (default: all).")] = None,
+) -> None:
+    """Export the app's votes, e.g. as Chatbot Arena battles for `preflab rank`."""
+    from voting.store import load_votes, open_store
+    from voting.votes import EXPORTS, export_bytes
+
+    if kind not in EXPORTS:
+        err.print(f"[red]error:[/red] --as {kind!r}: use one of {', '.join(EXPORTS)}", highlight=False)
+        raise typer.Exit(2)
+    votes = load_votes(open_store(db), dataset)
+    out.write_bytes(export_bytes(votes, kind))
+    console.print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {out}")

@@ -1,0 +1,16 @@
+"""The one input-error type every reader raises: file, line (or record), field, what is wrong, what to do."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """A bad input row or file, with the file, line and field it concerns and what to do about it.
+
+    The CLI prints ``str(error)`` in one line and exits with status 2 (no traceback unless ``--debug``).
+    """
+
+    def __init__(self, source: str, line: int | None, field: str | None, problem: str, hint: str = ""):
+        self.source, self.line, self.field, self.problem, self.hint = source, line, field, problem, hint
+        where = source if line is None else f"{source}, line {line}"
+        what = f"field '{field}': " if field else ""
+        super().__init__(f"{where}: {what}{problem}" + (f". {hint}" if hint else ""))

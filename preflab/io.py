@@ -1,0 +1,84 @@
+"""Table and JSONL I/O shared by every package: one JSONL reader, one table writer, ``-`` = stdout."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from preflab.errors import InputError
+
+STDOUT = "-"
+
+
+def is_stdout(path: str | Path | None) -> bool:
+    """True when an output path means standard output (the CLI convention ``-``)."""
+    return path is not None and str(path) == STDOUT
+
+
+@contextlib.contextmanager
+def open_output(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open an output path for writing; ``-`` yields standard output (text or binary) and never closes it."""
+    if is_stdout(path):
+        stream = sys.stdout.buffer if "b" in mode else sys.stdout
+        yield stream
+        stream.flush()
+        return
+    with open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        yield fh
+
+
+def iter_jsonl(path: str | Path, hint: str = "write one JSON object per line",
+               error: type[ValueError] = InputError) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for each non-blank line of a JSONL file.
+
+    A line that is not JSON raises ``error(source, line, None, problem, hint)`` naming the file and line.
+    """
+    source = str(path)
+    with open(path, encoding="utf-8") as fh:
+        for line, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise error(source, line, None, f"not valid JSON ({e.msg})", hint) from None
+            yield line, record
+
+
+TABLE_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
+
+
+def write_table(df: Any, path: str | Path, meta_key: str | None = None) -> str:
+    """Write a result table by extension (.csv, .json, .jsonl, .parquet); ``-`` writes CSV to stdout.
+
+    With ``meta_key`` a .json file holds ``{meta_key: records, "meta": df.attrs}`` (leaderboards keep their
+    footer); otherwise a plain list of records. Returns where it wrote (``"stdout"`` for ``-``).
+    """
+    if is_stdout(path):
+        df.to_csv(sys.stdout, index=False)
+        sys.stdout.flush()
+        return "stdout"
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(".csv"):
+        df.to_csv(path, index=False)
+    elif name.endswith(".jsonl"):
+        df.to_json(path, orient="records", lines=True)
+    elif name.endswith(".json"):
+        if meta_key:
+            meta = dict(df.attrs.items())
+            path.write_text(json.dumps({meta_key: df.to_dict("records"), "meta": meta}, indent=1,
+                                       default=str), encoding="utf-8")
+        else:
+            df.to_json(path, orient="records", indent=1)
+    elif name.endswith((".parquet", ".pq")):
+        plain = df.copy()
+        plain.attrs = {}
+        plain.to_parquet(path, index=False)
+    else:
+        raise ValueError(f"{path}: unknown output format; use .csv, .json, .jsonl, .parquet or - for stdout")
+    return str(path)
