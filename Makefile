@@ -57,8 +57,9 @@ test: system-deps $(TEST_STAMP) $(LOCAL_STAMP)
 	$(BIN)/ruff check arena judge voting preflab tests benchmarks app.py
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The quick loop: no slow, browser, llama or postgres tests, on every core (pytest-xdist).
 test-fast: $(TEST_STAMP)
-	$(BIN)/python -m pytest -m "not browser and not llama and not postgres" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not browser and not llama and not postgres" -n auto -q $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check arena judge voting preflab tests benchmarks app.py

@@ -21,6 +21,7 @@ import numpy as np
 
 import arena  # noqa: F401  (x64 + compilation cache)
 from arena.data import A_WINS, PairCounts
+from arena.ties import initial_psi  # noqa: F401  (re-exported: the fits' start point)
 
 TIES: tuple[str, ...] = ("half", "rao-kupper", "davidson")
 DEFAULT_RIDGE = 1e-6
@@ -59,16 +60,6 @@ def pair_data(counts: PairCounts) -> PairData:
     np.add.at(table, (inverse, col), counts.count)
     pi, pj = np.divmod(pairs, k)
     return PairData(pi.astype(np.int32), pj.astype(np.int32), table)
-
-
-def initial_psi(tie_share: float, ties: str) -> float:
-    """Log tie parameter matching a tie share at equal strengths (0 for ``half``, where it is unused)."""
-    share = min(max(tie_share, 1e-3), 0.999)
-    if ties == "rao-kupper":  # P(tie | d=0) = tanh(eta / 2), eta = exp(psi)
-        return math.log(2 * math.atanh(share))
-    if ties == "davidson":  # P(tie | d=0) = nu / (2 + nu)
-        return math.log(2 * share / (1 - share))
-    return 0.0
 
 
 def initial_x(data: PairData, n_models: int, ties: str) -> np.ndarray:

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from arena.simulate import outcome_probabilities, tie_parameter
+from arena.simulate import outcome_probabilities
+from arena.ties import tie_parameter
 
 SEED_WIN_RATES: tuple[float, ...] = (0.55, 0.60, 0.65, 0.70, 0.80)
 SEED_Z_ALPHA, SEED_Z_BETA = 1.96, 0.84

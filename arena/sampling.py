@@ -94,16 +94,23 @@ def votes_per_pair(counts: PairCounts | np.ndarray) -> np.ndarray:
     return arr.sum(axis=2) if arr.ndim == 3 else arr
 
 
-def outcome_counts(counts: PairCounts | np.ndarray) -> np.ndarray:
-    """(k, k, 3) counts of (a wins, b wins, tie) per ordered pair; both tie kinds are ties."""
-    if not isinstance(counts, PairCounts):
+def outcome_tensor(counts: PairCounts | np.ndarray, k: int | None = None) -> np.ndarray:
+    """(k, k, 3) counts of (a wins, b wins, tie) per ordered pair; both tie kinds are ties.
+
+    ``counts``: aggregated :class:`PairCounts`, an existing (k, k, 3) array (returned as is), or anything
+    with integer arrays ``a``, ``b``, ``outcome`` (one row per battle, e.g. simulated codes) with ``k``."""
+    if isinstance(counts, PairCounts):
+        a, b, outcome, weight, k = counts.a, counts.b, counts.outcome, counts.count, counts.n_models
+    elif hasattr(counts, "outcome") and k is not None:
+        a, b, outcome, weight = counts.a, counts.b, counts.outcome, 1.0
+    else:
         arr = np.asarray(counts, np.float64)
         if arr.ndim != 3:
             raise ValueError("outcomes are needed to estimate ratings: pass PairCounts, a (k, k, 3) array "
                              "or ratings=")
         return arr
-    out = np.zeros((counts.n_models, counts.n_models, 3))
-    np.add.at(out, (counts.a, counts.b, np.minimum(counts.outcome, TIE)), counts.count)
+    out = np.zeros((k, k, 3))
+    np.add.at(out, (a, b, np.minimum(outcome, TIE)), weight)
     return out
 
 
@@ -125,7 +132,7 @@ def estimate_ratings(counts: PairCounts | np.ndarray, prior_precision: float = 1
     :func:`pair_gains` uses, finite from the first vote."""
     from arena.bt import fit, initial_x  # the BT engineer's fit; imported lazily (jax start-up)
 
-    oc = outcome_counts(counts)
+    oc = outcome_tensor(counts)
     data, k = all_pairs_data(oc), oc.shape[0]
     theta = np.asarray(fit(initial_x(data, k, "half"), data, "half", prior_precision).x[:-1])
     return theta - theta.mean()

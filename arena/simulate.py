@@ -32,6 +32,7 @@ from arena.data import (
     write_battles,
 )
 from arena.data import LAYOUTS as _LAYOUTS
+from arena.ties import tie_parameter
 
 TiesModel = Literal["none", "rao-kupper", "davidson"]
 TIES_MODELS: tuple[str, ...] = ("none", "rao-kupper", "davidson")
@@ -113,19 +114,6 @@ def spread_strengths(k: int, spread: float) -> tuple[float, ...]:
 
 
 # ------------------------------------------------------------------------------------------ pure math
-
-
-def tie_parameter(ties: str, tie_rate: float) -> float:
-    """Ties-model parameter giving tie probability ``tie_rate`` between two equally strong models.
-
-    Rao & Kupper (1967): ``P(tie | equal) = (theta - 1) / (theta + 1)`` so ``theta = (1 + r) / (1 - r)``.
-    Davidson (1970): ``P(tie | equal) = nu / (2 + nu)`` so ``nu = 2 r / (1 - r)``. ``"none"`` returns 0.
-    """
-    if ties == "rao-kupper":
-        return (1.0 + tie_rate) / (1.0 - tie_rate)
-    if ties == "davidson":
-        return 2.0 * tie_rate / (1.0 - tie_rate)
-    return 0.0
 
 
 def outcome_probabilities(delta: np.ndarray, ties: str, tie_param: float) -> tuple[np.ndarray, np.ndarray]:
@@ -274,7 +262,7 @@ def label_bothbad(outcome: np.ndarray, share: float, seed: int) -> np.ndarray:
     return np.where((out == TIE) & flip, TIE_BOTHBAD, out).astype(np.int8)
 
 
-def to_battles(spec: ArenaSpec, codes: SimulatedCodes, *, conv_metadata: bool = False,
+def codes_to_battles(spec: ArenaSpec, codes: SimulatedCodes, *, conv_metadata: bool = False,
                start_time: float = 1.7e9) -> Battles:
     """Chatbot Arena-layout :class:`Battles`: models, winner, voter as ``judge``, tstamp, style totals.
 
@@ -353,7 +341,7 @@ def simulate(
         codes = simulate_codes(spec, n, rng)
     else:
         raise ValueError(f"sampling must be 'uniform' or 'active'; got {sampling!r}")
-    return to_battles(spec, codes, conv_metadata=conv_metadata), truth_table(spec)
+    return codes_to_battles(spec, codes, conv_metadata=conv_metadata), truth_table(spec)
 
 
 def simulate_to_files(spec: ArenaSpec, n: int, output: str | Path, truth: str | Path | None = None, *,

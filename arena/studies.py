@@ -22,14 +22,14 @@ from scipy.stats import norm
 
 from arena import bt
 from arena.leaderboard import fit_leaderboard
-from arena.sampling import all_pairs_data, pair_probabilities_from_counts
+from arena.sampling import all_pairs_data, outcome_tensor, pair_probabilities_from_counts
 from arena.simulate import (
     SEED_STRENGTHS,
     ArenaSpec,
     SimulatedCodes,
+    codes_to_battles,
     simulate_adaptive,
     simulate_codes,
-    to_battles,
 )
 
 NATURAL = {"scale": 1.0, "base": math.e, "init": 0.0}
@@ -43,13 +43,6 @@ def fit_natural(battles, *, ci: str = "both", n_bootstrap: int = 500, ties: str 
     lb = fit_leaderboard(battles, ci=ci, n_bootstrap=n_bootstrap, ties=ties, seed=seed,  # type: ignore[arg-type]
                          style_control=style_control, anchor=f"{anchor}=0", **NATURAL, **options)
     return lb.table.set_index("model").loc[battles.models].reset_index()
-
-
-def outcome_tensor(codes: SimulatedCodes, k: int) -> np.ndarray:
-    """(k, k, 3) counts of (a wins, b wins, tie) per ordered pair."""
-    out = np.zeros((k, k, 3))
-    np.add.at(out, (codes.a, codes.b, np.minimum(codes.outcome, 2)), 1.0)
-    return out
 
 
 def simulate_arena(spec: ArenaSpec, n: int, rng: np.random.Generator, sampling: str = "uniform") -> SimulatedCodes:
@@ -137,7 +130,7 @@ def recovery_table(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: Sequenc
     rows = []
     for n in n_votes:
         codes = simulate_codes(spec, n, np.random.default_rng([seed, n]))
-        table = fit_natural(to_battles(spec, codes), n_bootstrap=n_bootstrap, seed=seed)
+        table = fit_natural(codes_to_battles(spec, codes), n_bootstrap=n_bootstrap, seed=seed)
         for m, row in enumerate(table.itertuples()):
             rows.append({"votes": n, "model": row.model, "true": truth[m], "fitted": row.rating,
                          "error": row.rating - truth[m],
@@ -264,7 +257,7 @@ def bias_study(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: int = 20_00
     truth = np.asarray(strengths) - strengths[-1]
     rows = []
     for name, spec in scenarios.items():
-        battles = to_battles(spec, simulate_codes(spec, n_votes, np.random.default_rng([seed, 17])))
+        battles = codes_to_battles(spec, simulate_codes(spec, n_votes, np.random.default_rng([seed, 17])))
         for fit_name, style in (("naive", False), ("style control", True)):
             t = fit_natural(battles, ci="sandwich", style_control=style,
                             **({"style_features": ("length",)} if style else {}))

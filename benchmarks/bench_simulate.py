@@ -14,7 +14,7 @@ import numpy as np
 
 from arena.data import aggregate
 from arena.sampling import estimate_ratings, next_pair
-from arena.simulate import ArenaSpec, lengths_for, simulate, simulate_codes, spread_strengths, to_battles
+from arena.simulate import ArenaSpec, lengths_for, simulate, simulate_codes, spread_strengths, codes_to_battles
 from arena.studies import fit_arenas, outcome_tensor
 from benchmarks.common import best_of, write_table
 
@@ -40,7 +40,7 @@ def main() -> None:
         codes = simulate_codes(spec, n, rng)
         t_codes = time.perf_counter() - t0
         t0 = time.perf_counter()
-        to_battles(spec, codes)
+        codes_to_battles(spec, codes)
         t_frame = time.perf_counter() - t0
         rows.append([f"{n:,}", f"{t_codes:.2f}", f"{t_frame:.2f}", f"{n / (t_codes + t_frame) / 1e6:.1f}",
                      f"{t_py * n:.0f}", f"{t_py * n / (t_codes + t_frame):.0f}x"])

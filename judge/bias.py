@@ -59,18 +59,26 @@ def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.9
     }
 
 
+COMBINE_RULES = ("conservative", "average")
+
+
 def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
                    p_xy: np.ndarray | None = None, p_yx: np.ndarray | None = None,
-                   pt_xy: np.ndarray | None = None, pt_yx: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Two rules for turning both orders into one winner per pair, side by side.
+                   pt_xy: np.ndarray | None = None, pt_yx: np.ndarray | None = None,
+                   require_both: bool = False) -> dict[str, np.ndarray]:
+    """The two rules for turning both orders into one winner per pair (codes by identity), side by side.
 
     - ``conservative``: the winner when both orders agree, a tie when they disagree (Zheng et al. 2023);
       a pair with one usable order keeps it; none → unparsable.
-    - ``averaged``: average P(x), P(y), P(tie) over the usable orders and take the largest (probability
-      averaging; the verdicts' one-hot vectors when a judge gave no probabilities).
+    - ``average``: average P(x), P(y), P(tie) over the usable orders and take the largest, an exact x–y
+      tie being a tie (probability averaging; the verdicts' one-hot vectors when a judge gave none).
+    With ``require_both`` a pair missing a usable order is unparsable under both rules (the runner's
+    combined table, which counts such pairs). ``p_x`` is the averaged P(x wins).
     """
     xy, yx = np.asarray(judge_xy, dtype=float), np.asarray(judge_yx, dtype=float)
     vx, vy = _valid(xy), _valid(yx)
+    if require_both:
+        vx = vy = vx & vy
     conservative = np.where(vx & vy, np.where(xy == yx, xy, TIE), np.where(vx, xy, np.where(vy, yx, UNPARSABLE)))
 
     def probs(code: np.ndarray, valid: np.ndarray, px, pt) -> np.ndarray:
@@ -90,7 +98,7 @@ def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
     averaged = np.where(none, UNPARSABLE, np.argmax(np.nan_to_num(mean, nan=-1.0), axis=1)).astype(float)
     # argmax index 0/1/2 is already X/Y/TIE; an exact x–y tie of probabilities is a tie.
     averaged = np.where(~none & np.isclose(mean[:, 0], mean[:, 1]), TIE, averaged)
-    return {"conservative": conservative, "averaged": averaged, "p_x": mean[:, 0]}
+    return {"conservative": conservative, "average": averaged, "p_x": mean[:, 0]}
 
 
 def outcome_counts(code: np.ndarray) -> dict[str, int]:

@@ -43,7 +43,7 @@ def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
             codes["p_x"] = np.full(len(pairs), np.nan)
         return codes
     single = judge_single(pairs)
-    return {"conservative": single, "averaged": single, "p_x": p_x_single(pairs)}
+    return {"conservative": single, "average": single, "p_x": p_x_single(pairs)}
 
 
 def _one_order(pairs: pd.DataFrame, level: float) -> dict | None:
@@ -133,7 +133,7 @@ def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, j
         "position": pos,
         "one_order_position": _one_order(pairs, level),
         "conservative": outcome_counts(codes["conservative"]),
-        "averaged": outcome_counts(codes["averaged"]),
+        "averaged": outcome_counts(codes["average"]),
         "agreement": None, "agreement_without_ties": None, "agreement_averaged": None,
         "kappa": None, "tpr": None, "tnr": None, "per_class": None, "confusion": None,
         "humans": None, "length_bias": None, "self_preference": None, "calibration": None,
@@ -145,7 +145,7 @@ def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, j
         report.update(
             agreement=agr.accuracy(judge, human, True, level),
             agreement_without_ties=agr.accuracy(judge, human, False, level),
-            agreement_averaged=agr.accuracy(codes["averaged"], human, True, level),
+            agreement_averaged=agr.accuracy(codes["average"], human, True, level),
             kappa=agr.kappa_interval(judge, human, n_bootstrap=n_bootstrap, level=level, seed=seed).as_dict(),
             tpr=rates["tpr"], tnr=rates["tnr"],
             per_class=agr.per_class_rates(judge, human, level),

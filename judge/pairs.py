@@ -14,7 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judge.bias import COMBINE_RULES
+from judge.bias import combine_orders as combine_orders_codes
 from preflab.io import iter_jsonl
+from preflab.outcomes import IDENTITY_NAMES, Outcome
 
 REQUIRED = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
 
@@ -77,15 +80,15 @@ def by_identity(order: str, p_a: float, p_b: float) -> tuple[float, float]:
 
 
 def combine_orders(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.DataFrame:
-    """One row per pair from the ``xy`` and ``yx`` rows of a verdicts table.
+    """One row per pair from the ``xy`` and ``yx`` rows of a verdicts table, by
+    :func:`judge.bias.combine_orders` (the one implementation of both rules).
 
-    ``average``: p_x, p_y, p_tie are the mean of the two orders; winner = argmax.
-    ``conservative`` (Zheng et al. 2023): the winner only when both orders name the same answer, else tie;
-    probabilities are still the averages. ``consistent`` says whether the orders agreed; pairs missing an
-    order (or with an unparsable order) keep ``winner = None`` and are counted by the caller.
+    Each order's verdict is the argmax of its (p_x, p_y, p_tie); ``p_x``, ``p_y``, ``p_tie`` are the means of
+    the two orders. ``consistent`` says whether the orders agreed; pairs missing an order (or with an
+    unparsable order) keep ``winner = None`` and are counted by the caller.
     """
-    if rule not in ("conservative", "average"):
-        raise ValueError(f"rule must be 'conservative' or 'average', not {rule!r}")
+    if rule not in COMBINE_RULES:
+        raise ValueError(f"rule must be one of {COMBINE_RULES}, not {rule!r}")
     keys = ["item_id", "model_x", "model_y"]
     # groupby + unstack keeps only observed pairs (pivot_table(dropna=False) builds their cross product)
     wide = verdicts.groupby(keys + ["order"], sort=True)[["p_x", "p_y", "p_tie"]].first().unstack("order")
@@ -95,25 +98,22 @@ def combine_orders(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.Dat
                                 for o in ("xy", "yx")])
         out[col] = both.mean(axis=1)  # NaN when either order is missing or unparsable
         out[f"{col}_xy"], out[f"{col}_yx"] = both[:, 0], both[:, 1]
-    names = np.array(["x", "y", "tie"], dtype=object)
-    def argmax(cols):
-        m = np.column_stack([out[c].to_numpy(float) for c in cols])
-        ok = ~np.isnan(m).any(axis=1)
-        return np.where(ok, names[np.argmax(np.nan_to_num(m, nan=-1.0), axis=1)], None), ok
-    w_xy, ok_xy = argmax(["p_x_xy", "p_y_xy", "p_tie_xy"])
-    w_yx, ok_yx = argmax(["p_x_yx", "p_y_yx", "p_tie_yx"])
-    ok = ok_xy & ok_yx
-    out["consistent"] = np.where(ok, w_xy == w_yx, False)
-    if rule == "average":
-        winner, _ = argmax(["p_x", "p_y", "p_tie"])
-    else:
-        winner = np.where(w_xy == w_yx, w_xy, "tie")
-    out["winner"] = np.where(ok, winner, None)
+
+    def order_code(o: str) -> np.ndarray:
+        m = np.column_stack([out[f"{c}_{o}"].to_numpy(float) for c in ("p_x", "p_y", "p_tie")])
+        return np.where(np.isnan(m).any(axis=1), np.nan, np.argmax(np.nan_to_num(m, nan=-1.0), axis=1))
+
+    code_xy, code_yx = order_code("xy"), order_code("yx")
+    codes = combine_orders_codes(code_xy, code_yx, out["p_x_xy"], out["p_x_yx"], out["p_tie_xy"],
+                                 out["p_tie_yx"], require_both=True)
+    ok = ~np.isnan(code_xy) & ~np.isnan(code_yx)
+    out["consistent"] = ok & (code_xy == code_yx)
+    out["winner"] = [IDENTITY_NAMES[int(c)] if c != Outcome.UNPARSABLE else None for c in codes[rule]]
     out["rule"] = rule
     return out
 
 
-def to_battles(combined: pd.DataFrame, judge: str | None = None) -> pd.DataFrame:
+def verdict_battle_rows(combined: pd.DataFrame, judge: str | None = None) -> pd.DataFrame:
     """Combined verdicts as Chatbot-Arena-layout battles (``model_a = model_x``), for ``arena.data.load_battles``."""
     ok = combined["winner"].notna()
     winner = combined.loc[ok, "winner"].map({"x": "model_a", "y": "model_b", "tie": "tie"})

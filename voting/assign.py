@@ -83,12 +83,12 @@ def _sides(item_id: str, x: str, y: str, rng: np.random.Generator) -> Round:
 
 def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - arena.data.PairCounts
     """Votes so far as :class:`arena.data.PairCounts` over ``models`` (left = model_a)."""
-    from arena.data import A_WINS, B_WINS, TIE, TIE_BOTHBAD, aggregate_codes
+    from arena.data import aggregate_codes
+    from voting.votes import vote_codes
 
     index = {m: k for k, m in enumerate(models)}
     t = tallies[tallies["model_left"].isin(index) & tallies["model_right"].isin(index)]
-    outcome = np.select([t["winner_model"] == t["model_left"], t["winner_model"] == t["model_right"],
-                         t["outcome"] == "tie"], [A_WINS, B_WINS, TIE], TIE_BOTHBAD)
+    outcome = vote_codes(t)
     return aggregate_codes(t["model_left"].map(index).to_numpy(), t["model_right"].map(index).to_numpy(),
                            outcome, models)
 

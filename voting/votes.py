@@ -12,15 +12,22 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from arena.data import Battles, load_battles, write_battles
+from preflab.outcomes import BATTLE_LABELS, Outcome
 from voting.items import load_items
 from voting.store import import_battles, import_items, list_datasets
 
 
+def vote_codes(votes: pd.DataFrame) -> np.ndarray:
+    """Each stored vote as an :class:`preflab.outcomes.Outcome` code with the left answer first (the one
+    place a stored vote becomes an outcome: battles, exports and pair assignment all read it)."""
+    return np.select([votes["winner_model"] == votes["model_left"], votes["winner_model"] == votes["model_right"],
+                      votes["outcome"] == BATTLE_LABELS[Outcome.TIE]],
+                     [Outcome.FIRST, Outcome.SECOND, Outcome.TIE], Outcome.TIE_BOTHBAD).astype(np.int8)
+
+
 def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
     """Stored votes as Chatbot Arena battles: left side = ``model_a``, ``judge`` = voter, ``question_id`` = item."""
-    winner = pd.Series(votes["outcome"].to_numpy(), index=votes.index, dtype=object)
-    winner[votes["winner_model"] == votes["model_left"]] = "model_a"
-    winner[votes["winner_model"] == votes["model_right"]] = "model_b"
+    winner = np.asarray(BATTLE_LABELS, dtype=object)[vote_codes(votes)]
     df = pd.DataFrame({
         "model_a": votes["model_left"], "model_b": votes["model_right"], "winner": winner,
         "judge": votes["voter"], "question_id": votes["item_id"], "tstamp": votes["voted_at"].astype(float),

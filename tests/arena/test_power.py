@@ -23,7 +23,8 @@ from arena.power import (
     sign_test_rejection_threshold,
 )
 from arena.sampling import all_pairs_data
-from arena.simulate import ArenaSpec, simulate_codes, tie_parameter
+from arena.simulate import ArenaSpec, simulate_codes
+from arena.ties import tie_parameter
 
 
 def brute_force_power(n: int, p: float, alpha: float = 0.05) -> float:

@@ -12,7 +12,7 @@ from arena.sampling import (
     adjacent_contrasts,
     estimate_ratings,
     next_pair,
-    outcome_counts,
+    outcome_tensor,
     pair_gains,
     pair_probabilities,
     votes_per_pair,
@@ -63,7 +63,7 @@ def test_next_pair_contract():
     gains = pair_gains(votes_per_pair(counts), estimate_ratings(counts))
     assert gains[i, j] == pytest.approx(gains.max())
     # the same answer from the (k, k, 3) array form, and with the ratings passed in
-    assert set(next_pair(outcome_counts(counts), seed=0)) == {i, j}
+    assert set(next_pair(outcome_tensor(counts), seed=0)) == {i, j}
     assert set(next_pair(votes_per_pair(counts), estimate_ratings(counts), seed=0)) == {i, j}
     # excluded pairs are never returned
     second = next_pair(counts, exclude=[(j, i)], seed=0)

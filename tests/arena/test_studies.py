@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.simulate import SEED_STRENGTHS, ArenaSpec, simulate_codes, spread_strengths, to_battles
+from arena.sampling import outcome_tensor
+from arena.simulate import SEED_STRENGTHS, ArenaSpec, codes_to_battles, simulate_codes, spread_strengths
 from arena.studies import (
     active_vs_uniform,
     bootstrap_arenas,
@@ -14,7 +15,6 @@ from arena.studies import (
     fit_arenas,
     fit_natural,
     ford_condition,
-    outcome_tensor,
     recovery_table,
 )
 
@@ -41,7 +41,7 @@ def test_vmapped_fits_equal_the_leaderboard():
     assert ok.all()
     lo, hi = bootstrap_arenas(np.stack([outcome_tensor(c, 5) for c in codes]), 1000, rng, anchor=4)
     for a, c in enumerate(codes):
-        table = fit_natural(to_battles(spec, c), n_bootstrap=1000)
+        table = fit_natural(codes_to_battles(spec, c), n_bootstrap=1000)
         np.testing.assert_allclose(x[a, :5] - x[a, 4], table["rating"], atol=1e-6)
         sw = (table["upper_sandwich"] - table["lower_sandwich"]).to_numpy()
         np.testing.assert_allclose(2 * 1.959964 * np.sqrt(np.diag(cov[a])[:4] + cov[a, 4, 4] - 2 * cov[a, :4, 4]),

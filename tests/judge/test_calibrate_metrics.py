@@ -68,10 +68,10 @@ def test_combining_orders_seed_fixture_and_probability_averaging():
     p_xy, p_yx = np.array([0.9, 0.8]), np.array([0.4, 0.7])
     res = combine_orders(xy, yx, p_xy, p_yx)
     assert list(res["conservative"]) == [TIE, X]
-    assert list(res["averaged"]) == [X, X]  # mean P(x) = 0.65 > 0.35
+    assert list(res["average"]) == [X, X]  # mean P(x) = 0.65 > 0.35
     assert res["p_x"] == pytest.approx([0.65, 0.75])
     one = combine_orders(np.array([Y, np.nan]), np.array([np.nan, np.nan]))
-    assert list(one["conservative"]) == [Y, UNPARSABLE] and list(one["averaged"]) == [Y, UNPARSABLE]
+    assert list(one["conservative"]) == [Y, UNPARSABLE] and list(one["average"]) == [Y, UNPARSABLE]
 
 
 def test_accuracy_counts_unparsable_as_disagreement_and_without_ties():

@@ -14,7 +14,7 @@ from arena.data import load_battles
 from judge import run as run_mod
 from judge.cache import CallCache, cache_key
 from judge.fault_server import Faults, FaultServer, canned_logprobs
-from judge.pairs import Pair, PairsError, combine_orders, load_pairs, to_battles
+from judge.pairs import Pair, PairsError, combine_orders, load_pairs, verdict_battle_rows
 from judge.providers.base import parse_retry_after
 from judge.rubrics import BUILTIN, RubricError, load_rubric
 from judge.run import RateLimiter, RunConfig, backoff_delay, run_judge
@@ -114,7 +114,7 @@ def test_combine_conservative_and_average():
     assert pd.isna(cons.loc["3", "winner"]) and pd.isna(avg.loc["3", "winner"])
     assert avg.loc["2", "p_x"] == pytest.approx(0.45)
     assert list(cons["consistent"]) == [True, False, False]
-    battles = load_battles(to_battles(cons.reset_index(), judge="j"))
+    battles = load_battles(verdict_battle_rows(cons.reset_index(), judge="j"))
     assert len(battles) == 2 and list(battles.df["winner"]) == ["model_a", "tie"]
 
 

@@ -1,0 +1,53 @@
+"""The dependency direction of docs/architecture.md, checked on every module's imports (lazy ones too)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = {"arena", "judge", "voting", "preflab"}
+#: package (or leaf) -> our packages it must never import
+FORBIDDEN = {
+    "arena": {"judge", "voting"},
+    "judge": {"arena", "voting"},
+    "preflab": {"arena", "judge", "voting"},  # the shared leaf; preflab/cli is the top and exempt
+}
+
+
+def imported_packages(path: Path) -> set[str]:
+    """Top-level names of our packages that a module imports anywhere (module level or inside functions)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found & OURS
+
+
+def modules(package: str) -> list[Path]:
+    files = sorted((ROOT / package).rglob("*.py"))
+    return [f for f in files if not (package == "preflab" and "cli" in f.relative_to(ROOT / package).parts)]
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_imports_run_one_way(package: str) -> None:
+    bad = {str(f.relative_to(ROOT)): sorted(imported_packages(f) & FORBIDDEN[package]) for f in modules(package)}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_the_checker_sees_lazy_imports(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("def g():\n    from judge.outcomes import X\n    import voting.store\n")
+    assert imported_packages(f) == {"judge", "voting"}
+
+
+def test_judge_metrics_and_runner_load_no_jax() -> None:
+    code = "import judge.calibrate, judge.run, judge.pairs, sys; print('jax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False"
