@@ -14,7 +14,14 @@ import numpy as np
 
 from arena.data import aggregate
 from arena.sampling import estimate_ratings, next_pair
-from arena.simulate import ArenaSpec, lengths_for, simulate, simulate_codes, spread_strengths, codes_to_battles
+from arena.simulate import (
+    ArenaSpec,
+    codes_to_battles,
+    lengths_for,
+    simulate,
+    simulate_codes,
+    spread_strengths,
+)
 from arena.studies import fit_arenas, outcome_tensor
 from benchmarks.common import best_of, write_table
 
