@@ -21,7 +21,7 @@ import numpy as np
 
 import arena  # noqa: F401  (x64 + compilation cache)
 from arena.data import A_WINS, PairCounts
-from arena.ties import initial_psi  # noqa: F401  (re-exported: the fits' start point)
+from arena.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
 
 TIES: tuple[str, ...] = ("half", "rao-kupper", "davidson")
 DEFAULT_RIDGE = 1e-6
@@ -268,11 +268,8 @@ def sandwich_covariance(x: jax.Array, data: PairData, ties: str = "half",
 
 
 def tie_parameter(x: jax.Array, ties: str) -> float | None:
-    """The fitted tie parameter on its classical scale: Rao-Kupper (1967) theta = e^eta (>= 1), Davidson (1970) nu."""
-    if ties == "half":
-        return None
-    psi = float(x[-1])
-    return math.exp(math.exp(psi)) if ties == "rao-kupper" else math.exp(psi)
+    """The fitted tie parameter on its classical scale (:func:`arena.ties.tie_parameter_from_psi`)."""
+    return tie_parameter_from_psi(float(x[-1]), ties)
 
 
 def elo_matrix(n_models: int, anchor: int | None = None) -> np.ndarray:

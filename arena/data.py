@@ -30,6 +30,7 @@ from arena.counts import (  # noqa: F401  (re-exported)
     warn_if_disconnected,
 )
 from preflab.errors import InputError
+from preflab.io import is_stdout, write_output
 from preflab.outcomes import BATTLE_LABELS as WINNERS  # noqa: E402  (winner labels, indexed by code)
 
 STYLE_COLUMNS: tuple[str, ...] = (
@@ -383,10 +384,15 @@ def to_records_frame(battles: Battles) -> pd.DataFrame:
 
 
 def write_battles(battles: Battles, path: str | Path, fmt: str | None = None) -> Path:
-    """Write battles as JSON array, JSONL, CSV or Parquet (by extension); reading it back loses nothing."""
+    """Write battles as JSON array, JSONL, CSV or Parquet (by extension); reading it back loses nothing.
+    ``-`` writes JSONL to standard output."""
+    df = to_records_frame(battles)
+    if is_stdout(path):
+        records = [{k: _plain(v) for k, v in rec.items() if not _missing(v)} for rec in df.to_dict("records")]
+        write_output(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        return Path(path)
     path = Path(path)
     kind = _format_of(path, fmt)
-    df = to_records_frame(battles)
     if kind == "parquet":
         if "conv_metadata" in df:
             df["conv_metadata"] = df["conv_metadata"].map(lambda v: None if _missing(v) else json.dumps(v))

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
+from preflab.io import is_stdout, write_output
+
 
 def forest_figure(table: pd.DataFrame, title: str = "Ratings with intervals"):
     """Ratings (dots) with lower/upper bounds (bars), best at the top."""
@@ -68,9 +70,13 @@ def _html_page(title: str, png: bytes, frame: pd.DataFrame) -> str:
 
 
 def save_figure(fig, path: str | Path, title: str, frame: pd.DataFrame) -> Path:
-    """Write ``fig`` as PNG (``.png``) or as a self-contained HTML page with the data (``.html``)."""
-    path = Path(path)
+    """Write ``fig`` as PNG (``.png``, or ``-`` for PNG on stdout) or as a self-contained HTML page with the
+    data (``.html``)."""
     png = _png_bytes(fig)
+    if is_stdout(path):
+        write_output(path, png)
+        return Path(path)
+    path = Path(path)
     if path.suffix.lower() == ".png":
         path.write_bytes(png)
     elif path.suffix.lower() in (".html", ".htm"):

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from arena.simulate import outcome_probabilities
-from arena.ties import tie_parameter
+from arena.ties import tie_parameter_for_rate
 
 SEED_WIN_RATES: tuple[float, ...] = (0.55, 0.60, 0.65, 0.70, 0.80)
 SEED_Z_ALPHA, SEED_Z_BETA = 1.96, 0.84
@@ -99,7 +99,7 @@ def outcome_information(delta: np.ndarray, ties: str = "none", tie_rate: float =
     three outcome probabilities of :func:`arena.simulate.outcome_probabilities` (central differences).
     """
     delta = np.asarray(delta, np.float64)
-    theta = tie_parameter(ties, tie_rate)
+    theta = tie_parameter_for_rate(ties, tie_rate)
 
     def probs(d: np.ndarray) -> np.ndarray:
         pa, pb = outcome_probabilities(d, ties, theta)

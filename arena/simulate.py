@@ -32,7 +32,8 @@ from arena.data import (
     write_battles,
 )
 from arena.data import LAYOUTS as _LAYOUTS
-from arena.ties import tie_parameter
+from arena.ties import tie_parameter_for_rate
+from preflab.io import is_stdout
 
 TiesModel = Literal["none", "rao-kupper", "davidson"]
 TIES_MODELS: tuple[str, ...] = ("none", "rao-kupper", "davidson")
@@ -99,7 +100,7 @@ class ArenaSpec:
 
     @property
     def tie_param(self) -> float:
-        return tie_parameter(self.ties, self.tie_rate)
+        return tie_parameter_for_rate(self.ties, self.tie_rate)
 
 
 def default_model_names(k: int) -> tuple[str, ...]:
@@ -347,12 +348,14 @@ def simulate(
 def simulate_to_files(spec: ArenaSpec, n: int, output: str | Path, truth: str | Path | None = None, *,
                       seed: int = 0, sampling: Literal["uniform", "active"] = "uniform",
                       conv_metadata: bool = True) -> tuple[Path, Path, Battles]:
-    """:func:`simulate` then write the battles (format by extension) and the truth JSON beside them."""
+    """:func:`simulate` then write the battles (format by extension; ``-``: JSONL on stdout) and the truth
+    JSON beside them (for ``-`` only where ``truth`` names a file)."""
     battles, _ = simulate(spec, n, seed=seed, sampling=sampling, conv_metadata=conv_metadata)
     output = Path(output)
-    truth = Path(truth) if truth else truth_path_for(output)
+    truth = Path(truth) if truth else (None if is_stdout(output) else truth_path_for(output))
     write_battles(battles, output)
-    write_truth(spec, truth, seed=seed, n_battles=n, sampling=sampling)
+    if truth is not None:
+        write_truth(spec, truth, seed=seed, n_battles=n, sampling=sampling)
     return output, truth, battles
 
 

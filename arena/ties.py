@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 
-def tie_parameter(ties: str, tie_rate: float) -> float:
+def tie_parameter_for_rate(ties: str, tie_rate: float) -> float:
     """Ties-model parameter giving tie probability ``tie_rate`` between two equally strong models.
 
     Rao & Kupper (1967): ``P(tie | equal) = (theta - 1) / (theta + 1)`` so ``theta = (1 + r) / (1 - r)``.
@@ -23,7 +23,15 @@ def initial_psi(tie_share: float, ties: str) -> float:
     unused): ``psi = log(log theta)`` for Rao-Kupper (``eta = exp(psi) = log theta``), ``log nu`` for Davidson."""
     share = min(max(tie_share, 1e-3), 0.999)
     if ties == "rao-kupper":
-        return math.log(math.log(tie_parameter(ties, share)))
+        return math.log(math.log(tie_parameter_for_rate(ties, share)))
     if ties == "davidson":
-        return math.log(tie_parameter(ties, share))
+        return math.log(tie_parameter_for_rate(ties, share))
     return 0.0
+
+
+def tie_parameter_from_psi(psi: float, ties: str) -> float | None:
+    """The fits' log parameter ``psi`` on its classical scale: Rao-Kupper (1967) theta = exp(exp(psi)) (>= 1),
+    Davidson (1970) nu = exp(psi); None for plain BT (``half``). The inverse of :func:`initial_psi`."""
+    if ties == "half":
+        return None
+    return math.exp(math.exp(psi)) if ties == "rao-kupper" else math.exp(psi)

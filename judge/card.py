@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
 from judge.outcomes import X, Y, column
+from preflab.io import write_output
 
 SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "date")
 
@@ -241,7 +242,6 @@ li.missing{{color:#a00}} figcaption{{font-weight:600}}
 def write_card(path: str | Path, report: Mapping, pairs: pd.DataFrame | None = None,
                settings: Mapping[str, object] | None = None, title: str = "Judge card",
                by_model: pd.DataFrame | None = None) -> Path:
-    """Render the card and write it to ``path`` (UTF-8)."""
-    path = Path(path)
-    path.write_text(render_card(report, pairs, settings, title, by_model), encoding="utf-8")
-    return path
+    """Render the card and write it to ``path`` (UTF-8; ``-`` is standard output)."""
+    write_output(path, render_card(report, pairs, settings, title, by_model))
+    return Path(path)

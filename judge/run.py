@@ -34,6 +34,7 @@ from judge.providers.base import (
 )
 from judge.rubrics import Rubric
 from judge.verdicts import Verdict, sampled_verdict, unparsable, verdict_from_logprobs, verdict_from_text
+from preflab.io import write_output
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,9 @@ class RunResult:
     stats: RunStats
 
     def write_jsonl(self, path: str | Path) -> None:
-        """Write the verdicts as JSONL (``item_id, model_x, model_y, order, p_a, p_b, p_tie, verdict, ...``)."""
-        self.verdicts.to_json(path, orient="records", lines=True, force_ascii=False)
+        """Write the verdicts as JSONL (``item_id, model_x, model_y, order, p_a, p_b, p_tie, verdict, ...``);
+        ``-`` is standard output."""
+        write_output(path, self.verdicts.to_json(orient="records", lines=True, force_ascii=False))
 
 
 def backoff_delay(attempt: int, retry_after: float | None, u: float, base: float = 0.5, cap: float = 30.0) -> float:

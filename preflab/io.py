@@ -31,6 +31,13 @@ def open_output(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         yield fh
 
 
+def write_output(path: str | Path, data: str | bytes) -> str:
+    """Write text (UTF-8) or bytes to ``path``, or to standard output for ``-``; returns where it wrote."""
+    with open_output(path, "wb" if isinstance(data, bytes) else "w") as fh:
+        fh.write(data)
+    return "stdout" if is_stdout(path) else str(path)
+
+
 def iter_jsonl(path: str | Path, hint: str = "write one JSON object per line",
                error: type[ValueError] = InputError) -> Iterator[tuple[int, Any]]:
     """``(line number, record)`` for each non-blank line of a JSONL file.
@@ -52,14 +59,18 @@ def iter_jsonl(path: str | Path, hint: str = "write one JSON object per line",
 TABLE_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
 
 
-def write_table(df: Any, path: str | Path, meta_key: str | None = None) -> str:
-    """Write a result table by extension (.csv, .json, .jsonl, .parquet); ``-`` writes CSV to stdout.
+def write_table(df: Any, path: str | Path, meta_key: str | None = None, stdout_format: str = "csv") -> str:
+    """Write a result table by extension (.csv, .json, .jsonl, .parquet); ``-`` writes ``stdout_format``
+    (csv or jsonl) to stdout.
 
     With ``meta_key`` a .json file holds ``{meta_key: records, "meta": df.attrs}`` (leaderboards keep their
     footer); otherwise a plain list of records. Returns where it wrote (``"stdout"`` for ``-``).
     """
     if is_stdout(path):
-        df.to_csv(sys.stdout, index=False)
+        if stdout_format == "jsonl":
+            sys.stdout.write(df.to_json(orient="records", lines=True, force_ascii=False))
+        else:
+            df.to_csv(sys.stdout, index=False)
         sys.stdout.flush()
         return "stdout"
     path = Path(path)

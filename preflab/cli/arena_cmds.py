@@ -10,8 +10,9 @@ from typing import Annotated
 
 import typer
 
-from preflab.cli.common import app, console, err
+from preflab.cli.common import app, console, err, report_console
 from preflab.errors import InputError
+from preflab.io import is_stdout
 
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (Chatbot Arena) or llmfao.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, count and report them.")]
@@ -55,7 +56,7 @@ def convert(src: Path, dst: Path, layout: LayoutOpt = "arena", skip_bad_rows: Sk
 
     battles = load_or_exit(src, layout, skip_bad_rows)
     write_battles(battles, dst)
-    console.print(f"wrote {len(battles)} battles to {dst}")
+    report_console(dst).print(f"wrote {len(battles)} battles to {'stdout' if is_stdout(dst) else dst}")
 
 
 
@@ -113,9 +114,10 @@ def simulate(
     out, truth_path, sim = simulate_to_files(spec, battles, output, truth, seed=seed, sampling=sampling,  # type: ignore[arg-type]
                                              conv_metadata=conv_metadata)
     shares = sim.df["winner"].value_counts(normalize=True)
-    console.print(f"wrote {len(sim)} battles between {spec.n_models} models to {out}; truth in {truth_path}",
-                  soft_wrap=True)
-    console.print("outcomes: " + ", ".join(f"{k} {v:.1%}" for k, v in shares.items() if v > 0))
+    show = report_console(output)
+    show.print(f"wrote {len(sim)} battles between {spec.n_models} models to {'stdout' if is_stdout(out) else out}"
+               f"; truth in {truth_path or '(not written: give --truth)'}", soft_wrap=True)
+    show.print("outcomes: " + ", ".join(f"{k} {v:.1%}" for k, v in shares.items() if v > 0))
 
 
 @app.command()
@@ -233,15 +235,16 @@ def lc_cmd(
     except (InputError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    console.print(f"{len(res)} models vs baseline '{res.attrs['baseline']}', {res.attrs['n_instructions']} "
+    show = report_console(output)
+    show.print(f"{len(res)} models vs baseline '{res.attrs['baseline']}', {res.attrs['n_instructions']} "
                   f"instructions, {bootstrap} bootstrap refits; win rates in %", highlight=False,
                   soft_wrap=True)
-    console.print(format_lc_table(res), highlight=False, soft_wrap=True)
+    show.print(format_lc_table(res), highlight=False, soft_wrap=True)
     for w in caught:
         err.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False, soft_wrap=True)
     if save_difficulty:
-        res.attrs["difficulty"].rename_axis("instruction").reset_index().to_csv(save_difficulty, index=False)
-        console.print(f"wrote {save_difficulty}")
+        table = res.attrs["difficulty"].rename_axis("instruction").reset_index()
+        err.print(f"wrote {write_table(table, save_difficulty)}")
     if output:
         err.print(f"wrote {write_table(res, output)}")
 
@@ -286,13 +289,14 @@ def arena_hard_cmd(
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     skipped = games.attrs.get("skipped", 0)
-    console.print(f"{games['model'].nunique()} models vs baseline '{base}', {games['uid'].nunique()} prompts, "
+    show = report_console(output)
+    show.print(f"{games['model'].nunique()} models vs baseline '{base}', {games['uid'].nunique()} prompts, "
                   f"{len(games)} games ({skipped} unreadable skipped), strong weight {strong_weight:g}"
                   + (", style-controlled" if feats is not None else ""), highlight=False, soft_wrap=True)
-    console.print(ah.format_baseline_table(lb), highlight=False, soft_wrap=True)
+    show.print(ah.format_baseline_table(lb), highlight=False, soft_wrap=True)
     if widths is not None:
-        console.print("CI width (win-rate points) by strong-verdict weight:")
-        console.print(widths.round(2).to_string(), highlight=False)
+        show.print("CI width (win-rate points) by strong-verdict weight:")
+        show.print(widths.round(2).to_string(), highlight=False)
     if output:
         err.print(f"wrote {write_table(lb, output)}")
 
@@ -355,23 +359,25 @@ def rank(
         err.print(line, highlight=False)
     for w in caught:
         err.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False)
-    console.print(rich_table(lb.table, top))
+    show = report_console(output if is_stdout(output) else plot if is_stdout(plot) else heatmap)
+    show.print(rich_table(lb.table, top))
     if lb.tie_parameter:
         tp = lb.tie_parameter
-        console.print(f"tie parameter ({ties}): {tp['value']:.4f}  " + "  ".join(
-            f"{k.split('_')[1]} [{tp[k]:.4f}, {tp['upper_' + k.split('_')[1]]:.4f}]" for k in tp if k.startswith("lower")))
+        show.print(f"tie parameter ({ties}): {tp['value']:.4f}  " + "  ".join(
+            f"{m} [{tp[f'lower_{m}']:.4f}, {tp[f'upper_{m}']:.4f}]" for m in ("sandwich", "bootstrap")
+            if f"lower_{m}" in tp))
     if lb.style is not None:
-        console.print("style coefficients (log-odds per SD):\n"
-                      + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
+        show.print("style coefficients (log-odds per SD):\n"
+                   + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
     if output:
         err.print(f"wrote {write_table(lb.table, output, meta_key='leaderboard')}")
     if plot or heatmap:
         from arena.plots import forest_plot, win_rate_heatmap  # matplotlib only when asked for
 
         if plot:
-            console.print(f"wrote {forest_plot(lb.table, plot)}")
+            err.print(f"wrote {forest_plot(lb.table, plot)}")
         if heatmap:
-            console.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
+            err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
 
 
 # ------------------------------------------------------------------------------------- end of issue 3 block

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from preflab.io import is_stdout, write_output
+
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
@@ -59,15 +61,16 @@ def run_cmd(
         raise typer.Exit(2) from None
     result.write_jsonl(output)
     df = result.verdicts
-    typer.echo(f"{len(pairs)} pairs, {len(df)} verdicts -> {output}")
-    typer.echo(result.stats.summary())
-    typer.echo("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
+    say = err.print if is_stdout(output) or is_stdout(combined) else typer.echo
+    say(f"{len(pairs)} pairs, {len(df)} verdicts -> {'stdout' if is_stdout(output) else output}")
+    say(result.stats.summary())
+    say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
     if both_orders:
         table = combine_orders(df, combine)
-        typer.echo(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
+        say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
                    + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
         if combined is not None:
-            table.to_json(combined, orient="records", lines=True)
+            write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
     if result.stats.failed:
         err.print(f"[yellow]{result.stats.failed} verdicts failed after retries (kept with error; rerun to retry)[/yellow]")
 # --- end preflab judge run -----------------------------------------------------------------------------
@@ -105,7 +108,8 @@ def calibrate_cmd(
     from judge.datasets import attach_human, attach_lengths, load_any, load_family
     from preflab.errors import InputError
 
-    out, err = Console(), Console(stderr=True)
+    err = Console(stderr=True)
+    out = err if is_stdout(json_out) or is_stdout(report) else Console()
     try:
         pairs = load_any(verdicts, layout, judge_name)
         pairs = attach_human(pairs, human) if human else pairs
@@ -133,12 +137,11 @@ def calibrate_cmd(
             out.print(f"  {r.model}: {r.difference:+.3f} [{r.lower:+.3f}, {r.upper:+.3f}] favours {r.favours}",
                       highlight=False, markup=False)
     if json_out:
-        json_out.write_text(report_json(res), encoding="utf-8")
-        out.print(f"metrics -> {json_out}", markup=False)
+        err.print(f"metrics -> {write_output(json_out, report_json(res))}", markup=False)
     if report:
         given = {"judge model": judge_model or judge_name, "rubric": rubric, "temperature": temperature,
                  "samples": samples, "date": date}
         settings = {**pairs.attrs.get("settings", {}), **{k: v for k, v in given.items() if v is not None}}
         write_card(report, res, pairs, settings, title=f"Judge card: {verdicts.name}", by_model=by_model)
-        out.print(f"judge card -> {report}", markup=False)
+        err.print(f"judge card -> {'stdout' if is_stdout(report) else report}", markup=False)
 # --- end preflab judge calibrate -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import typer
 
 from preflab.cli.common import DEMO_DIR, app, console, err
 from preflab.errors import InputError
+from preflab.io import is_stdout, write_output
 
 #: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
 #: no usage statistics, the viewer toolbar (the settings of .streamlit/config.toml, for any folder).
@@ -86,5 +87,5 @@ def export_votes(
         err.print(f"[red]error:[/red] --as {kind!r}: use one of {', '.join(EXPORTS)}", highlight=False)
         raise typer.Exit(2)
     votes = load_votes(open_store(db), dataset)
-    out.write_bytes(export_bytes(votes, kind))
-    console.print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {out}")
+    where = write_output(out, export_bytes(votes, kind))
+    (err if is_stdout(out) else console).print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {where}")

@@ -24,7 +24,7 @@ from arena.power import (
 )
 from arena.sampling import all_pairs_data
 from arena.simulate import ArenaSpec, simulate_codes
-from arena.ties import tie_parameter
+from arena.ties import tie_parameter_for_rate
 
 
 def brute_force_power(n: int, p: float, alpha: float = 0.05) -> float:
@@ -93,7 +93,7 @@ def test_information_matrix_equals_expected_hessian_of_the_bt_fit(ties):
     s = np.array([1.2, 0.5, 0.0, -0.4])
     k = len(s)
     rate = 0.0 if ties == "none" else 0.3
-    theta = tie_parameter(ties, rate)
+    theta = tie_parameter_for_rate(ties, rate)
     from arena.simulate import outcome_probabilities
 
     w = np.triu(np.arange(1.0, k * k + 1).reshape(k, k), 1)  # unequal votes per pair

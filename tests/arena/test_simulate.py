@@ -23,16 +23,16 @@ from arena.simulate import (
     simulate_codes,
     simulate_to_files,
     spread_strengths,
-    tie_parameter,
     truth_path_for,
     voter_kinds,
 )
+from arena.ties import tie_parameter_for_rate
 
 
 @pytest.mark.parametrize("ties", ["rao-kupper", "davidson"])
 def test_tie_rate_between_equal_models(ties):
     for rate in (0.05, 0.2, 0.5):
-        pa, pb = outcome_probabilities(np.array([0.0]), ties, tie_parameter(ties, rate))
+        pa, pb = outcome_probabilities(np.array([0.0]), ties, tie_parameter_for_rate(ties, rate))
         assert 1 - pa[0] - pb[0] == pytest.approx(rate, abs=1e-12)
         assert pa[0] == pytest.approx(pb[0])
 
@@ -41,7 +41,7 @@ def test_tie_rate_between_equal_models(ties):
 def test_probabilities_match_the_bt_engineers_likelihood(ties):
     """Same strengths, same scale: our outcome probabilities equal exp(bt.outcome_log_probs)."""
     d = np.linspace(-4, 4, 17)
-    theta = tie_parameter(ties, 0.25)
+    theta = tie_parameter_for_rate(ties, 0.25)
     pa, pb = outcome_probabilities(d, ties, theta)
     if ties == "none":
         logp = bt.outcome_log_probs(jnp.asarray(d), jnp.asarray(0.0), "half")
