@@ -16,7 +16,8 @@ from pathlib import Path
 
 from judge.cache import CallCache
 from judge.pairs import Pair
-from judge.providers.base import Completion, Provider, logprob_content, make_provider
+from judge.providers import make_provider
+from judge.providers.base import Completion, Provider, logprob_content
 from judge.run import RunConfig, RunResult, _Call, arun_judge, plan_calls
 
 OPENAI_DONE = {"completed", "failed", "expired", "cancelled"}

@@ -24,13 +24,13 @@ from tqdm import tqdm
 
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.pairs import Pair, by_identity
+from judge.providers import make_provider
 from judge.providers.base import (
     Completion,
     JudgeRequest,
     LogprobsUnsupported,
     Provider,
     ProviderError,
-    make_provider,
 )
 from judge.rubrics import Rubric
 from judge.verdicts import Verdict, sampled_verdict, unparsable, verdict_from_logprobs, verdict_from_text

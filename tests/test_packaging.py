@@ -8,6 +8,7 @@ what is tested is the wheel's own content, run from a folder outside the checkou
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import site
 import subprocess
@@ -26,7 +27,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(ROOT)],
+    src = tmp / "src"  # build from a copy: setuptools writes build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__",
+                                                             "*.db", ".pytest_cache"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(src)],
                    check=True, cwd=tmp)
     wheel = next((tmp / "dist").glob("preflab-*.whl"))
     env_dir = tmp / "venv"

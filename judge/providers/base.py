@@ -195,22 +195,6 @@ def parse_spec(spec: str) -> JudgeSpec:
     raise ValueError(f"judge spec {spec!r}: unknown provider {kind!r}; use one of {forms}")
 
 
-def make_provider(spec: str | JudgeSpec, *, timeout: float = 60.0, **kwargs: Any) -> Provider:
-    """Build the provider for a spec (modules are imported lazily so each SDK is optional)."""
-    s = parse_spec(spec) if isinstance(spec, str) else spec
-    if s.provider == "openai":
-        from judge.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(s.model, base_url=s.base_url, timeout=timeout, **kwargs)
-    if s.provider == "anthropic":
-        from judge.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(s.model, base_url=s.base_url, timeout=timeout, **kwargs)
-    from judge.providers.compatible import CompatibleProvider
-
-    return CompatibleProvider(s.model, s.base_url or "", completions=s.completions, timeout=timeout, **kwargs)
-
-
 @contextlib.contextmanager
 def sdk_errors(sdk: ModuleType) -> Iterator[None]:
     """Turn an official SDK's exceptions into :class:`ProviderError` (openai and anthropic share the names)."""
