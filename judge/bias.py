@@ -73,7 +73,8 @@ def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
     - ``average``: average P(x), P(y), P(tie) over the usable orders and take the largest, an exact x–y
       tie being a tie (probability averaging; the verdicts' one-hot vectors when a judge gave none).
     With ``require_both`` a pair missing a usable order is unparsable under both rules (the runner's
-    combined table, which counts such pairs). ``p_x`` is the averaged P(x wins).
+    combined table, which counts such pairs). ``p_x``, ``p_y``, ``p_tie`` are the
+    averaged probabilities (NaN where no order is usable).
     """
     xy, yx = np.asarray(judge_xy, dtype=float), np.asarray(judge_yx, dtype=float)
     vx, vy = _valid(xy), _valid(yx)
@@ -98,7 +99,8 @@ def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
     averaged = np.where(none, UNPARSABLE, np.argmax(np.nan_to_num(mean, nan=-1.0), axis=1)).astype(float)
     # argmax index 0/1/2 is already X/Y/TIE; an exact x–y tie of probabilities is a tie.
     averaged = np.where(~none & np.isclose(mean[:, 0], mean[:, 1]), TIE, averaged)
-    return {"conservative": conservative, "average": averaged, "p_x": mean[:, 0]}
+    return {"conservative": conservative, "average": averaged, "p_x": mean[:, 0], "p_y": mean[:, 1],
+            "p_tie": mean[:, 2]}
 
 
 def outcome_counts(code: np.ndarray) -> dict[str, int]:

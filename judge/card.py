@@ -110,7 +110,7 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
 
 
 def reliability_chart(report: Mapping) -> str | None:
-    """Reliability diagram: observed P(x wins) per forecast bin, Wilson bars, against the diagonal."""
+    """Reliability diagram on decided pairs: observed P(x wins) per bin of p_x / (p_x + p_y), Wilson bars."""
     cal = report.get("calibration")
     if not cal or not cal.get("reliability"):
         return None
@@ -125,9 +125,9 @@ def reliability_chart(report: Mapping) -> str | None:
     for _, r in t.iterrows():
         ax.annotate(str(int(r["n"])), (r["mean_p"], r["observed"]), fontsize=7, xytext=(3, -10),
                     textcoords="offset points")
-    ax.set_xlabel("judge P(x wins)")
-    ax.set_ylabel("humans: share x wins")
-    ax.set_title(f"Reliability (Brier {cal['brier']:.3f}, ECE {cal['ece']:.3f})", fontsize=10)
+    ax.set_xlabel("judge P(x wins | not a tie) = p_x / (p_x + p_y)")
+    ax.set_ylabel("humans: share x wins (decided pairs)")
+    ax.set_title(f"Reliability (3-class Brier {cal['brier']:.3f}, ECE {cal['ece']:.3f})", fontsize=10)
     return _png(fig)
 
 
@@ -194,7 +194,13 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
         rows.append(("x win rate: judge raw → corrected (TPR/TNR)", f"{cw['raw_rate']:.3f} → {fixed}"
                      f" (humans on labelled pairs {cw['human_rate_labelled']:.3f})"))
     if cal:
-        rows.append(("Brier / ECE", f"{cal['brier']:.4f} / {cal['ece']:.4f} (n {cal['n']})"))
+        ece = "—" if cal.get("ece") is None else f"{cal['ece']:.4f}"
+        rows.append(("Brier (3-class) / ECE (decided pairs)",
+                     f"{cal['brier']:.4f} / {ece} (n {cal['n']}, decided {cal['n_decided']})"))
+        tie = cal.get("tie")
+        if tie:
+            rows.append(("P(tie): judge mean vs humans' tie rate",
+                         f"{tie['mean_p_tie']:.3f} vs {_fmt(tie['observed'])} (tie ECE {tie['ece']:.4f})"))
     return rows
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import krippendorff
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
@@ -277,3 +278,44 @@ def test_length_bias_with_too_few_decisive_verdicts_gives_nan_slope_quietly():
         warnings.simplefilter("error")
         out = length_bias(judge, np.array([10.0, 20, 30, 40]), np.array([5.0, 25, 35, 45]))
     assert np.isnan(out["slope"]["value"]) and out["judge_prefers_longer"]["n"] == 1
+
+
+def _three_way_judge(n: int, seed: int) -> pd.DataFrame:
+    """A perfectly calibrated three-way judge: humans draw x / y / tie from exactly its probabilities."""
+    rng = np.random.default_rng(seed)
+    p_tie = rng.beta(2.3, 7.7, n)  # mean 0.23
+    share = rng.random(n)
+    p = np.stack([(1 - p_tie) * share, (1 - p_tie) * (1 - share), p_tie], axis=1)
+    human = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1).astype(float)  # 0 = x, 1 = y, 2 = tie
+    return pd.DataFrame({"item_id": [f"q{i}" for i in range(n)], "judge_xy": p.argmax(axis=1).astype(float),
+                         "judge_yx": np.nan, "p_xy": p[:, 0], "pt_xy": p[:, 2], "human": human})
+
+
+def test_brier_multiclass_matches_sklearn():
+    from judge.probability import brier_score_multiclass
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet([1, 1, 1], 50)
+    y = rng.integers(0, 3, 50)
+    assert brier_score_multiclass(p, y) == pytest.approx(brier_score_loss(y, p, labels=[0, 1, 2]))
+    assert brier_score_multiclass(p[:, [0, 1]] / p[:, :2].sum(1, keepdims=True), y % 2) == pytest.approx(
+        2 * brier_score(p[:, 0] / p[:, :2].sum(1), (y % 2 == 0).astype(float)))
+
+
+def test_a_calibrated_three_way_judge_is_calibrated():
+    """Before: ECE scored the unconditional P(x wins) on decided pairs, 0.09 for this perfect judge."""
+    from judge.calibrate import calibrate
+
+    pairs = _three_way_judge(4000, seed=11)
+    cal = calibrate(pairs, n_bootstrap=50)["calibration"]
+    assert cal["ece"] < 0.04  # sampling noise only (about 0.025 at 10 bins)
+    assert cal["n"] == 4000 and cal["n_decided"] == int((pairs["human"] != TIE).sum())
+    tie = cal["tie"]
+    assert tie["mean_p_tie"] == pytest.approx(0.23, abs=0.01) and tie["ece"] < 0.04
+    assert tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]
+    # The three-class Brier is proper: the true probabilities beat a judge that never says tie.
+    worse = pairs.assign(p_xy=pairs["p_xy"] / (1 - pairs["pt_xy"]), pt_xy=0.0)
+    worse_cal = calibrate(worse, n_bootstrap=50)["calibration"]
+    assert cal["brier"] < worse_cal["brier"]
+    assert worse_cal["ece"] == pytest.approx(cal["ece"])  # same p_x / (p_x + p_y): same decided-pair ECE
+    assert not (worse_cal["tie"]["observed"]["lower"] <= 0.0)  # the tie line shows it
