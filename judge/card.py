@@ -156,7 +156,7 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
     rows = [("pairs", str(report["n_pairs"])), ("orders judged", report["orders"])]
     if pos:
         rows += [("position consistency", _fmt(report["consistency"])),
-                 ("first-slot rate (2P verdicts)", _fmt(report["first_position_rate"])),
+                 ("first-slot rate (2P verdicts; CI over pairs)", _fmt(report["first_position_rate"])),
                  ("primacy / recency pairs", f"{pos['primacy_count']} / {pos['recency_count']} "
                   f"(preference fairness {pos['preference_fairness']:+.3f})")]
     if one:
