@@ -6,6 +6,8 @@ consistency, first_position_rate, conservative {a, b, tie}, agreement {value, lo
 tpr, tnr, length_bias {…}, self_preference {…}, calibration {brier (three-class), ece (decided pairs),
 tie {…}}`` plus detail sections.
 A metric that the data cannot support (no second order, no human labels, no lengths) is ``null``.
+Unparsable verdicts are never dropped: they count as disagreements in agreement and kappa, and as "x does
+not win" in the TPR/TNR-corrected win rate; their number is reported.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from judge.bias import (
     score_x,
     self_preference,
 )
-from judge.outcomes import TIE, X, annotator_columns, column, has, judge_single, p_x_single
+from judge.outcomes import TIE, UNPARSABLE, X, annotator_columns, column, has, judge_single, p_x_single
 from judge.probability import (
     brier_score,
     brier_score_multiclass,
@@ -127,16 +129,22 @@ def _calibration(codes: Mapping[str, np.ndarray], human: np.ndarray, n_bins: int
 
 def _corrected(judge: np.ndarray, human: np.ndarray, n_bootstrap: int, level: float, seed: int) -> dict | None:
     """x's win rate (pass = x wins) on the pairs without human labels, corrected with TPR/TNR from the
-    labelled ones; when every pair is labelled, on the labelled pairs themselves (a check: equals the humans)."""
-    parsable = ~np.isnan(judge) & (judge >= 0)
-    labelled = parsable & ~np.isnan(human)
-    unlabelled = parsable & np.isnan(human)
+    labelled ones; when every pair is labelled, on the labelled pairs themselves (a check: equals the humans).
+
+    An unparsable (or missing) verdict is kept and counts as "x does not win", as in :mod:`judge.agreement`
+    where it is a disagreement whenever the humans say x won: the TPR measured on the labelled pairs then
+    includes the judge's failures to answer, and the correction stays unbiased when unparsable outputs are
+    more common for one outcome. (Dropping them, as before, biased the corrected rate in that case.)
+    """
+    judge = np.where(np.isnan(judge), UNPARSABLE, judge)
+    labelled, unlabelled = ~np.isnan(human), np.isnan(human)
     if labelled.sum() < 2 or len(np.unique(human[labelled] == X)) < 2:
         return None
     res = corrected_win_rate(judge[labelled] == X, human[labelled] == X,
                              judge[unlabelled] == X if unlabelled.any() else None,
                              n_bootstrap=n_bootstrap, level=level, seed=seed)
     res["human_rate_labelled"] = float(np.mean(human[labelled] == X))
+    res["n_unparsable"] = int(np.sum(judge == UNPARSABLE))
     return res
 
 

@@ -172,7 +172,9 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
                  ("agreement without ties", _fmt(report["agreement_without_ties"]))]
         if report["orders"] == "both":
             rows.append(("agreement, orders averaged instead", _fmt(report["agreement_averaged"])))
-        rows += [("Cohen's kappa (bootstrap CI)", _fmt(report["kappa"])),
+        single = report["kappa"].get("single_class_resamples") or 0
+        rows += [("Cohen's kappa (bootstrap CI)", _fmt(report["kappa"]) + (
+                     f" ({single} single-class resamples, kappa 1 there)" if single else "")),
                  ("TPR / TNR (pass = x wins)", f"{_fmt(report['tpr'])} / {_fmt(report['tnr'])}")]
     if humans:
         pk = humans.get("pairwise_kappa") or {}
@@ -192,7 +194,9 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
         fixed = ("none: TPR + TNR ≤ 1, the judge carries no information" if cw["uninformative"]
                  else _fmt(cw["corrected"]))
         rows.append(("x win rate: judge raw → corrected (TPR/TNR)", f"{cw['raw_rate']:.3f} → {fixed}"
-                     f" (humans on labelled pairs {cw['human_rate_labelled']:.3f})"))
+                     f" (humans on labelled pairs {cw['human_rate_labelled']:.3f}"
+                     + (f"; {cw['n_unparsable']} unparsable counted as x not winning" if cw.get("n_unparsable") else "")
+                     + ")"))
     if cal:
         ece = "—" if cal.get("ece") is None else f"{cal['ece']:.4f}"
         rows.append(("Brier (3-class) / ECE (decided pairs)",

@@ -105,6 +105,25 @@ def test_kappa_bootstrap_interval_covers_point_and_matches_a_loop():
     assert ci.upper == pytest.approx(np.percentile(loop, 97.5))
 
 
+def test_kappa_bootstrap_counts_single_class_resamples_and_keeps_them():
+    """Before: resamples holding one class on both sides (kappa 0/0) were dropped silently by nanpercentile."""
+    import warnings
+
+    human = np.array([X] * 10 + [Y, X], dtype=float)
+    judge = np.array([X] * 10 + [Y, Y], dtype=float)
+    ci = agr.kappa_interval(judge, human, n_bootstrap=2000, seed=3)
+    idx = np.random.default_rng(3).integers(0, 12, size=(2000, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn warns on the single-class resamples, and returns NaN
+        loop = np.array([cohen_kappa_score(judge[i], human[i]) for i in idx])
+    assert ci.single_class_resamples == int(np.isnan(loop).sum()) > 100  # about (10/12)^12 of them
+    assert ci.as_dict()["single_class_resamples"] == ci.single_class_resamples
+    full = np.where(np.isnan(loop), 1.0, loop)  # perfect agreement on one class: kappa 1
+    assert [ci.lower, ci.upper] == pytest.approx(np.percentile(full, [2.5, 97.5]))
+    assert ci.value == pytest.approx(cohen_kappa_score(judge, human))
+    assert agr.kappa_interval(np.zeros(5), np.zeros(5), n_bootstrap=10).value == 1.0
+
+
 def test_confusion_matrix_and_rates_by_hand():
     judge = np.array([X, X, Y, TIE, UNPARSABLE, X])
     human = np.array([X, Y, Y, X, TIE, X])
@@ -372,3 +391,23 @@ def test_clustered_wilson_reduces_to_wilson_and_bounds_the_effective_n():
     assert clustered_wilson_interval(s, np.ones(80)).as_dict() == pytest.approx(wilson_interval(s.sum(), 80).as_dict())
     all_first = clustered_wilson_interval(np.full(50, 2.0), np.full(50, 2.0))  # p = 1: one trial per pair
     assert all_first.lower == pytest.approx(wilson_interval(50, 50).lower)
+
+
+def test_corrected_win_rate_counts_unparsable_verdicts_instead_of_dropping_them():
+    """The judge fails to answer more often when x truly wins; before, dropping those verdicts gave 0.53."""
+    from judge.calibrate import calibrate
+
+    rng = np.random.default_rng(8)
+    n, n_labelled = 20000, 4000
+    truth = np.where(rng.random(n) < 0.6, X, Y).astype(float)
+    right = rng.random(n) < 0.9
+    judge = np.where(right, truth, 1 - truth)
+    judge = np.where(rng.random(n) < np.where(truth == X, 0.3, 0.05), UNPARSABLE, judge)
+    human = np.where(np.arange(n) < n_labelled, truth, np.nan)
+    pairs = pd.DataFrame({"item_id": np.arange(n).astype(str), "judge_xy": judge, "judge_yx": np.nan,
+                          "human": human})
+    cw = calibrate(pairs, n_bootstrap=400)["corrected_win_rate"]
+    target = float(np.mean(truth[n_labelled:] == X))
+    assert cw["corrected"]["lower"] <= target <= cw["corrected"]["upper"]
+    assert abs(cw["corrected"]["value"] - target) < 0.02
+    assert cw["n_unparsable"] == int(np.sum(judge == UNPARSABLE)) and cw["n_unlabelled"] == n - n_labelled
