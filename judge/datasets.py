@@ -148,7 +148,7 @@ def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels
     row joins the judged pair with the same item and the same unordered model pair, oriented to its
     ``model_x``/``model_y``; without them it joins by ``item_id`` alone (A = the pair's x), which is refused
     when an item has several judged pairs. Rows repeated with the same labels are counted in the notes;
-    two rows for one (item, pair) with different labels are refused (:class:`BattleDataError`), as are
+    two rows for one (item, pair) with different labels are refused (:class:`InputError`), as are
     model pairs that the judged pairs cannot be oriented to. ``first_line`` is the file line of the first
     row (2 for a CSV with a header, 1 for JSONL; None when the labels do not come from a file).
     Labels matching no judged pair and judged pairs without a label are counted in ``attrs["notes"]``.
@@ -165,7 +165,7 @@ def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels
         if by_pair:
             a, b = str(rec["model_a"]).strip(), str(rec["model_b"]).strip()
             if not a or not b or a == b:
-                raise BattleDataError(source, line, "model_b", f"model pair {a!r} vs {b!r} is not two models",
+                raise InputError(source, line, "model_b", f"model pair {a!r} vs {b!r} is not two models",
                                       "name the two different models the label compares")
             key = (item, min(a, b), max(a, b))
             codes = codes if a < b else tuple(_flip(c) for c in codes)  # stored as seen from the sorted pair
@@ -175,7 +175,7 @@ def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels
             seen, seen_line = units[key]
             if not _same(seen, codes):
                 pair = f", pair {key[1]} vs {key[2]}" if by_pair else ""
-                raise BattleDataError(
+                raise InputError(
                     source, line, "human", f"conflicting labels for item {item!r}{pair}"
                     + (f" (line {seen_line} says otherwise)" if seen_line else ""),
                     "give one label per (item, model pair); several annotators go in one row as "
@@ -188,14 +188,14 @@ def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels
     ys = out["model_y"].astype(str).str.strip() if "model_y" in out else pd.Series("", index=out.index)
     items = out["item_id"].astype(str)
     if by_pair and ((xs == "") | (ys == "")).any():
-        raise BattleDataError(source, first_line, "model_a", "labels name model pairs, but the judged pairs "
+        raise InputError(source, first_line, "model_a", "labels name model pairs, but the judged pairs "
                               "have no model_x/model_y to orient them to",
                               "drop the model_a/model_b columns to join by item_id alone (A = the pair's x)")
     if not by_pair:
         per_item = items.value_counts()
         shared = sorted(set(per_item[per_item > 1].index) & {k[0] for k in units})
         if shared:
-            raise BattleDataError(source, first_line, "model_a", f"labels have no model pair, but item "
+            raise InputError(source, first_line, "model_a", f"labels have no model pair, but item "
                                   f"{shared[0]!r} has {int(per_item[shared[0]])} judged pairs "
                                   f"({len(shared)} such items): a label by item_id is ambiguous",
                                   "add model_a and model_b columns (`preflab export-votes --as labels` writes them)")
@@ -260,7 +260,7 @@ def attach_lengths(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
     else:
         per_item = items.value_counts()
         if (per_item > 1).any():
-            raise BattleDataError(source, None, "model_x", f"lengths have no model names, but item "
+            raise InputError(source, None, "model_x", f"lengths have no model names, but item "
                                   f"{per_item.index[0]!r} has {int(per_item.iloc[0])} judged pairs",
                                   "give model_x and model_y with the lengths (pairs.jsonl has them)")
         lengths = raw.assign(item_id=raw["item_id"].astype(str)).drop_duplicates("item_id").set_index("item_id")

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena.data import BattleDataError
 from judge.datasets import attach_human, join_human
 from judge.outcomes import TIE, X, Y
+from preflab.errors import InputError
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 
@@ -45,7 +45,7 @@ def test_conflicting_labels_for_one_pair_are_refused_with_the_line(tmp_path):
     pairs = _pairs([("q1", "m1", "m2")])
     path = tmp_path / "labels.csv"
     path.write_text("item_id,human,model_a,model_b\nq1,A,m1,m2\nq1,A,m2,m1\n")  # line 3 says m2 won
-    with pytest.raises(BattleDataError, match="conflicting labels") as e:
+    with pytest.raises(InputError, match="conflicting labels") as e:
         attach_human(pairs, path)
     assert e.value.line == 3 and e.value.field == "human" and "human_1" in str(e.value)
     path.write_text("item_id,human,model_a,model_b\nq1,A,m1,m2\nq1,B,m2,m1\n")  # the same label twice
@@ -56,11 +56,11 @@ def test_conflicting_labels_for_one_pair_are_refused_with_the_line(tmp_path):
 def test_label_by_item_alone_is_refused_when_the_item_has_several_pairs(tmp_path):
     path = tmp_path / "labels.csv"
     path.write_text("item_id,human\nq1,A\n")
-    with pytest.raises(BattleDataError, match="ambiguous"):
+    with pytest.raises(InputError, match="ambiguous"):
         attach_human(_pairs([("q1", "m1", "m2"), ("q1", "m1", "m3")]), path)
     assert attach_human(_pairs([("q1", "m1", "m2")]), path)["human"].tolist() == [X]  # one pair: A = x
     nameless = pd.DataFrame({"item_id": ["q1"]})
-    with pytest.raises(BattleDataError, match="orient"):
+    with pytest.raises(InputError, match="orient"):
         join_human(nameless, pd.DataFrame({"item_id": ["q1"], "model_a": ["m1"], "model_b": ["m2"],
                                            "human": ["A"]}))
 
@@ -72,11 +72,11 @@ def _metrics(report: dict) -> dict:
 
 def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     pytest.importorskip("streamlit")
-    from arena.store import load_votes, open_store
-    from arena.votes import export_bytes, seed_demo
-    from arena.webapp.calibration import judged_pairs
     from judge.calibrate import calibrate, report_json
-    from judge.cli import app
+    from preflab.cli.judge_cmds import app
+    from voting.pages.calibration import judged_pairs
+    from voting.store import load_votes, open_store
+    from voting.votes import export_bytes, seed_demo
 
     engine = open_store(f"sqlite:///{tmp_path / 'demo.db'}")
     seed_demo(engine, DEMO / "items.jsonl", DEMO / "battles.jsonl")  # `preflab demo-seed`
@@ -85,7 +85,7 @@ def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     verdicts = DEMO / "verdicts-smollm2.jsonl"
     out = tmp_path / "cli.json"
     res = CliRunner().invoke(app, ["calibrate", str(verdicts), "--human", str(labels), "--lengths",
-                                   str(DEMO / "pairs.jsonl"), "--n-bootstrap", "500", "--json", str(out)])
+                                   str(DEMO / "pairs.jsonl"), "--bootstrap", "500", "--json", str(out)])
     assert res.exit_code == 0, res.output
     cli = json.loads(out.read_text())
     page = json.loads(report_json(calibrate(judged_pairs(engine, "demo", verdicts), n_bootstrap=500)))
