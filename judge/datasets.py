@@ -44,7 +44,8 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
     """The seed's ``judge_labels.csv``: ``item_id, verdict_ab, verdict_ba, human``.
 
     Verdicts name the winning answer by identity (A = x, B = y, tie) in the A-first and B-first orders;
-    a blank verdict is unparsable, a blank human label means none.
+    a blank verdict is unparsable, a blank human label means none. ``model_a``/``model_b`` (written by
+    ``preflab export-votes --as labels``) become ``model_x``/``model_y``.
     """
     source = str(path)
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -57,6 +58,8 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
             "judge_xy": _identity_code(rec["verdict_ab"], source, line, "verdict_ab", UNPARSABLE),
             "judge_yx": _identity_code(rec["verdict_ba"], source, line, "verdict_ba", UNPARSABLE),
             "human": _identity_code(rec.get("human"), source, line, "human", np.nan),
+            # The export's model pair (A = model_a = x), so other labels can join it by pair.
+            **({"model_x": rec["model_a"], "model_y": rec["model_b"]} if "model_a" in rec and "model_b" in rec else {}),
         })
     pairs = pd.DataFrame(rows)
     pairs.attrs.update(source=source, notes=[])

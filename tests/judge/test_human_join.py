@@ -92,3 +92,15 @@ def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     assert _metrics(cli) == _metrics(page)
     assert cli["agreement"]["n"] == 233 and cli["agreement"]["value"] == pytest.approx(0.446, abs=5e-4)
     assert "7 judged pairs have no human label" in cli["notes"]
+
+
+def test_exported_labels_keep_their_model_pair(tmp_path):
+    from judge.datasets import load_judge_labels
+
+    path = tmp_path / "labels.csv"
+    path.write_text("item_id,verdict_ab,verdict_ba,human,model_a,model_b\nq1,A,A,B,m1,m2\nq1,,,A,m1,m3\n")
+    pairs = load_judge_labels(path)
+    assert pairs[["model_x", "model_y"]].values.tolist() == [["m1", "m2"], ["m1", "m3"]]
+    other = tmp_path / "other.csv"
+    other.write_text("item_id,human,model_a,model_b\nq1,A,m3,m1\nq1,tie,m2,m1\n")
+    assert attach_human(pairs, other)["human"].tolist() == [TIE, Y]
