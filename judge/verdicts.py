@@ -227,13 +227,13 @@ def _free_claims(text: str, outcomes: Mapping[str, str]) -> list[str | None]:
 
 def _leading_label(text: str, labels: list[str], case_sensitive: bool) -> str | None:
     """The whole output as a label, or its first token when punctuation, a line break or a symbol follows
-    ("B. Assistant B ...", "A\\n..."); a word after it ("A tie.", "A close call") makes it prose."""
+    ("B. Assistant B ...", "A\\n..."); a word or a colon after it ("A tie.", "A: 7/10, B: 8/10") makes it prose."""
     label = token_label(text, labels, case_sensitive)
     if label is not None:
         return label
     first, rest = re.match(r"(\S+)(.*)", text.strip(), re.DOTALL).groups()
     lead = token_label(first, labels, case_sensitive)
-    if lead is not None and (first[-1] in ".:,;!)]" or not re.match(r"[ \t]*[A-Za-z]", rest)):
+    if lead is not None and (first[-1] in ".!)]" or not re.match(r"[ \t]*[A-Za-z0-9]", rest)):
         return lead
     return None
 
@@ -259,6 +259,9 @@ def verdict_from_text(text: str | None, outcomes: Mapping[str, str], case_sensit
     label = _leading_label(text, labels, case_sensitive)
     if label is not None:
         return _one_hot(outcomes, outcomes[label])
+    if _COMPARISON.match(text.strip()):  # a bare "A>B"
+        outcome = _bracket(text.strip(), outcomes, case_sensitive)
+        return _one_hot(outcomes, outcome) if outcome else unparsable("text", reason="no such outcome")
     whole = _WHOLE_REF.match(text)
     if whole:
         return _one_hot(outcomes, _subject(whole)) if _slot(outcomes, _subject(whole)) else unparsable("text")

@@ -174,6 +174,18 @@ TEXT_TABLE = [
     ('**Assistant A**', 'A'),
     ('Assistant B.', 'B'),
     ('I would not say it is a tie, B wins.', 'B'),
+    ('Assistant A provides a more detailed answer, so A is the better response.', 'A'),
+    ("Both assistants provide good answers, but Assistant B's response is more comprehensive. [[B]]", 'B'),
+    ('Based on the above, I would choose Assistant A.', None),
+    ('Response A is better than response B.', 'A'),
+    ('A>B', 'A'),
+    ('Overall, the answers are tied.', 'tie'),
+    ('I think both responses are equally helpful, so it is a tie.', 'tie'),
+    ('A: 7/10, B: 8/10. B wins.', 'B'),
+    ('(A) is better.', 'A'),
+    ('Verdict: Tie', 'tie'),
+    ('Winner: Assistant B', 'B'),
+    ('The final verdict is that Assistant A is better.', 'A'),
 ]
 
 
