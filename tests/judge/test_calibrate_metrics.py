@@ -338,6 +338,11 @@ def test_a_calibrated_three_way_judge_is_calibrated():
     assert cal["brier"] < worse_cal["brier"]
     assert worse_cal["ece"] == pytest.approx(cal["ece"])  # same p_x / (p_x + p_y): same decided-pair ECE
     assert not (worse_cal["tie"]["observed"]["lower"] <= 0.0)  # the tie line shows it
+    from judge.card import summary_rows
+
+    rows = dict(summary_rows(calibrate(worse, n_bootstrap=50)))
+    assert rows["Brier (3-class) / ECE (decided pairs)"].startswith(f"{worse_cal['brier']:.4f} / ")
+    assert rows["P(tie): judge mean vs humans' tie rate"].startswith("0.000 vs 0.23")
 
 
 def _exact_coverage(interval, n_pairs: int, probs: tuple[float, float, float]) -> float:
