@@ -104,3 +104,12 @@ def test_exported_labels_keep_their_model_pair(tmp_path):
     other = tmp_path / "other.csv"
     other.write_text("item_id,human,model_a,model_b\nq1,A,m3,m1\nq1,tie,m2,m1\n")
     assert attach_human(pairs, other)["human"].tolist() == [TIE, Y]
+
+
+def test_cli_refuses_an_ambiguous_label_file_with_exit_2(tmp_path):
+    from preflab.cli.judge_cmds import app
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("item_id,human\ndemo-001,A\n")  # demo-001 has several judged pairs
+    res = CliRunner().invoke(app, ["calibrate", str(DEMO / "verdicts-smollm2.jsonl"), "--human", str(labels)])
+    assert res.exit_code == 2 and "ambiguous" in res.output and "Traceback" not in res.output
