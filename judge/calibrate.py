@@ -259,8 +259,10 @@ def usage_verdict(report: Mapping) -> dict[str, list[str]]:
             avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f} on decided pairs)")
     tie = (cal or {}).get("tie")
     if tie and not tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]:
-        avoid.append(f"reading P(tie) as a probability (mean {tie['mean_p_tie']:.2f}, humans tie "
-                     f"{tie['observed']['value']:.2f} [{tie['observed']['lower']:.2f}, {tie['observed']['upper']:.2f}])")
+        seen = (f"humans tie {tie['observed']['value']:.2f} [{tie['observed']['lower']:.2f}, "
+                f"{tie['observed']['upper']:.2f}]")
+        avoid.append(f"reading P(tie) as a probability (mean {tie['mean_p_tie']:.2f}, {seen})" if tie["mean_p_tie"] > 0
+                     else f"unconditional P(x wins): it gives ties no probability, but {seen}")
     return {"usable_for": use, "do_not_use_for": avoid}
 
 
