@@ -7,6 +7,7 @@ judge output with no readable verdict, which always counts as a disagreement and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -102,20 +103,39 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, labels: Sequence[float] | None = N
     return float(_kappa_from_confusion(conf, _weight_matrix(n_labels, weights)))
 
 
+@dataclass(frozen=True)
+class KappaInterval(Interval):
+    """A kappa interval that also says how many bootstrap resamples held a single class (see
+    :func:`kappa_interval`)."""
+
+    single_class_resamples: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return {**super().as_dict(), "single_class_resamples": int(self.single_class_resamples)}
+
+
 def kappa_interval(judge: np.ndarray, human: np.ndarray, weights: str | None = None,
                    labels: Sequence[float] | None = None, n_bootstrap: int = 1000,
-                   level: float = 0.95, seed: int = 0) -> Interval:
+                   level: float = 0.95, seed: int = 0) -> KappaInterval:
     """Judge–human Cohen's kappa with a percentile bootstrap interval over pairs (Efron & Tibshirani 1993).
 
     Pairs without a human label are left out; an unparsable verdict is its own category, so it can only
     disagree. All resamples are counted at once with one ``bincount``.
+
+    A resample in which judge and humans use one and the same class has chance agreement 1 and Cohen's
+    formula is 0/0 (scikit-learn returns NaN). Such a resample agrees perfectly, and kappa is 1 at every
+    other perfect-agreement table, so kappa is defined as 1 there, for the point and every resample alike;
+    no resample is dropped (dropping them, as ``nanpercentile`` did, conditions the bootstrap on the
+    resamples that happen to show two classes and biases the interval down). Their number is reported as
+    ``single_class_resamples``: when it is more than a few percent of ``n_bootstrap``, the data hold too
+    few pairs of the rarer classes for kappa to mean much.
     """
     judge = _judge_with_unparsable(judge)
     human = np.asarray(human, dtype=float)
     keep = ~np.isnan(human)
     ia, ib, n_labels = _encode(judge[keep], human[keep], labels)
     if ia.size == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), level)
+        return KappaInterval(float("nan"), float("nan"), float("nan"), level)
     cell = ia * n_labels + ib
     w = _weight_matrix(n_labels, weights)
     point = _kappa_from_confusion(np.bincount(cell, minlength=n_labels**2).reshape(n_labels, n_labels), w)
@@ -124,9 +144,12 @@ def kappa_interval(judge: np.ndarray, human: np.ndarray, weights: str | None = N
     flat = cell[idx] + (np.arange(n_bootstrap) * n_labels**2)[:, None]
     confs = np.bincount(flat.ravel(), minlength=n_bootstrap * n_labels**2).reshape(n_bootstrap, n_labels, n_labels)
     boots = _kappa_from_confusion(confs, w)
+    single = np.isnan(boots)  # only 0/0: one class on both sides, hence perfect agreement
+    boots = np.where(single, 1.0, boots)
+    point = 1.0 if np.isnan(point) else point
     alpha = (1 - level) / 2
-    lo, hi = np.nanpercentile(boots, [100 * alpha, 100 * (1 - alpha)])
-    return Interval(float(point), float(lo), float(hi), level)
+    lo, hi = np.percentile(boots, [100 * alpha, 100 * (1 - alpha)])
+    return KappaInterval(float(point), float(lo), float(hi), level, int(single.sum()))
 
 
 def confusion_matrix(judge: np.ndarray, human: np.ndarray) -> pd.DataFrame:

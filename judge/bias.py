@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from judge.outcomes import TIE, UNPARSABLE, X, Y
-from judge.stats import Interval, paired_bootstrap, wilson_interval, z_value
+from judge.stats import Interval, clustered_wilson_interval, paired_bootstrap, wilson_interval, z_value
 
 
 def _valid(code: np.ndarray) -> np.ndarray:
@@ -24,7 +24,9 @@ def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.9
     """Consistency and first-position preference over pairs judged in both orders (seed ``position_bias``).
 
     - consistency: same winner by identity in both orders (Zheng et al. 2023), Wilson interval;
-    - first_position_rate: share of all 2P verdicts that picked the first slot, Wilson interval over 2P;
+    - first_position_rate: share of all 2P verdicts that picked the first slot, with a Wilson interval over
+      pairs (:func:`judge.stats.clustered_wilson_interval`: the effective sample size of P pairs of two
+      correlated verdicts; a Wilson over 2P independent verdicts covered 0.885 with 75% inconsistent pairs);
       without tie verdicts it equals ½ + (first_first − second_second) / (2P), which is checked
       (``identity_rate``, ``identity_holds``);
     - the "Judging the Judges" view (Shi et al. 2024): primacy count (first slot both times), recency count
@@ -41,10 +43,10 @@ def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.9
     second_xy, second_yx = xy == Y, yx == X
     first_first = int(np.sum(first_xy & first_yx))
     second_second = int(np.sum(second_xy & second_yx))
-    firsts = int(first_xy.sum() + first_yx.sum())
     tie_verdicts = int(np.sum(xy == TIE) + np.sum(yx == TIE))
     identity = 0.5 + (first_first - second_second) / (2 * p) if p else float("nan")
-    first_rate = wilson_interval(firsts, 2 * p, level)
+    # Over pairs: a pair's two verdicts are not independent (an inconsistent pair picks the same slot twice).
+    first_rate = clustered_wilson_interval(first_xy.astype(float) + first_yx, np.full(p, 2.0), level)
     return {
         "n_pairs": p,
         "n_left_out": int((~both).sum()),
@@ -73,7 +75,8 @@ def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
     - ``average``: average P(x), P(y), P(tie) over the usable orders and take the largest, an exact x–y
       tie being a tie (probability averaging; the verdicts' one-hot vectors when a judge gave none).
     With ``require_both`` a pair missing a usable order is unparsable under both rules (the runner's
-    combined table, which counts such pairs). ``p_x`` is the averaged P(x wins).
+    combined table, which counts such pairs). ``p_x``, ``p_y``, ``p_tie`` are the
+    averaged probabilities (NaN where no order is usable).
     """
     xy, yx = np.asarray(judge_xy, dtype=float), np.asarray(judge_yx, dtype=float)
     vx, vy = _valid(xy), _valid(yx)
@@ -98,7 +101,8 @@ def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
     averaged = np.where(none, UNPARSABLE, np.argmax(np.nan_to_num(mean, nan=-1.0), axis=1)).astype(float)
     # argmax index 0/1/2 is already X/Y/TIE; an exact x–y tie of probabilities is a tie.
     averaged = np.where(~none & np.isclose(mean[:, 0], mean[:, 1]), TIE, averaged)
-    return {"conservative": conservative, "average": averaged, "p_x": mean[:, 0]}
+    return {"conservative": conservative, "average": averaged, "p_x": mean[:, 0], "p_y": mean[:, 1],
+            "p_tie": mean[:, 2]}
 
 
 def outcome_counts(code: np.ndarray) -> dict[str, int]:

@@ -3,8 +3,11 @@
 :func:`calibrate` is the one entry the CLI, the card and the notebook call. It takes the table of
 :mod:`judge.outcomes` and returns a JSON-ready dict whose top-level keys are stable: ``n_pairs,
 consistency, first_position_rate, conservative {a, b, tie}, agreement {value, lower, upper}, kappa {…},
-tpr, tnr, length_bias {…}, self_preference {…}, calibration {brier, ece}`` plus detail sections.
+tpr, tnr, length_bias {…}, self_preference {…}, calibration {brier (three-class), ece (decided pairs),
+tie {…}}`` plus detail sections.
 A metric that the data cannot support (no second order, no human labels, no lengths) is ``null``.
+Unparsable verdicts are never dropped: they count as disagreements in agreement and kappa, and as "x does
+not win" in the TPR/TNR-corrected win rate; their number is reported.
 """
 
 from __future__ import annotations
@@ -26,8 +29,15 @@ from judge.bias import (
     score_x,
     self_preference,
 )
-from judge.outcomes import X, Y, annotator_columns, column, has, judge_single, p_x_single
-from judge.probability import brier_score, corrected_win_rate, expected_calibration_error, reliability_table
+from judge.outcomes import TIE, UNPARSABLE, X, annotator_columns, column, has, judge_single, p_x_single
+from judge.probability import (
+    brier_score,
+    brier_score_multiclass,
+    corrected_win_rate,
+    expected_calibration_error,
+    reliability_table,
+)
+from judge.stats import wilson_interval
 
 
 def _two_orders(pairs: pd.DataFrame) -> bool:
@@ -35,15 +45,16 @@ def _two_orders(pairs: pd.DataFrame) -> bool:
 
 
 def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The judge's winner per pair: both combining rules when both orders exist, else the one order run."""
+    """The judge's winner per pair (both combining rules when both orders exist, else the one order run)
+    and its averaged ``p_x``, ``p_y``, ``p_tie`` (NaN on pairs where no order gave probabilities)."""
+    codes = combine_orders(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
+                           column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
+    forecast = ~np.isnan(column(pairs, "p_xy")) | ~np.isnan(column(pairs, "p_yx"))  # one-hot verdicts are no forecast
+    probs = {k: np.where(forecast, codes[k], np.nan) for k in ("p_x", "p_y", "p_tie")}
     if _two_orders(pairs):
-        codes = combine_orders(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
-                               column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
-        if not (has(pairs, "p_xy") or has(pairs, "p_yx")):  # averaged one-hot verdicts are no forecast
-            codes["p_x"] = np.full(len(pairs), np.nan)
-        return codes
+        return {"conservative": codes["conservative"], "average": codes["average"], **probs}
     single = judge_single(pairs)
-    return {"conservative": single, "average": single, "p_x": p_x_single(pairs)}
+    return {"conservative": single, "average": single, **probs}
 
 
 def _one_order(pairs: pd.DataFrame, level: float) -> dict | None:
@@ -86,30 +97,54 @@ def _human_section(pairs: pd.DataFrame, judge: np.ndarray, level: float) -> dict
     }
 
 
-def _calibration(p_x: np.ndarray, human: np.ndarray, n_bins: int, level: float) -> dict | None:
-    decisive = (human == X) | (human == Y)
-    use = decisive & ~np.isnan(p_x)
-    if not use.any():
+def _calibration(codes: Mapping[str, np.ndarray], human: np.ndarray, n_bins: int, level: float) -> dict | None:
+    """Calibration of the judge's three-way forecast (P(x), P(y), P(tie)) against the human outcome.
+
+    - ``brier``: Brier's three-class score over every labelled pair (proper: a forecast that says tie 23% of
+      the time is judged on the ties too);
+    - ``ece`` and the reliability table: P(x wins | decided) = p_x / (p_x + p_y) against "x won" on the pairs
+      the humans decided. Scoring the unconditional p_x there, as before, made a calibrated judge that says
+      tie look miscalibrated (its p_x is low by the tie mass);
+    - ``tie``: the tie-calibration line: mean P(tie) against the observed tie rate (Wilson), and its ECE.
+    """
+    p = np.stack([codes["p_x"], codes["p_y"], codes["p_tie"]], axis=1)
+    labelled = ~np.isnan(human) & ~np.isnan(p).any(axis=1)
+    if not labelled.any():
         return None
-    outcome = (human[use] == X).astype(float)
-    table = reliability_table(p_x[use], outcome, n_bins, level)
-    return {"n": int(use.sum()), "brier": brier_score(p_x[use], outcome),
-            "ece": expected_calibration_error(p_x[use], outcome, n_bins),
-            "reliability": table.to_dict(orient="records")}
+    p, h = np.clip(p[labelled], 0.0, 1.0), human[labelled]
+    decided = (h != TIE) & (p[:, 0] + p[:, 1] > 0)
+    out: dict = {"n": int(labelled.sum()), "brier": brier_score_multiclass(p, h), "n_decided": int(decided.sum()),
+                 "brier_decided": None, "ece": None, "reliability": []}
+    if decided.any():
+        q = p[decided, 0] / (p[decided, 0] + p[decided, 1])
+        x_won = (h[decided] == X).astype(float)
+        out.update(brier_decided=brier_score(q, x_won), ece=expected_calibration_error(q, x_won, n_bins),
+                   reliability=reliability_table(q, x_won, n_bins, level).to_dict(orient="records"))
+    tie = (h == TIE).astype(float)
+    observed = wilson_interval(float(tie.sum()), tie.size, level)
+    out["tie"] = {"mean_p_tie": float(p[:, 2].mean()), "observed": observed.as_dict(),
+                  "ece": expected_calibration_error(p[:, 2], tie, n_bins)}
+    return out
 
 
 def _corrected(judge: np.ndarray, human: np.ndarray, n_bootstrap: int, level: float, seed: int) -> dict | None:
     """x's win rate (pass = x wins) on the pairs without human labels, corrected with TPR/TNR from the
-    labelled ones; when every pair is labelled, on the labelled pairs themselves (a check: equals the humans)."""
-    parsable = ~np.isnan(judge) & (judge >= 0)
-    labelled = parsable & ~np.isnan(human)
-    unlabelled = parsable & np.isnan(human)
+    labelled ones; when every pair is labelled, on the labelled pairs themselves (a check: equals the humans).
+
+    An unparsable (or missing) verdict is kept and counts as "x does not win", as in :mod:`judge.agreement`
+    where it is a disagreement whenever the humans say x won: the TPR measured on the labelled pairs then
+    includes the judge's failures to answer, and the correction stays unbiased when unparsable outputs are
+    more common for one outcome. (Dropping them, as before, biased the corrected rate in that case.)
+    """
+    judge = np.where(np.isnan(judge), UNPARSABLE, judge)
+    labelled, unlabelled = ~np.isnan(human), np.isnan(human)
     if labelled.sum() < 2 or len(np.unique(human[labelled] == X)) < 2:
         return None
     res = corrected_win_rate(judge[labelled] == X, human[labelled] == X,
                              judge[unlabelled] == X if unlabelled.any() else None,
                              n_bootstrap=n_bootstrap, level=level, seed=seed)
     res["human_rate_labelled"] = float(np.mean(human[labelled] == X))
+    res["n_unparsable"] = int(np.sum(judge == UNPARSABLE))
     return res
 
 
@@ -151,7 +186,7 @@ def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, j
             per_class=agr.per_class_rates(judge, human, level),
             confusion={"rows": list(conf.index), "columns": list(conf.columns), "counts": conf.to_numpy().tolist()},
             humans=_human_section(pairs, judge, level),
-            calibration=_calibration(codes["p_x"], human, n_bins, level),
+            calibration=_calibration(codes, human, n_bins, level),
             corrected_win_rate=_corrected(judge, human, n_bootstrap, level, seed),
         )
     if has(pairs, "len_x") and has(pairs, "len_y"):
@@ -219,9 +254,15 @@ def usage_verdict(report: Mapping) -> dict[str, list[str]]:
     cal = report.get("calibration")
     if cal and cal.get("ece") is not None:
         if cal["ece"] <= 0.05:
-            use.append(f"its probabilities as soft labels (ECE {cal['ece']:.3f})")
+            use.append(f"its probabilities as soft labels (ECE {cal['ece']:.3f} on decided pairs)")
         else:
-            avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f})")
+            avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f} on decided pairs)")
+    tie = (cal or {}).get("tie")
+    if tie and not tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]:
+        seen = (f"humans tie {tie['observed']['value']:.2f} [{tie['observed']['lower']:.2f}, "
+                f"{tie['observed']['upper']:.2f}]")
+        avoid.append(f"reading P(tie) as a probability (mean {tie['mean_p_tie']:.2f}, {seen})" if tie["mean_p_tie"] > 0
+                     else f"unconditional P(x wins): it gives ties no probability, but {seen}")
     return {"usable_for": use, "do_not_use_for": avoid}
 
 

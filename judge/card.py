@@ -110,7 +110,7 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
 
 
 def reliability_chart(report: Mapping) -> str | None:
-    """Reliability diagram: observed P(x wins) per forecast bin, Wilson bars, against the diagonal."""
+    """Reliability diagram on decided pairs: observed P(x wins) per bin of p_x / (p_x + p_y), Wilson bars."""
     cal = report.get("calibration")
     if not cal or not cal.get("reliability"):
         return None
@@ -125,9 +125,9 @@ def reliability_chart(report: Mapping) -> str | None:
     for _, r in t.iterrows():
         ax.annotate(str(int(r["n"])), (r["mean_p"], r["observed"]), fontsize=7, xytext=(3, -10),
                     textcoords="offset points")
-    ax.set_xlabel("judge P(x wins)")
-    ax.set_ylabel("humans: share x wins")
-    ax.set_title(f"Reliability (Brier {cal['brier']:.3f}, ECE {cal['ece']:.3f})", fontsize=10)
+    ax.set_xlabel("judge P(x wins | not a tie) = p_x / (p_x + p_y)")
+    ax.set_ylabel("humans: share x wins (decided pairs)")
+    ax.set_title(f"Reliability (3-class Brier {cal['brier']:.3f}, ECE {cal['ece']:.3f})", fontsize=10)
     return _png(fig)
 
 
@@ -156,7 +156,7 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
     rows = [("pairs", str(report["n_pairs"])), ("orders judged", report["orders"])]
     if pos:
         rows += [("position consistency", _fmt(report["consistency"])),
-                 ("first-slot rate (2P verdicts)", _fmt(report["first_position_rate"])),
+                 ("first-slot rate (2P verdicts; CI over pairs)", _fmt(report["first_position_rate"])),
                  ("primacy / recency pairs", f"{pos['primacy_count']} / {pos['recency_count']} "
                   f"(preference fairness {pos['preference_fairness']:+.3f})")]
     if one:
@@ -172,7 +172,9 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
                  ("agreement without ties", _fmt(report["agreement_without_ties"]))]
         if report["orders"] == "both":
             rows.append(("agreement, orders averaged instead", _fmt(report["agreement_averaged"])))
-        rows += [("Cohen's kappa (bootstrap CI)", _fmt(report["kappa"])),
+        single = report["kappa"].get("single_class_resamples") or 0
+        rows += [("Cohen's kappa (bootstrap CI)", _fmt(report["kappa"]) + (
+                     f" ({single} single-class resamples, kappa 1 there)" if single else "")),
                  ("TPR / TNR (pass = x wins)", f"{_fmt(report['tpr'])} / {_fmt(report['tnr'])}")]
     if humans:
         pk = humans.get("pairwise_kappa") or {}
@@ -192,9 +194,17 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
         fixed = ("none: TPR + TNR ≤ 1, the judge carries no information" if cw["uninformative"]
                  else _fmt(cw["corrected"]))
         rows.append(("x win rate: judge raw → corrected (TPR/TNR)", f"{cw['raw_rate']:.3f} → {fixed}"
-                     f" (humans on labelled pairs {cw['human_rate_labelled']:.3f})"))
+                     f" (humans on labelled pairs {cw['human_rate_labelled']:.3f}"
+                     + (f"; {cw['n_unparsable']} unparsable counted as x not winning" if cw.get("n_unparsable") else "")
+                     + ")"))
     if cal:
-        rows.append(("Brier / ECE", f"{cal['brier']:.4f} / {cal['ece']:.4f} (n {cal['n']})"))
+        ece = "—" if cal.get("ece") is None else f"{cal['ece']:.4f}"
+        rows.append(("Brier (3-class) / ECE (decided pairs)",
+                     f"{cal['brier']:.4f} / {ece} (n {cal['n']}, decided {cal['n_decided']})"))
+        tie = cal.get("tie")
+        if tie:
+            rows.append(("P(tie): judge mean vs humans' tie rate",
+                         f"{tie['mean_p_tie']:.3f} vs {_fmt(tie['observed'])} (tie ECE {tie['ece']:.4f})"))
     return rows
 
 

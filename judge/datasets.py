@@ -44,7 +44,8 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
     """The seed's ``judge_labels.csv``: ``item_id, verdict_ab, verdict_ba, human``.
 
     Verdicts name the winning answer by identity (A = x, B = y, tie) in the A-first and B-first orders;
-    a blank verdict is unparsable, a blank human label means none.
+    a blank verdict is unparsable, a blank human label means none. ``model_a``/``model_b`` (written by
+    ``preflab export-votes --as labels``) become ``model_x``/``model_y``.
     """
     source = str(path)
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -57,6 +58,8 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
             "judge_xy": _identity_code(rec["verdict_ab"], source, line, "verdict_ab", UNPARSABLE),
             "judge_yx": _identity_code(rec["verdict_ba"], source, line, "verdict_ba", UNPARSABLE),
             "human": _identity_code(rec.get("human"), source, line, "human", np.nan),
+            # The export's model pair (A = model_a = x), so other labels can join it by pair.
+            **({"model_x": rec["model_a"], "model_y": rec["model_b"]} if "model_a" in rec and "model_b" in rec else {}),
         })
     pairs = pd.DataFrame(rows)
     pairs.attrs.update(source=source, notes=[])
@@ -129,40 +132,143 @@ def _read_table(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
-def attach_human(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
-    """Join human labels (CSV/JSONL with ``item_id`` and ``human`` — A/B/tie by identity) onto ``pairs``.
+def _flip(code: float) -> float:
+    """The same outcome seen from the other side of the pair (x wins ↔ y wins; a tie stays)."""
+    return {X: float(Y), Y: float(X)}.get(code, code)
 
-    Labels for items the judge did not see, and pairs without a label, are counted in the notes.
+
+def _same(a: tuple, b: tuple) -> bool:
+    return all((np.isnan(u) and np.isnan(v)) or u == v for u, v in zip(a, b, strict=True))
+
+
+def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels>",
+               first_line: int | None = 2) -> pd.DataFrame:
+    """The one join of human labels onto judged pairs: the CLI's ``--human`` file and the app's votes.
+
+    ``labels`` has one row per (item, model pair): ``item_id``, ``human`` (A/B/tie by identity, A =
+    ``model_a``), optionally ``model_a``/``model_b`` and single annotators ``human_1`` … ``human_k`` (same
+    coding; this is how several annotators of one pair are represented). With ``model_a``/``model_b`` a
+    row joins the judged pair with the same item and the same unordered model pair, oriented to its
+    ``model_x``/``model_y``; without them it joins by ``item_id`` alone (A = the pair's x), which is refused
+    when an item has several judged pairs. Rows repeated with the same labels are counted in the notes;
+    two rows for one (item, pair) with different labels are refused (:class:`InputError`), as are
+    model pairs that the judged pairs cannot be oriented to. ``first_line`` is the file line of the first
+    row (2 for a CSV with a header, 1 for JSONL; None when the labels do not come from a file).
+    Labels matching no judged pair and judged pairs without a label are counted in ``attrs["notes"]``.
     """
-    source = str(path)
-    raw = _read_table(path)
-    _require(raw, ["item_id", "human"], source)
-    labels = {str(r["item_id"]): _identity_code(r["human"], source, i + 2, "human", np.nan)
-              for i, r in enumerate(raw.to_dict("records"))}
+    by_pair = {"model_a", "model_b"} <= set(labels.columns)
+    singles = sorted((c for c in labels.columns if c.startswith("human_") and c[6:].isdigit()), key=lambda c: int(c[6:]))
+    line_of = (lambda i: None) if first_line is None else (lambda i: i + first_line)  # noqa: E731
+    units: dict[tuple, tuple[tuple, int | None]] = {}
+    repeated = 0
+    for i, rec in enumerate(labels.to_dict("records")):
+        line = line_of(i)
+        codes = tuple(_identity_code(rec.get(c), source, line, c, np.nan) for c in ["human", *singles])
+        item = str(rec["item_id"])
+        if by_pair:
+            a, b = str(rec["model_a"]).strip(), str(rec["model_b"]).strip()
+            if not a or not b or a == b:
+                raise InputError(source, line, "model_b", f"model pair {a!r} vs {b!r} is not two models",
+                                      "name the two different models the label compares")
+            key = (item, min(a, b), max(a, b))
+            codes = codes if a < b else tuple(_flip(c) for c in codes)  # stored as seen from the sorted pair
+        else:
+            key = (item,)
+        if key in units:
+            seen, seen_line = units[key]
+            if not _same(seen, codes):
+                pair = f", pair {key[1]} vs {key[2]}" if by_pair else ""
+                raise InputError(
+                    source, line, "human", f"conflicting labels for item {item!r}{pair}"
+                    + (f" (line {seen_line} says otherwise)" if seen_line else ""),
+                    "give one label per (item, model pair); several annotators go in one row as "
+                    "human_1 … human_k, their majority in human")
+            repeated += 1
+            continue
+        units[key] = (codes, line)
     out = pairs.copy()
-    out["human"] = [labels.get(str(i), np.nan) for i in out["item_id"]]
-    unmatched = len(set(labels) - set(out["item_id"].astype(str)))
+    xs = out["model_x"].astype(str).str.strip() if "model_x" in out else pd.Series("", index=out.index)
+    ys = out["model_y"].astype(str).str.strip() if "model_y" in out else pd.Series("", index=out.index)
+    items = out["item_id"].astype(str)
+    if by_pair and ((xs == "") | (ys == "")).any():
+        raise InputError(source, first_line, "model_a", "labels name model pairs, but the judged pairs "
+                              "have no model_x/model_y to orient them to",
+                              "drop the model_a/model_b columns to join by item_id alone (A = the pair's x)")
+    if not by_pair:
+        per_item = items.value_counts()
+        shared = sorted(set(per_item[per_item > 1].index) & {k[0] for k in units})
+        if shared:
+            raise InputError(source, first_line, "model_a", f"labels have no model pair, but item "
+                                  f"{shared[0]!r} has {int(per_item[shared[0]])} judged pairs "
+                                  f"({len(shared)} such items): a label by item_id is ambiguous",
+                                  "add model_a and model_b columns (`preflab export-votes --as labels` writes them)")
+    rows, used = [], set()
+    for item, x, y in zip(items, xs, ys, strict=True):
+        key = (item, min(x, y), max(x, y)) if by_pair else (item,)
+        codes = units.get(key, (None,))[0]
+        if codes is None:
+            rows.append((np.nan,) * (1 + len(singles)))
+            continue
+        used.add(key)
+        rows.append(codes if not by_pair or x <= y else tuple(_flip(c) for c in codes))
+    table = np.array(rows, dtype=float).reshape(len(out), 1 + len(singles))
+    for j, col in enumerate(["human", *singles]):
+        out[col] = table[:, j]
     notes = list(pairs.attrs.get("notes", []))
-    if unmatched:
-        notes.append(f"{unmatched} human labels match no judged pair")
+    if repeated:
+        notes.append(f"{repeated} repeated human label rows ignored")
+    if len(units) - len(used):
+        notes.append(f"{len(units) - len(used)} human labels match no judged pair")
     if out["human"].isna().any():
         notes.append(f"{int(out['human'].isna().sum())} judged pairs have no human label")
     out.attrs.update(pairs.attrs, notes=notes)
     return out
 
 
+def attach_human(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
+    """Join a human-label file onto ``pairs`` with :func:`join_human` (CSV or JSONL, e.g. the
+    ``judge_labels.csv`` of ``preflab export-votes --as labels``: ``item_id, human, model_a, model_b``)."""
+    source = str(path)
+    raw = _read_table(path)
+    _require(raw, ["item_id", "human"], source)
+    jsonl = Path(path).suffix in (".jsonl", ".json") or Path(path).name.endswith(".jsonl.gz")
+    return join_human(pairs, raw, source, first_line=1 if jsonl else 2)
+
+
 def attach_lengths(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
     """Join answer lengths: a file with ``item_id`` and ``len_x``/``len_y``, or ``answer_x``/``answer_y``
-    (the shared ``pairs.jsonl``; lengths in characters)."""
+    (the shared ``pairs.jsonl``; lengths in characters).
+
+    With ``model_x``/``model_y`` in the file each answer's length joins by (item, model), so a pair listed
+    in the other order, or one item with several pairs, gets the right lengths; without them the join is by
+    ``item_id`` and refused when an item has several judged pairs (which pair's lengths is ambiguous).
+    """
     source = str(path)
     raw = _read_table(path)
     if {"answer_x", "answer_y"} <= set(raw.columns):
         raw = raw.assign(len_x=raw["answer_x"].astype(str).str.len(), len_y=raw["answer_y"].astype(str).str.len())
     _require(raw, ["item_id", "len_x", "len_y"], source)
-    lengths = raw.assign(item_id=raw["item_id"].astype(str)).drop_duplicates("item_id").set_index("item_id")
     out = pairs.copy()
-    for col in ("len_x", "len_y"):
-        out[col] = pd.to_numeric(out["item_id"].astype(str).map(lengths[col]), errors="coerce")
+    items = out["item_id"].astype(str)
+    if {"model_x", "model_y"} <= set(raw.columns) and {"model_x", "model_y"} <= set(out.columns):
+        per_answer = {}
+        for side in ("x", "y"):
+            for item, model, n in zip(raw["item_id"].astype(str), raw[f"model_{side}"].astype(str),
+                                      raw[f"len_{side}"], strict=True):
+                per_answer.setdefault((item, model), n)
+        for side in ("x", "y"):
+            out[f"len_{side}"] = pd.to_numeric(pd.Series(
+                [per_answer.get((i, m), np.nan) for i, m in zip(items, out[f"model_{side}"].astype(str), strict=True)],
+                index=out.index), errors="coerce")
+    else:
+        per_item = items.value_counts()
+        if (per_item > 1).any():
+            raise InputError(source, None, "model_x", f"lengths have no model names, but item "
+                                  f"{per_item.index[0]!r} has {int(per_item.iloc[0])} judged pairs",
+                                  "give model_x and model_y with the lengths (pairs.jsonl has them)")
+        lengths = raw.assign(item_id=raw["item_id"].astype(str)).drop_duplicates("item_id").set_index("item_id")
+        for col in ("len_x", "len_y"):
+            out[col] = pd.to_numeric(items.map(lengths[col]), errors="coerce")
     out.attrs.update(pairs.attrs)
     return out
 

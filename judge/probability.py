@@ -24,6 +24,22 @@ def brier_score(p: np.ndarray, outcome: np.ndarray) -> float:
     return float(np.mean((p - y) ** 2)) if p.size else float("nan")
 
 
+def brier_score_multiclass(probs: np.ndarray, outcome: np.ndarray) -> float:
+    """Brier's original score over all classes: mean over rows of Σ_k (p_k − [outcome = k])² (Brier 1950).
+
+    ``probs`` is n × K (rows sum to 1), ``outcome`` the class index per row; rows with a NaN are skipped.
+    A proper scoring rule in [0, 2]; for K = 2 it is twice the binary :func:`brier_score`. Equals
+    scikit-learn's multiclass ``brier_score_loss`` (the test reference).
+    """
+    probs, outcome = np.asarray(probs, dtype=float), np.asarray(outcome, dtype=float)
+    keep = ~np.isnan(outcome) & ~np.isnan(probs).any(axis=1)
+    probs, outcome = probs[keep], outcome[keep].astype(int)
+    if not probs.size:
+        return float("nan")
+    onehot = np.eye(probs.shape[1])[outcome]
+    return float(np.mean(np.sum((probs - onehot) ** 2, axis=1)))
+
+
 def _bins(p: np.ndarray, n_bins: int) -> np.ndarray:
     # Equal-width bins on [0, 1]; p = 1 goes in the last bin.
     return np.minimum((p * n_bins).astype(int), n_bins - 1)

@@ -128,41 +128,156 @@ def verdict_from_logprobs(
     return Verdict(by_outcome, best, "logprob", mass, bound, missing, {"levels": probs})
 
 
-# Text verdicts: strongest pattern first; each yields the label text.
-_TEXT_PATTERNS = [
-    re.compile(r"\[\[\s*([^\[\]]{1,8}?)\s*\]\]"),  # [[A]], [[A>>B]], [[tie]]
-    re.compile(r"(?:final\s+)?(?:verdict|answer|winner|decision)\s*(?:is)?\s*[:=]?\s*\**\s*\(?\[?\s*"
-               r"([A-Za-z]{1,3}|[AB]\s*[<>=]{1,2}\s*[AB]|tie)\b", re.IGNORECASE),
-]
+# --- Text verdicts -----------------------------------------------------------------------------------------
+# Three tiers, strongest first; within a tier the last statement wins (judges that reason first state their
+# verdict at the end). A tier that finds nothing, or only statements it cannot trust, passes to the next;
+# conflicting or negated free-form statements make the verdict unparsable rather than a guess.
+_BRACKET = re.compile(r"\[\[\s*([^\[\]]{1,12}?)\s*\]\]")  # [[A]], [[C]], [[A>>B]], [[tie]]
+_COMPARISON = re.compile(r"^([AB])\s*(>>|>|=|<|<<)\s*([AB])$", re.IGNORECASE)  # Arena-Hard's A>>B ... B>>A
+_TIE = r"(?:(?:a|an)\s+)?(?:tie|draw)\b"
+_NOUN = r"(?:assistant|output|answer|response|model)"
+# A slot reference: "Assistant A", "Output (b)", "(a)"; lowercase letters only inside brackets.
+_REF = (rf"(?:(?:{_NOUN}\s*)?(?:\(\s*(?P<paren>[ab])\s*\)|\[\s*(?P<square>[ab])\s*\])"
+        rf"|{_NOUN}\s+(?P<named>(?-i:[AB]))\b)")
+# "Verdict: B", "Final verdict: a tie", "The winner is Output (b)", "My final answer is tie."
+_STATEMENT = re.compile(
+    r"\b(?:verdict|winner|decision|answer|choice|judge?ment)\b\s*(?:is|would\s+be|[:=-])\s*[:=]?\s*[*_\"'`]*\s*"
+    rf"(?:(?P<tie>{_TIE})|{_REF}|(?P<word>[^\s.,;:!?)\]*_\"'`]+))", re.IGNORECASE)
+_WHOLE_REF = re.compile(rf"^[\s*_\"'`]*{_REF}[\s*_\"'`.!]*$", re.IGNORECASE)  # the output is "Output (a)"
+_SUBJECT = rf"(?:{_REF}|\b(?P<bare>(?-i:[AB]))\b)(?:'s\s+(?:answer|response|output))?"
+_NEG = re.compile(r"\b(?:not|never|no|neither|nor|hardly)\b|n't", re.IGNORECASE)
+_CLAUSE = re.compile(r"[.;:!?,\n]|\bbut\b|\bwhile\b|\bhowever\b", re.IGNORECASE)
+_MODS = (r"(?:(?:is|was|seems|appears|looks|performs|does|did|isn't|wasn't|doesn't|is\s+not|was\s+not|"
+         r"much|slightly|somewhat|far|clearly|significantly|marginally|a\s+bit|a\s+little|overall|definitely|"
+         r"the|not|never|arguably|generally|even|way|still|also)\s+)*")
+_CMP = {"better": 1, "superior": 1, "preferable": 1, "preferred": 1, "stronger": 1, "wins": 1, "winner": 1,
+        "worse": -1, "inferior": -1, "weaker": -1, "loses": -1}
+# "B is better", "Assistant A's answer is slightly better", "Output (a) is not better" (negated)
+_CLAIM = re.compile(rf"{_SUBJECT}\s+(?P<mods>{_MODS})(?P<cmp>{'|'.join(_CMP)})\b", re.IGNORECASE)
+# "The better answer is B", "I prefer Assistant A"
+_CLAIM_AFTER = re.compile(rf"(?:\b(?:better|best|winning|preferred|stronger|superior)\s+(?:one|{_NOUN}|choice|"
+                          rf"option)?\s*(?:is|would\s+be)\s+|\bprefer\s+){_SUBJECT}", re.IGNORECASE)
+_TIE_CLAIM = re.compile(r"\b(?:tie|tied|draw)\b|\bequally\s+\w+|\bequal\s+(?:in\s+)?quality\b|"
+                        rf"\bneither\s+(?:one|{_NOUN})?\s*is\s+(?:clearly\s+)?better", re.IGNORECASE)
+
+
+def _slot(outcomes: Mapping[str, str], outcome: str) -> str | None:
+    """The outcome when the rubric has it (a "tie" read from text needs a rubric with a tie)."""
+    return outcome if outcome in set(outcomes.values()) else None
+
+
+def _bracket(content: str, outcomes: Mapping[str, str], case_sensitive: bool) -> str | None:
+    """The outcome inside ``[[...]]``: a rubric label, else an Arena-Hard comparison (A>>B → A, A=B → tie)."""
+    label = token_label(content.replace(" ", ""), list(outcomes), case_sensitive)
+    if label is not None:
+        return outcomes[label]
+    m = _COMPARISON.match(content.strip())
+    if not m:
+        return None
+    left, op, right = m.group(1).upper(), m.group(2), m.group(3).upper()
+    if left == right:
+        return None
+    if op == "=":
+        return _slot(outcomes, "tie")
+    return _slot(outcomes, left if op in (">", ">>") else right)
+
+
+def _statement(text: str, m: re.Match, outcomes: Mapping[str, str], case_sensitive: bool) -> str | None:
+    if m.group("tie"):
+        return _slot(outcomes, "tie")
+    for group in ("paren", "square", "named"):
+        if m.group(group):
+            return _slot(outcomes, m.group(group).upper())
+    word = m.group("word")
+    if word == "a" and re.match(r"\s+[A-Za-z]", text[m.end("word"):]):
+        return None  # the article: "The answer is a bit longer"
+    label = token_label(word, list(outcomes), case_sensitive)
+    if label is None and re.fullmatch(r"[AB][<>=]{1,2}[AB]", word, re.IGNORECASE):
+        return _bracket(word, outcomes, case_sensitive)
+    return None if label is None else outcomes[label]
+
+
+def _subject(m: re.Match) -> str:
+    return next(m.group(g) for g in ("paren", "square", "named", "bare") if m.groupdict().get(g)).upper()
+
+
+def _negated_clause(text: str, start: int) -> bool:
+    """A negation between the start of the clause and ``start`` ("Neither A nor B is", "I don't think B")."""
+    before = text[:start]
+    cut = max((m.end() for m in _CLAUSE.finditer(before)), default=0)
+    return _NEG.search(before[cut:]) is not None
+
+
+def _free_claims(text: str, outcomes: Mapping[str, str]) -> list[str | None]:
+    """Outcomes of free-form statements in text order; None marks a negated one (it names no winner)."""
+    claims: list[tuple[int, str | None]] = []
+    for m in _CLAIM.finditer(text):
+        who = _subject(m)
+        if _NEG.search(m.group("mods")) or _negated_clause(text, m.start()):
+            claims.append((m.start(), None))
+        else:
+            claims.append((m.start(), who if _CMP[m.group("cmp").lower()] > 0 else "B" if who == "A" else "A"))
+    for m in _CLAIM_AFTER.finditer(text):
+        claims.append((m.start(), None if _negated_clause(text, m.start()) else _subject(m)))
+    for m in _TIE_CLAIM.finditer(text):
+        if not _negated_clause(text, m.start()):  # "not a tie" says nothing about who won
+            claims.append((m.start(), _slot(outcomes, "tie") or "?"))
+    return [o for _, o in sorted(claims, key=lambda c: c[0])]
+
+
+def _leading_label(text: str, labels: list[str], case_sensitive: bool) -> str | None:
+    """The whole output as a label, or its first token when punctuation, a line break or a symbol follows
+    ("B. Assistant B ...", "A\\n..."); a word or a colon after it ("A tie.", "A: 7/10, B: 8/10") makes it prose."""
+    label = token_label(text, labels, case_sensitive)
+    if label is not None:
+        return label
+    first, rest = re.match(r"(\S+)(.*)", text.strip(), re.DOTALL).groups()
+    lead = token_label(first, labels, case_sensitive)
+    if lead is not None and (first[-1] in ".!)]" or not re.match(r"[ \t]*[A-Za-z0-9]", rest)):
+        return lead
+    return None
 
 
 def verdict_from_text(text: str | None, outcomes: Mapping[str, str], case_sensitive: bool = False) -> Verdict:
-    """Parse a written verdict (``[[A]]``, ``Verdict: B``, ``[[A>>B]]``) or a bare label; else unparsable.
+    """Parse a written verdict; when unsure, unparsable (never a guess).
 
-    The last match wins, since judges that reason first state their verdict at the end.
+    In order: ``[[label]]`` (MT-bench ``[[A]]``/``[[C]]``, Arena-Hard ``[[A>>B]]``/``[[A=B]]``, the last
+    one wins); an explicit statement ("Verdict: B", "Final verdict: a tie", "The winner is Output (b)", last
+    wins); the whole output, or its first token when punctuation or a line break follows ("B. Assistant B
+    ..."; in "A tie." the A is the article); free-form statements ("Assistant A is better", "both equally
+    good", "A close call, but B is better"), which must all name the same outcome and not be negated ("A is
+    not better than B" names no winner). A lowercase "a" before a word is the article, never label A.
     """
-    if not text:
+    if not text or not text.strip():
         return unparsable("text", reason="empty output")
     labels = list(outcomes)
-    for pattern in _TEXT_PATTERNS:
-        found = [token_label(m.group(1).replace(" ", ""), labels, case_sensitive)
-                 for m in pattern.finditer(text)]
-        found = [f for f in found if f is not None]
-        if found:
-            return _one_hot(outcomes, found[-1])
-    label = token_label(text, labels, case_sensitive)  # the whole output is the label
-    if label is None:
-        first = text.strip().split(maxsplit=1)
-        label = token_label(first[0], labels, case_sensitive) if first else None
-    if label is None:
-        return unparsable("text", reason="no verdict found", text=text[:200])
-    return _one_hot(outcomes, label)
+    found = [o for o in (_bracket(m.group(1), outcomes, case_sensitive) for m in _BRACKET.finditer(text)) if o]
+    if not found:
+        found = [o for o in (_statement(text, m, outcomes, case_sensitive) for m in _STATEMENT.finditer(text)) if o]
+    if found:
+        return _one_hot(outcomes, found[-1])
+    label = _leading_label(text, labels, case_sensitive)
+    if label is not None:
+        return _one_hot(outcomes, outcomes[label])
+    if _COMPARISON.match(text.strip()):  # a bare "A>B"
+        outcome = _bracket(text.strip(), outcomes, case_sensitive)
+        return _one_hot(outcomes, outcome) if outcome else unparsable("text", reason="no such outcome")
+    whole = _WHOLE_REF.match(text)
+    if whole:
+        return _one_hot(outcomes, _subject(whole)) if _slot(outcomes, _subject(whole)) else unparsable("text")
+    claims = _free_claims(text, outcomes)
+    named = {o for o in claims if o is not None}
+    if len(named) == 1 and "?" not in named:
+        return _one_hot(outcomes, named.pop())
+    reason = ("conflicting statements" if len(named) > 1 else "negated statement only" if claims
+              else "no verdict found")
+    return unparsable("text", reason=reason, text=text[:200])
 
 
-def _one_hot(outcomes: Mapping[str, str], label: str) -> Verdict:
+def _one_hot(outcomes: Mapping[str, str], outcome: str) -> Verdict:
     probs = dict.fromkeys(dict.fromkeys(outcomes.values()), 0.0)
-    probs[outcomes[label]] = 1.0
-    return Verdict(probs, outcomes[label], "text", math.nan)
+    probs[outcome] = 1.0
+    return Verdict(probs, outcome, "text", math.nan)
 
 
 def sampled_verdict(verdicts: Sequence[Verdict], outcomes: Sequence[str], level: float = 0.95) -> Verdict:

@@ -144,35 +144,19 @@ def seed_demo(engine: Engine, items_path: str | Path, battles_path: str | Path |
 def attach_votes(pairs: pd.DataFrame, votes: pd.DataFrame) -> pd.DataFrame:
     """Join collected votes onto a judged-pairs table (:mod:`judge.outcomes`) by (item_id, model pair).
 
-    Adds ``human`` (the majority by identity, oriented to the table's ``model_x``/``model_y``; a split is a
-    tie) and ``human_1`` … ``human_k`` (single voters, NaN = no vote), and counts unmatched pairs in
-    ``attrs["notes"]``. Needs ``model_x`` and ``model_y`` in ``pairs``.
+    The labels are exactly what ``preflab export-votes --as labels`` writes (:func:`judge_labels`: the
+    majority by identity, a split is a tie) plus single voters ``human_1`` … ``human_k`` (a voter's latest
+    vote, as in :func:`rating_matrix`), joined by :func:`judge.datasets.join_human`, the same join the CLI's
+    ``--human labels.csv`` uses, so the app page and the CLI compute the same metrics.
     """
-    from judge.outcomes import TIE, X, Y
+    from judge.datasets import join_human
 
-    out = pairs.copy()
-    notes = list(pairs.attrs.get("notes", []))
-    ratings = rating_matrix(votes) if len(votes) else pd.DataFrame()
-    labels = judge_labels(votes).set_index(["item_id", "model_a", "model_b"]) if len(votes) else None
-    flip = {0.0: Y, 1.0: X, 2.0: TIE}  # A/B/tie codes when model_x is the pair's second model
-    human, singles = [], []
-    for item, x, y in zip(out["item_id"].astype(str), out["model_x"].astype(str), out["model_y"].astype(str),
-                          strict=True):
-        key = (item, min(x, y), max(x, y))
-        if labels is None or key not in labels.index:
-            human.append(np.nan)
-            singles.append([])
-            continue
-        code = LABEL_CODES[labels.loc[key, "human"]]
-        row = ratings.loc[key].dropna().to_numpy()
-        human.append(code if x < y else flip[code])
-        singles.append(list(row) if x < y else [flip[c] for c in row])
-    out["human"] = np.asarray(human, float)
-    width = max((len(s) for s in singles), default=0)
-    for k in range(width):
-        out[f"human_{k + 1}"] = [s[k] if k < len(s) else np.nan for s in singles]
-    missing = int(np.isnan(out["human"]).sum())
-    if missing:
-        notes.append(f"{missing} judged pairs have no human vote yet")
-    out.attrs.update(pairs.attrs, notes=notes)
-    return out
+    labels = judge_labels(votes)[["item_id", "model_a", "model_b", "human"]]
+    if len(votes):
+        names = {code: label for label, code in LABEL_CODES.items()}
+        ratings = rating_matrix(votes).reindex(pd.MultiIndex.from_frame(labels[["item_id", "model_a", "model_b"]]))
+        singles = [[names[c] for c in row[~np.isnan(row)]] for row in ratings.to_numpy(float)]
+        width = max((len(r) for r in singles), default=0)
+        for k in range(width):
+            labels[f"human_{k + 1}"] = [r[k] if k < len(r) else "" for r in singles]
+    return join_human(pairs, labels, source="the collected votes", first_line=None)

@@ -87,4 +87,4 @@ def test_judged_pairs_orient_human_votes_to_the_judges_x(seeded_url, tmp_path):
     assert sorted(pairs.loc["q001", ["human_1", "human_2", "human_3"]].tolist()) == [X, Y, Y]
     assert pairs.loc["q002", "human"] == TIE and np.isnan(pairs.loc["q003", "human"])
     assert pairs.loc["q001", "len_x"] == len(f"Answer 1 from side {MODELS.index(y)}: **bold** text.")
-    assert any("1 judged pairs have no human vote" in n for n in pairs.attrs["notes"])
+    assert "1 judged pairs have no human label" in pairs.attrs["notes"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import krippendorff
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
@@ -102,6 +103,25 @@ def test_kappa_bootstrap_interval_covers_point_and_matches_a_loop():
     loop = [cohen_kappa_score(judge[i], human[i]) for i in idx]
     assert ci.lower == pytest.approx(np.percentile(loop, 2.5))
     assert ci.upper == pytest.approx(np.percentile(loop, 97.5))
+
+
+def test_kappa_bootstrap_counts_single_class_resamples_and_keeps_them():
+    """Before: resamples holding one class on both sides (kappa 0/0) were dropped silently by nanpercentile."""
+    import warnings
+
+    human = np.array([X] * 10 + [Y, X], dtype=float)
+    judge = np.array([X] * 10 + [Y, Y], dtype=float)
+    ci = agr.kappa_interval(judge, human, n_bootstrap=2000, seed=3)
+    idx = np.random.default_rng(3).integers(0, 12, size=(2000, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn warns on the single-class resamples, and returns NaN
+        loop = np.array([cohen_kappa_score(judge[i], human[i]) for i in idx])
+    assert ci.single_class_resamples == int(np.isnan(loop).sum()) > 100  # about (10/12)^12 of them
+    assert ci.as_dict()["single_class_resamples"] == ci.single_class_resamples
+    full = np.where(np.isnan(loop), 1.0, loop)  # perfect agreement on one class: kappa 1
+    assert [ci.lower, ci.upper] == pytest.approx(np.percentile(full, [2.5, 97.5]))
+    assert ci.value == pytest.approx(cohen_kappa_score(judge, human))
+    assert agr.kappa_interval(np.zeros(5), np.zeros(5), n_bootstrap=10).value == 1.0
 
 
 def test_confusion_matrix_and_rates_by_hand():
@@ -277,3 +297,122 @@ def test_length_bias_with_too_few_decisive_verdicts_gives_nan_slope_quietly():
         warnings.simplefilter("error")
         out = length_bias(judge, np.array([10.0, 20, 30, 40]), np.array([5.0, 25, 35, 45]))
     assert np.isnan(out["slope"]["value"]) and out["judge_prefers_longer"]["n"] == 1
+
+
+def _three_way_judge(n: int, seed: int) -> pd.DataFrame:
+    """A perfectly calibrated three-way judge: humans draw x / y / tie from exactly its probabilities."""
+    rng = np.random.default_rng(seed)
+    p_tie = rng.beta(2.3, 7.7, n)  # mean 0.23
+    share = rng.random(n)
+    p = np.stack([(1 - p_tie) * share, (1 - p_tie) * (1 - share), p_tie], axis=1)
+    human = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1).astype(float)  # 0 = x, 1 = y, 2 = tie
+    return pd.DataFrame({"item_id": [f"q{i}" for i in range(n)], "judge_xy": p.argmax(axis=1).astype(float),
+                         "judge_yx": np.nan, "p_xy": p[:, 0], "pt_xy": p[:, 2], "human": human})
+
+
+def test_brier_multiclass_matches_sklearn():
+    from judge.probability import brier_score_multiclass
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet([1, 1, 1], 50)
+    y = rng.integers(0, 3, 50)
+    assert brier_score_multiclass(p, y) == pytest.approx(brier_score_loss(y, p, labels=[0, 1, 2]))
+    assert brier_score_multiclass(p[:, [0, 1]] / p[:, :2].sum(1, keepdims=True), y % 2) == pytest.approx(
+        2 * brier_score(p[:, 0] / p[:, :2].sum(1), (y % 2 == 0).astype(float)))
+
+
+def test_a_calibrated_three_way_judge_is_calibrated():
+    """Before: ECE scored the unconditional P(x wins) on decided pairs, 0.09 for this perfect judge."""
+    from judge.calibrate import calibrate
+
+    pairs = _three_way_judge(4000, seed=11)
+    cal = calibrate(pairs, n_bootstrap=50)["calibration"]
+    assert cal["ece"] < 0.04  # sampling noise only (about 0.025 at 10 bins)
+    assert cal["n"] == 4000 and cal["n_decided"] == int((pairs["human"] != TIE).sum())
+    tie = cal["tie"]
+    assert tie["mean_p_tie"] == pytest.approx(0.23, abs=0.01) and tie["ece"] < 0.04
+    assert tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]
+    # The three-class Brier is proper: the true probabilities beat a judge that never says tie.
+    worse = pairs.assign(p_xy=pairs["p_xy"] / (1 - pairs["pt_xy"]), pt_xy=0.0)
+    worse_cal = calibrate(worse, n_bootstrap=50)["calibration"]
+    assert cal["brier"] < worse_cal["brier"]
+    assert worse_cal["ece"] == pytest.approx(cal["ece"])  # same p_x / (p_x + p_y): same decided-pair ECE
+    assert not (worse_cal["tie"]["observed"]["lower"] <= 0.0)  # the tie line shows it
+    from judge.card import summary_rows
+
+    rows = dict(summary_rows(calibrate(worse, n_bootstrap=50)))
+    assert rows["Brier (3-class) / ECE (decided pairs)"].startswith(f"{worse_cal['brier']:.4f} / ")
+    assert rows["P(tie): judge mean vs humans' tie rate"].startswith("0.000 vs 0.23")
+
+
+def _exact_coverage(interval, n_pairs: int, probs: tuple[float, float, float]) -> float:
+    """Exact coverage of an interval for the first-slot rate: a pair picks the first slot 0, 1 or 2 times
+    with ``probs``; every count vector (n0, n1, n2) is enumerated with its multinomial probability."""
+    from scipy.stats import multinomial
+
+    truth = (probs[1] + 2 * probs[2]) / 2
+    cover = 0.0
+    for n2 in range(n_pairs + 1):
+        for n1 in range(n_pairs - n2 + 1):
+            firsts = np.repeat([0.0, 1.0, 2.0], [n_pairs - n1 - n2, n1, n2])
+            ci = interval(firsts)
+            if ci.lower <= truth <= ci.upper:
+                cover += multinomial.pmf([n_pairs - n1 - n2, n1, n2], n_pairs, probs)
+    return cover
+
+
+@pytest.mark.parametrize("primacy", [0.5, 0.7])
+def test_first_position_interval_covers_across_inconsistency_levels(primacy):
+    """Inconsistent pairs pick the first slot twice (share ``primacy``) or the second slot twice; 10% of the
+    consistent pairs are ties in both orders. Exact coverage at P = 100. Before: Wilson over 2P verdicts
+    covered 0.88 with 75% inconsistent pairs and 0.81 with all of them."""
+    from judge.stats import clustered_wilson_interval, wilson_interval
+
+    per_pair = lambda f: clustered_wilson_interval(f, np.full(f.size, 2.0))  # noqa: E731
+    for inconsistent in (0.5, 0.75, 1.0):
+        probs = ((1 - inconsistent) * 0.1 + inconsistent * (1 - primacy), (1 - inconsistent) * 0.9,
+                 inconsistent * primacy)
+        assert _exact_coverage(per_pair, 100, probs) >= 0.93, inconsistent
+    old = _exact_coverage(lambda f: wilson_interval(f.sum(), 2 * f.size), 100, probs)
+    assert old < 0.85  # the interval that treated the 2P verdicts as independent
+
+
+def test_position_bias_uses_the_interval_over_pairs():
+    from judge.stats import clustered_wilson_interval
+
+    xy = np.array([X, X, Y, TIE, X, Y] * 5, dtype=float)
+    yx = np.array([Y, X, X, TIE, Y, Y] * 5, dtype=float)
+    firsts = (xy == X).astype(float) + (yx == Y)
+    got = position_bias(xy, yx)["first_position_rate"]
+    assert got == pytest.approx(clustered_wilson_interval(firsts, np.full(30, 2.0)).as_dict())
+    assert got["value"] == pytest.approx(firsts.sum() / 60)
+
+
+def test_clustered_wilson_reduces_to_wilson_and_bounds_the_effective_n():
+    from judge.stats import clustered_wilson_interval, wilson_interval
+
+    rng = np.random.default_rng(1)
+    s = (rng.random(80) < 0.3).astype(float)
+    assert clustered_wilson_interval(s, np.ones(80)).as_dict() == pytest.approx(wilson_interval(s.sum(), 80).as_dict())
+    all_first = clustered_wilson_interval(np.full(50, 2.0), np.full(50, 2.0))  # p = 1: one trial per pair
+    assert all_first.lower == pytest.approx(wilson_interval(50, 50).lower)
+
+
+def test_corrected_win_rate_counts_unparsable_verdicts_instead_of_dropping_them():
+    """The judge fails to answer more often when x truly wins; before, dropping those verdicts gave 0.53."""
+    from judge.calibrate import calibrate
+
+    rng = np.random.default_rng(8)
+    n, n_labelled = 20000, 4000
+    truth = np.where(rng.random(n) < 0.6, X, Y).astype(float)
+    right = rng.random(n) < 0.9
+    judge = np.where(right, truth, 1 - truth)
+    judge = np.where(rng.random(n) < np.where(truth == X, 0.3, 0.05), UNPARSABLE, judge)
+    human = np.where(np.arange(n) < n_labelled, truth, np.nan)
+    pairs = pd.DataFrame({"item_id": np.arange(n).astype(str), "judge_xy": judge, "judge_yx": np.nan,
+                          "human": human})
+    cw = calibrate(pairs, n_bootstrap=400)["corrected_win_rate"]
+    target = float(np.mean(truth[n_labelled:] == X))
+    assert cw["corrected"]["lower"] <= target <= cw["corrected"]["upper"]
+    assert abs(cw["corrected"]["value"] - target) < 0.02
+    assert cw["n_unparsable"] == int(np.sum(judge == UNPARSABLE)) and cw["n_unlabelled"] == n - n_labelled

@@ -47,7 +47,8 @@ def test_cli_json_has_stable_keys_and_seed_numbers(tmp_path):
     assert data["n_pairs"] == 20 and data["consistency"]["value"] == pytest.approx(0.7)
     assert data["first_position_rate"]["value"] == pytest.approx(0.65)
     assert data["conservative"] == {"a": 9, "b": 5, "tie": 6, "unparsable": 0}
-    assert set(data["agreement"]) >= {"value", "lower", "upper"} and set(data["kappa"]) == {"value", "lower", "upper"}
+    assert set(data["agreement"]) >= {"value", "lower", "upper"} and set(data["kappa"]) == {"value", "lower", "upper",
+                                                                          "single_class_resamples"}
     assert data["agreement"]["value"] == pytest.approx(1.0)  # the fixture's human equals the conservative rule
     assert data["length_bias"] is None and data["calibration"] is None  # not in the data: null, not invented
     html = card.read_text()

@@ -110,20 +110,102 @@ def test_low_mass_flagged():
     assert v.label == "A" and v.low_mass and v.label_mass == pytest.approx(math.exp(-3.0))
 
 
-@pytest.mark.parametrize(
-    ("text", "label"),
-    [
-        ("Assistant A is clearer.\n\nFinal verdict: [[B]]", "B"),
-        ("[[A]] because ... then again [[C]]", "tie"),
-        ("Verdict: A", "A"),
-        ("**Verdict:** b", "B"),
-        ("My final answer is tie.", "tie"),
-        (" A", "A"),
-        ("B. Assistant B follows the instruction", "B"),
-    ],
-)
+# Real phrasings (MT-bench, Arena-Hard, AlpacaEval's "Output (a)", free-form judges) and the outcome they
+# state; None = no trustworthy verdict (negated, conflicting, or none), which must be unparsable, never a guess.
+TEXT_TABLE = [
+    ('[[A]]', 'A'),
+    ('[[B]]', 'B'),
+    ('[[C]]', 'tie'),
+    ('After comparing, Assistant B is more accurate. [[B]]', 'B'),
+    ('My final verdict is: [[A>>B]]', 'A'),
+    ('My final verdict is: [[A>B]]', 'A'),
+    ('My final verdict is tie: [[A=B]]', 'tie'),
+    ('My final verdict is: [[B>A]]', 'B'),
+    ('My final verdict is: [[B>>A]]', 'B'),
+    ('Verdict: B', 'B'),
+    ('Verdict: A', 'A'),
+    ('**Verdict:** b', 'B'),
+    ('Final verdict: a tie', 'tie'),
+    ('Final verdict: A tie.', 'tie'),
+    ('The winner is a draw.', 'tie'),
+    ('The winner is Output (b).', 'B'),
+    ('Output (a)', 'A'),
+    ('Output (b)', 'B'),
+    ('Assistant A', 'A'),
+    ('Assistant B', 'B'),
+    ('A', 'A'),
+    (' B', 'B'),
+    ('C', 'tie'),
+    ('tie', 'tie'),
+    ('A tie.', 'tie'),
+    ("It's a tie.", 'tie'),
+    ('A close call, but B is better.', 'B'),
+    ('A is better.', 'A'),
+    ('Assistant A is better.', 'A'),
+    ("Assistant B's answer is slightly better.", 'B'),
+    ('Output (b) is better than Output (a).', 'B'),
+    ('Both answers are equally good.', 'tie'),
+    ('both equally good', 'tie'),
+    ('A is not better than B.', None),
+    ("Assistant A isn't better than Assistant B.", None),
+    ('Neither A nor B is better.', None),
+    ("I don't think B is better.", None),
+    ('The answer is a bit longer in B, but both are fine.', None),
+    ('A is worse than B.', 'B'),
+    ('The better response is Assistant A.', 'A'),
+    ('I prefer Assistant B.', 'B'),
+    ('B. Assistant B follows the instruction', 'B'),
+    ('A\n\nAssistant A answers the question.', 'A'),
+    ('My final answer is tie.', 'tie'),
+    ('A is better in style, but B is better overall.', None),
+    ('I cannot decide between these.', None),
+    ('Maybe?', None),
+    ('A good answer needs more detail.', None),
+    ('This is a better answer than I expected.', None),
+    ('The answer is a.', 'A'),
+    ('It is not a tie: Assistant A is better.', 'A'),
+    ('Neither is better.', 'tie'),
+    ('The two responses are of equal quality.', 'tie'),
+    ('Assistant A is significantly better: [[A>>B]]', 'A'),
+    ('[[A]] because ... then again [[C]]', 'tie'),
+    ('Assistant A is clearer.\n\nFinal verdict: [[B]]', 'B'),
+    ('Decision: Assistant A', 'A'),
+    ('Answer A is better than answer B.', 'A'),
+    ('**Assistant A**', 'A'),
+    ('Assistant B.', 'B'),
+    ('I would not say it is a tie, B wins.', 'B'),
+    ('Assistant A provides a more detailed answer, so A is the better response.', 'A'),
+    ("Both assistants provide good answers, but Assistant B's response is more comprehensive. [[B]]", 'B'),
+    ('Based on the above, I would choose Assistant A.', None),
+    ('Response A is better than response B.', 'A'),
+    ('A>B', 'A'),
+    ('Overall, the answers are tied.', 'tie'),
+    ('I think both responses are equally helpful, so it is a tie.', 'tie'),
+    ('A: 7/10, B: 8/10. B wins.', 'B'),
+    ('(A) is better.', 'A'),
+    ('Verdict: Tie', 'tie'),
+    ('Winner: Assistant B', 'B'),
+    ('The final verdict is that Assistant A is better.', 'A'),
+]
+
+
+@pytest.mark.parametrize(("text", "label"), TEXT_TABLE)
 def test_text_verdicts(text, label):
-    assert verdict_from_text(text, AB_TIE).label == label
+    v = verdict_from_text(text, AB_TIE)
+    assert v.label == label, v.extra
+    assert v.parsable == (label is not None) and v.method == "text"
+
+
+def test_text_table_is_large_and_covers_the_article_traps():
+    assert len(TEXT_TABLE) >= 40
+    assert {t for t, lab in TEXT_TABLE if lab == "tie"} >= {"A tie.", "Final verdict: a tie", "The winner is a draw."}
+
+
+def test_arena_hard_comparisons_with_a_two_label_rubric():
+    ab = {"A": "A", "B": "B"}
+    assert verdict_from_text("My final verdict is: [[B>>A]]", ab).label == "B"
+    assert not verdict_from_text("My final verdict is tie: [[A=B]]", ab).parsable  # no tie in this rubric
+    assert not verdict_from_text("It's a tie.", ab).parsable
 
 
 def test_text_verdict_five_level():
