@@ -9,7 +9,9 @@ is about twice as fast as conditional binomials. Poisson weights (Hanley & MacGi
 Each replicate is refitted from the full-data MLE by chord-Newton steps with the full-data Hessian held
 fixed (Kelley 1995, 'Iterative methods for linear and nonlinear equations', 5.4): replicates lie within
 O(1/sqrt(n)) of the MLE, so a few matrix products replace a factorisation per replicate. Replicates that
-do not converge (rare; e.g. a model that never lost in the resample) are refitted by full Newton.
+do not converge (rare; e.g. a model that never lost in the resample) are refitted by full Newton; those
+that still do not converge, and those whose resample breaks Ford's condition (no MLE), are flagged so the
+caller can count and exclude them (:func:`usable_interval`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +28,7 @@ import numpy as np
 
 import arena  # noqa: F401
 from arena import bt
+from arena.diagnostics import beat_edges, replicate_separation
 
 WeightKind = Literal["multinomial", "poisson"]
 BLOCK = 5
@@ -69,6 +72,18 @@ def _block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: Weig
 
 
 # ------------------------------------------------------------------------------------------- refits
+
+
+class Replicates(NamedTuple):
+    """Bootstrap refits ``x`` (R, K+1) with their flags: how many needed the full-Newton fallback,
+    ``converged`` (R,), ``separated`` (R,) (Ford's condition fails in the resample) and ``outside`` (R, K)
+    (models outside that resample's largest strongly connected group)."""
+
+    x: np.ndarray
+    n_fallback: int
+    converged: np.ndarray
+    separated: np.ndarray
+    outside: np.ndarray
 
 
 @partial(jax.jit, static_argnames=("ties", "max_iter"))
@@ -128,8 +143,8 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                    seed: int = 0, ties: str = "half", ridge: float = bt.DEFAULT_RIDGE,
                    weights: WeightKind = "multinomial", chunk: int | None = None, threads: int = 2,
                    device: jax.Device | None = None,
-                   progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, int]:
-    """Refit ``n_bootstrap`` resamples of ``data``; returns (x replicates (R, K+1), number of fallbacks).
+                   progress: Callable[[int], None] | None = None) -> Replicates:
+    """Refit ``n_bootstrap`` resamples of ``data``: replicates and their convergence/separation flags.
 
     ``h_inv`` is the inverse of :func:`arena.bt.conditioned_hessian` at ``x_hat``. Weight draws run in
     ``threads`` background threads, at most two chunks ahead, overlapping the JAX refits.
@@ -144,7 +159,8 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     put = partial(jax.device_put, device=device) if device is not None else jnp.asarray
     d_data = bt.PairData(put(data.i), put(data.j), put(np.asarray(data.counts)))
     xh, hi = put(np.asarray(x_hat)), put(np.asarray(h_inv))
-    out, n_fallback = [], 0
+    out, n_fallback, flags = [], 0, []
+    src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def submit(c: int):
             return [pool.submit(_block_weights, flat[live], seed, b, n, weights) for b, n in chunks[c]]
@@ -163,13 +179,18 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                 bad = np.flatnonzero(~ok)
                 # pad to a power of two: a handful of compiled shapes instead of one per count of failures
                 padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
-                xb, _ = newton_refit_chunk(jnp.transpose(counts[:, :, padded], (2, 0, 1)), xh, d_data, ties, ridge)
+                xb, okb = newton_refit_chunk(jnp.transpose(counts[:, :, padded], (2, 0, 1)), xh, d_data, ties, ridge)
                 x[bad] = np.asarray(xb)[: bad.size]
+                ok = ok.copy()
+                ok[bad] = np.asarray(okb)[: bad.size]
                 n_fallback += bad.size
+            w3 = w.reshape(-1, 3, w.shape[1])
+            flags.append((ok, *replicate_separation(n_models, src, dst, beat_edges(data.i, data.j, w3)[2])))
             out.append(x)
             if progress:
                 progress(x.shape[0])
-    return np.concatenate(out), n_fallback
+    ok, sep, outside = (np.concatenate(f) for f in zip(*flags, strict=True))
+    return Replicates(np.concatenate(out), n_fallback, ok, sep, outside)
 
 
 # -------------------------------------------------------------------------------- intervals and ranks
@@ -206,3 +227,44 @@ def rank_distribution(samples: np.ndarray) -> np.ndarray:
     k = ranks.shape[1]
     dist = np.stack([np.bincount(ranks[:, m] - 1, minlength=k) for m in range(k)])
     return dist / ranks.shape[0]
+
+
+def usable_replicates(converged: np.ndarray | None, separated: np.ndarray | None,
+                      ridge: float = bt.DEFAULT_RIDGE) -> np.ndarray | slice:
+    """Replicates the intervals use: converged, and with an MLE, unless a ridge prior (> the default
+    ridge) was asked for, whose fits exist anyway."""
+    if converged is None or separated is None:
+        return slice(None)
+    return converged & (~separated | (ridge > bt.DEFAULT_RIDGE))
+
+
+def separation_sides(theta: np.ndarray, outside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(above, below) masks (R, K): models outside a separated replicate's main group, on the side of it
+    where the ridge put them (their MLE gap to the main group is +infinity or -infinity there)."""
+    above, below = np.zeros(outside.shape, bool), np.zeros(outside.shape, bool)
+    for r in np.flatnonzero(outside.any(axis=1)):
+        ref = np.median(theta[r, ~outside[r]])
+        above[r] = outside[r] & (theta[r] > ref)
+        below[r] = outside[r] & (theta[r] <= ref)
+    return above, below
+
+
+def usable_interval(samples: np.ndarray, usable: np.ndarray, above: np.ndarray | None = None,
+                    below: np.ndarray | None = None, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval over the ``usable`` replicates, with a side made infinite where it is not known.
+
+    Excluded replicates are not ignored silently: where more than ``(1 - level) / 2`` of *all* replicates
+    put a model above (``above``) or below (``below``) the rest with an infinite gap, the upper (lower)
+    percentile of the complete set is infinite, so that bound is reported as +inf (-inf). With fewer
+    than two usable replicates every bound is infinite.
+    """
+    k, n = samples.shape[1], samples.shape[0]
+    if usable.sum() < 2:
+        return np.full(k, -np.inf), np.full(k, np.inf)
+    lo, hi = percentile_interval(samples[usable], level)
+    tail = (1 - level) / 2 * n
+    if above is not None:
+        hi = np.where(above.sum(axis=0) > tail, np.inf, hi)
+    if below is not None:
+        lo = np.where(below.sum(axis=0) > tail, -np.inf, lo)
+    return lo, hi

@@ -7,6 +7,7 @@ replicates, rank distribution, covariance, tie parameter, style coefficients, di
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -51,6 +52,8 @@ class Leaderboard:
     diagnostics: list[str] = field(default_factory=list)
     hygiene: list[str] = field(default_factory=list)
     scale: EloScale = EloScale()
+    separation: diagnostics.Separation | None = None
+    excluded: dict[str, int] | None = None
 
     def battle_counts(self) -> pd.DataFrame:
         return matrices.battle_counts(self.counts).loc[self.table["model"], self.table["model"]]
@@ -135,6 +138,8 @@ def fit_leaderboard(
         raise ValueError(f"ties must be one of {bt.TIES}, not {ties!r}")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, not {level}")
+    if not ridge > 0:
+        raise ValueError(f"ridge must be positive, not {ridge}")
     if ci != "sandwich" and n_bootstrap < 2:
         raise ValueError("n_bootstrap must be at least 2 for bootstrap intervals (or use ci='sandwich')")
     dev = jax.devices(device)[0] if isinstance(device, str) else device
@@ -152,6 +157,14 @@ def fit_leaderboard(
     anchor_idx, anchor_rating = parse_anchor(anchor, counts.models, init)
     want_sw, want_bs = ci in ("sandwich", "both"), ci in ("bootstrap", "both")
 
+    data = bt.pair_data(counts)
+    sep = diagnostics.separation(counts.models, data.i, data.j, data.counts)
+    regularised = ridge > bt.DEFAULT_RIDGE  # the user asked for a ridge prior: finite fits by design
+    if sep is not None:
+        msg = diagnostics.separation_message(sep, ridge, regularised, sc.per_nat)
+        warnings.warn(msg, diagnostics.SeparatedGraphWarning, stacklevel=2)
+        notes.append(msg)
+
     style_table = None
     if style_control:
         from arena.style import style_fit
@@ -159,11 +172,11 @@ def fit_leaderboard(
         sf = style_fit(battles, features=style_features, ties=ties, ridge=ridge, n_bootstrap=n_bootstrap if
                        want_bs else 0, sandwich=want_sw, seed=seed, weights=weights, level=level,
                        device=dev, progress=progress)
-        x, cov, reps, style_table = sf.x, sf.covariance, sf.replicates, sf.coefficients
+        x, cov, style_table = sf.x, sf.covariance, sf.coefficients
         notes += list(sf.warnings)
-        n_fallback = 0
+        boot = None if sf.replicates is None else bs.Replicates(sf.replicates, 0, sf.rep_converged,
+                                                                 sf.rep_separated, sf.rep_outside)
     else:
-        data = bt.pair_data(counts)
         put = (lambda a: jax.device_put(a, dev)) if dev is not None else (lambda a: a)
         result = bt.fit(put(bt.initial_x(data, counts.n_models, ties)), data, ties, ridge)
         x = np.asarray(result.x)
@@ -171,34 +184,46 @@ def fit_leaderboard(
             notes.append(f"the Newton fit stopped after {int(result.n_iter)} iterations without converging")
         h = np.asarray(bt.conditioned_hessian(x, data, ties, ridge))
         cov = np.asarray(bt.sandwich_covariance(x, data, ties, ridge)) if want_sw else None
-        reps, n_fallback = (None, 0)
+        boot = None
         if want_bs:
-            reps, n_fallback = bs.bootstrap_fits(data, x, np.linalg.inv(h), n_bootstrap=n_bootstrap, seed=seed,
-                                                 ties=ties, ridge=ridge, weights=weights, device=dev,
-                                                 progress=progress)
+            boot = bs.bootstrap_fits(data, x, np.linalg.inv(h), n_bootstrap=n_bootstrap, seed=seed, ties=ties,
+                                     ridge=ridge, weights=weights, device=dev, progress=progress)
     diagnostics.nonfinite_guard(x, "the fitted parameter vector")
     k = counts.n_models
+    identified = np.full(k, sep is None or regularised)
     ratings = bt.to_elo(x[:k], scale=scale, base=base, init=init, anchor=anchor_idx, anchor_rating=anchor_rating)
     per = counts.per_model()
     table = per.assign(rating=ratings)
     cov_r = None
     if want_sw:
         se, z, cov_r = _sandwich_interval(x, cov, anchor_idx, sc, level)
+        se = np.where(identified, se, np.inf)
         table["se"] = se
         table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se
-    rank_dist = None
+    rank_dist, reps, excluded = None, None, None
     if want_bs:
+        reps, usable = boot.x, bs.usable_replicates(boot.converged, boot.separated, ridge)
         rep_ratings = bt.to_elo(reps[:, :k], scale=scale, base=base, init=init, anchor=anchor_idx,
                                 anchor_rating=anchor_rating)
-        lo, hi = bs.percentile_interval(rep_ratings, level)
-        table["lower_bootstrap"], table["upper_bootstrap"] = lo, hi
-        ranks = bs.replicate_ranks(rep_ratings)
-        table["rank_lower"], table["rank_upper"] = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2],
-                                                               axis=0, method="nearest").astype(int)
-        rank_dist = pd.DataFrame(bs.rank_distribution(rep_ratings), index=list(counts.models),
-                                 columns=np.arange(1, k + 1))
-        if n_fallback:
-            notes.append(f"{n_fallback} of {n_bootstrap} bootstrap replicates needed a full Newton refit")
+        above, below = (None, None) if regularised else bs.separation_sides(reps[:, :k], boot.outside)
+        lo, hi = bs.usable_interval(rep_ratings, usable, above, below, level)
+        table["lower_bootstrap"] = np.where(identified, lo, -np.inf)
+        table["upper_bootstrap"] = np.where(identified, hi, np.inf)
+        table["rank_lower"], table["rank_upper"] = 1, k
+        good = rep_ratings[usable]
+        if len(good) >= 2:
+            ranks = bs.replicate_ranks(good)
+            table["rank_lower"], table["rank_upper"] = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2],
+                                                                   axis=0, method="nearest").astype(int)
+            rank_dist = pd.DataFrame(bs.rank_distribution(good), index=list(counts.models),
+                                     columns=np.arange(1, k + 1))
+        table.loc[~identified, ["rank_lower", "rank_upper"]] = [1, k]
+        excluded = {"not_converged": int((~boot.converged).sum()), "separated": int(boot.separated.sum()),
+                    "used": int(len(good)), "replicates": int(len(reps)), "fallback": int(boot.n_fallback)}
+        if sep is None or regularised:  # else every resample is separated too: the warning above says it all
+            notes += _excluded_notes(excluded, counts.models, above, below, regularised, level, len(reps))
+        reps = reps[usable]
+    table["identified"] = identified
     primary = "bootstrap" if want_bs else "sandwich"
     table["lower"], table["upper"] = table[f"lower_{primary}"], table[f"upper_{primary}"]
     table["rank"] = bs.rank_from_intervals(table["lower"].to_numpy(), table["upper"].to_numpy())
@@ -206,14 +231,43 @@ def fit_leaderboard(
     cols = ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties"]
     table = table[cols + [c for c in table.columns if c not in cols]]
     table = table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
-    tie = _tie_summary(ties, x, cov, reps, level)
+    tie = _tie_summary(ties, x, cov, reps if reps is None or len(reps) >= 2 else None, level)
     table.attrs.update({"ties": ties, "ci": ci, "level": level, "n_bootstrap": n_bootstrap if want_bs else 0,
                         "seed": seed, "anchor": None if anchor_idx is None else counts.models[anchor_idx],
                         "ridge": ridge, "tie_parameter": tie,
                         "style_coefficients": None if style_table is None else style_table.to_dict("index"),
-                        "diagnostics": list(notes), "hygiene": hygiene_report})
+                        "diagnostics": list(notes), "hygiene": hygiene_report,
+                        "separation": None if sep is None else sep.as_dict(), "bootstrap_excluded": excluded})
     return Leaderboard(table, counts, pd.Series(ratings, index=list(counts.models)).loc[table["model"]],
-                       cov_r, reps, rank_dist, tie, style_table, notes, hygiene_report, sc)
+                       cov_r, reps, rank_dist, tie, style_table, notes, hygiene_report, sc, sep, excluded)
+
+
+def _excluded_notes(excluded: dict[str, int], models: tuple[str, ...], above, below, regularised: bool,
+                    level: float, n_rep: int) -> list[str]:
+    """Warn how many bootstrap replicates were left out of the intervals, why, and which bounds that opened."""
+    n_bad = excluded["replicates"] - excluded["used"]
+    notes = []
+    if excluded["fallback"]:
+        notes.append(f"{excluded['fallback']} of {n_rep} bootstrap replicates needed a full Newton refit")
+    if not n_bad and not excluded["not_converged"]:
+        return notes
+    why = [f"{excluded['not_converged']} did not converge"] if excluded["not_converged"] else []
+    if excluded["separated"] and not regularised:
+        why.append(f"{excluded['separated']} have no MLE (Ford's condition fails in the resample)")
+    msg = (f"{n_bad} of {n_rep} bootstrap replicates are excluded from the intervals and ranks ({'; '.join(why)}); "
+           f"they use the other {excluded['used']}")
+    if above is not None:
+        tail = (1 - level) / 2 * n_rep
+        opened = [f"{models[m]} (upper +inf: above the rest in {int(above[:, m].sum())})"
+                  for m in np.flatnonzero(above.sum(axis=0) > tail)]
+        opened += [f"{models[m]} (lower -inf: below the rest in {int(below[:, m].sum())})"
+                   for m in np.flatnonzero(below.sum(axis=0) > tail)]
+        if opened:
+            share = (1 - level) / 2
+            msg += (f"; where more than {share:.1%} of replicates put a model beyond the rest with no loss (or "
+                    "win), that bound is unknown and reported infinite: " + ", ".join(opened[:8]))
+    warnings.warn(msg, diagnostics.ExcludedReplicatesWarning, stacklevel=3)
+    return notes + [msg]
 
 
 def rank_battles(battles: Battles | pd.DataFrame, *, n_bootstrap: int = 1000, ci: CI = "bootstrap",

@@ -20,9 +20,15 @@ def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
         out.add_column(name, justify=justify)  # type: ignore[arg-type]
     shown = table if top is None else table.head(top)
     for row in shown.itertuples(index=False):
-        out.add_row(str(row.rank), str(row.model), f"{row.rating:.1f}",
-                    f"{row.lower - row.rating:+.1f} / {row.upper - row.rating:+.1f}", f"{row.battles:.0f}",
+        interval = f"{row.lower - row.rating:+.1f} / {row.upper - row.rating:+.1f}"
+        if not getattr(row, "identified", True):  # Ford's condition fails: see the warning
+            interval = "unbounded (no MLE)"
+        out.add_row(str(row.rank), str(row.model), f"{row.rating:.1f}", interval, f"{row.battles:.0f}",
                     f"{row.wins:.0f} / {row.losses:.0f} / {row.ties:.0f}")
+    sep = table.attrs.get("separation")
+    if sep:
+        out.caption = "no MLE: the models split into groups (see the warning): " + "; ".join("{" + ", ".join(g[:4]) + (", ..." if len(g) > 4 else "") + "}"
+                                                 for g in sep["groups"][:5])
     return out
 
 

@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from scipy.sparse.csgraph import connected_components
 from scipy.stats import norm
 
 from arena import bt
+from arena.diagnostics import ford_condition  # noqa: F401  (re-exported: studies use it)
 from arena.leaderboard import fit_leaderboard
 from arena.sampling import all_pairs_data, outcome_tensor, pair_probabilities_from_counts
 from arena.simulate import (
@@ -50,13 +50,6 @@ def simulate_arena(spec: ArenaSpec, n: int, rng: np.random.Generator, sampling: 
     if sampling == "active":
         return simulate_adaptive(spec, n, rng, pair_probabilities_from_counts)
     return simulate_codes(spec, n, rng)
-
-
-def ford_condition(outcomes: np.ndarray) -> bool:
-    """True when the MLE exists (Hunter 2004, Ford 1957): the 'beat or tied' graph is strongly connected."""
-    beat = outcomes[:, :, 0] + outcomes[:, :, 1].T + outcomes[:, :, 2] + outcomes[:, :, 2].T  # i >= j
-    n, _ = connected_components(beat > 0, directed=True, connection="strong")
-    return n == 1
 
 
 @partial(jax.jit, static_argnames=("ties",))

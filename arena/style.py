@@ -5,7 +5,8 @@ per-side total (answer length, markdown headers, list items, bold spans), z-scor
 The ratings are then 'style-adjusted': what remains after length and markdown are explained
 (Chatbot Arena, 'Does style matter?', LMSYS blog, Aug 2024; Li et al. 2024). Ties use the same
 likelihoods as :mod:`arena.bt`. Parameters ``z = [theta (K), beta (F), psi]``.
-The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped.
+The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped;
+replicates that do not converge, or whose resample breaks Ford's condition, are flagged for exclusion.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import pandas as pd
 
 import arena  # noqa: F401
 from arena import bt
-from arena.bootstrap import WeightKind, percentile_interval
+from arena.bootstrap import WeightKind, percentile_interval, usable_replicates
 from arena.data import STYLE_COLUMNS, Battles
+from arena.diagnostics import replicate_separation
 
 STYLE_FEATURES: dict[str, tuple[str, str]] = {
     "length": ("sum_assistant_a_tokens", "sum_assistant_b_tokens"),
@@ -275,6 +277,25 @@ class StyleFit(NamedTuple):
     coefficients: pd.DataFrame
     source: str
     warnings: tuple[str, ...] = ()
+    converged: bool = True
+    rep_converged: np.ndarray | None = None
+    rep_separated: np.ndarray | None = None
+    rep_outside: np.ndarray | None = None
+
+
+def battle_edges(rows: StyleRows, n_models: int):
+    """Beat-or-tied digraph edges of the battles: (src, dst) per unique edge and the sparse (edges, N)
+    map that turns per-battle weights (N, R) into edge weights (see :func:`arena.diagnostics.strong_groups`)."""
+    from scipy.sparse import coo_matrix
+
+    a, b, o = (np.asarray(v, np.int64) for v in (rows.a, rows.b, rows.outcome))
+    n = a.size
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    live = np.concatenate([o != 1, o != 0])  # a beat-or-tied b unless b won; b -> a unless a won
+    keys, inverse = np.unique(src[live] * n_models + dst[live], return_inverse=True)
+    battle = np.concatenate([np.arange(n), np.arange(n)])[live]
+    spread = coo_matrix((np.ones(inverse.size), (inverse, battle)), shape=(keys.size, n)).tocsr()
+    return keys // n_models, keys % n_models, spread
 
 
 def style_rows(battles: Battles, features: Sequence[str]) -> tuple[StyleRows, str, np.ndarray, np.ndarray]:
@@ -306,43 +327,53 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
     z0 = np.zeros(k + n_feat + 1)
     z0[-1] = bt.initial_psi(float(np.mean(rows.outcome == 2)), ties)
-    z, _ = style_newton(put(z0), rows_d, k, ties, ridge)
+    z, done = style_newton(put(z0), rows_d, k, ties, ridge)
+    if not bool(done):
+        msg = "the style-controlled Newton fit stopped without converging (max 100 iterations)"
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        notes.append(msg)
     h_inv = np.linalg.inv(np.asarray(bt.condition(style_hessian(z, rows_d, k, ties, ridge), k)))
     cov = None
     if sandwich:
         cov = h_inv @ np.asarray(style_meat(z, rows_d, k, ties)) @ h_inv
         cov = (cov + cov.T) / 2
-    reps = None
+    reps = rep_ok = rep_sep = rep_out = None
     if n_bootstrap:
         n = len(rows.a)
         chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
-        out = []
+        out, flags = [], []
+        src, dst, spread = battle_edges(rows, k)
         with ThreadPoolExecutor(2) as pool:
             futs = [pool.submit(battle_weights, n, seed, r, weights) for r in range(n_bootstrap)]
             for c0 in range(0, n_bootstrap, chunk):
                 w = np.stack([f.result() for f in futs[c0:c0 + chunk]], axis=1)
                 zr, ok = style_refit_chunk(put(w), z, put(h_inv), rows_d, k, ties, ridge)
-                zr = np.array(zr)
-                for r in np.flatnonzero(~np.asarray(ok)):  # rare: refit by full Newton with those weights
-                    zr[r] = _weighted_newton(z, rows, w[:, r], k, ties, ridge)
+                zr, ok = np.array(zr), np.array(ok)
+                for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
+                    zr[r], ok[r] = _weighted_newton(z, rows, w[:, r], k, ties, ridge)
                 out.append(zr)
+                flags.append((ok, *replicate_separation(k, src, dst, spread @ w)))
                 futs[c0:c0 + chunk] = [None] * len(futs[c0:c0 + chunk])  # free the weights
                 if progress:
                     progress(w.shape[1])
         reps = np.concatenate(out)
+        rep_ok, rep_sep, rep_out = (np.concatenate(f) for f in zip(*flags, strict=True))
     z = np.asarray(z)
     keep = np.r_[np.arange(k), k + n_feat]
     coef = _coefficient_table(features, z[k:k + n_feat], None if cov is None else cov[k:k + n_feat, k:k + n_feat],
-                              None if reps is None else reps[:, k:k + n_feat], level)
+                              None if reps is None else reps[usable_replicates(rep_ok, rep_sep, ridge), k:k + n_feat], level)
     return StyleFit(z[keep], None if cov is None else cov[np.ix_(keep, keep)],
-                    None if reps is None else reps[:, keep], coef, source, tuple(notes))
+                    None if reps is None else reps[:, keep], coef, source, tuple(notes), bool(done),
+                    rep_ok, rep_sep, rep_out)
 
 
-def _weighted_newton(z0, rows: StyleRows, w: np.ndarray, k: int, ties: str, ridge: float) -> np.ndarray:
-    """Full Newton for one replicate: battles repeated by their resampling counts."""
+def _weighted_newton(z0, rows: StyleRows, w: np.ndarray, k: int, ties: str, ridge: float
+                     ) -> tuple[np.ndarray, bool]:
+    """Full Newton for one replicate: battles repeated by their resampling counts; (z, converged)."""
     rep = np.repeat(np.arange(len(w)), w.astype(int))
     sub = StyleRows(rows.a[rep], rows.b[rep], rows.features[rep], rows.outcome[rep])
-    return np.asarray(style_newton(jnp.asarray(z0), StyleRows(*map(jnp.asarray, sub)), k, ties, ridge)[0])
+    z, done = style_newton(jnp.asarray(z0), StyleRows(*map(jnp.asarray, sub)), k, ties, ridge)
+    return np.asarray(z), bool(done)
 
 
 def _coefficient_table(features, beta, cov, reps, level) -> pd.DataFrame:

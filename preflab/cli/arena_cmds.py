@@ -331,6 +331,9 @@ def rank(
     min_battles: Annotated[int, typer.Option("--min-battles", help="Warn below this many battles.")] = 10,
     device: Annotated[str | None, typer.Option("--device", help="JAX platform: cpu, gpu/cuda, tpu.")] = None,
     top: Annotated[int | None, typer.Option("--top", help="Show only the first N rows.")] = None,
+    ridge: Annotated[float | None, typer.Option("--ridge", help="Ridge prior on the log strengths (e.g. 0.01): "
+                                                "finite ratings and intervals even when Ford's condition "
+                                                "fails; default: none (1e-6 numerical pin only).")] = None,
     style_features: Annotated[str | None, typer.Option(
         "--style-features", help="Comma list from length,headers,lists,bold (default all).")] = None,
 ) -> None:
@@ -351,7 +354,8 @@ def rank(
             lb = fit_leaderboard(battles, n_bootstrap=bootstrap, ci=ci, ties=ties, style_control=style_control,
                                  anchor=anchor, level=level, seed=seed, scale=scale, base=base, init=init,
                                  weights=weights, min_battles=min_battles, device=device, style_features=feats,
-                                 filters=parse_filters(filters or []), progress=advance)
+                                 filters=parse_filters(filters or []), progress=advance,
+                                 **({} if ridge is None else {"ridge": ridge}))
     except (ValueError, RuntimeError) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None

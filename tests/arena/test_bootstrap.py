@@ -47,7 +47,7 @@ def _fit_parts(counts, ties="half"):
 def test_chord_refits_equal_full_newton_fits(ties):
     counts, _ = simulated_counts(k=10, n=5_000, seed=5)
     d, x, h_inv = _fit_parts(counts, ties)
-    reps, fallback = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=3, ties=ties, chunk=25)
+    reps, fallback, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=3, ties=ties, chunk=25)
     assert reps.shape == (30, 11) and fallback == 0
     # redo some replicates by full Newton on the same weights (block r // BLOCK of the random streams)
     flat = d.counts.ravel()
@@ -65,9 +65,9 @@ def test_chord_refits_equal_full_newton_fits(ties):
 def test_bootstrap_is_reproducible_and_independent_of_chunking():
     counts, _ = simulated_counts(k=6, n=3_000, seed=2)
     d, x, h_inv = _fit_parts(counts)
-    a, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=9, chunk=20, threads=1)
-    b, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=9, chunk=50, threads=2)
-    c, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=10, chunk=50)
+    a, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=9, chunk=20, threads=1)
+    b, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=9, chunk=50, threads=2)
+    c, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=10, chunk=50)
     np.testing.assert_allclose(a, b, atol=1e-12)
     assert np.abs(a - c).max() > 1e-3
 
@@ -109,7 +109,7 @@ def test_rank_distribution_rows_are_probabilities():
 def test_bootstrap_and_sandwich_agree_on_a_large_simulated_arena():
     counts, _ = simulated_counts(k=20, n=300_000, seed=8)
     d, x, h_inv = _fit_parts(counts)
-    reps, _ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=400, seed=0)
+    reps, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=400, seed=0)
     boot_sd = bt.to_elo(reps[:, :20]).std(axis=0)
     cov = np.asarray(bt.sandwich_covariance(x, d))[:20, :20]
     m = bt.elo_matrix(20) * 400 / np.log(10)
@@ -133,8 +133,8 @@ def test_fallback_refits_on_a_tiny_arena_are_exact_and_chunking_free():
     # 40 votes among 4 models: many resamples leave some model unbeaten, so the Newton fallback runs
     counts, _ = simulated_counts(k=4, n=40, seed=1)
     d, x, h_inv = _fit_parts(counts)
-    reps_a, fb_a = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=bs.BLOCK)
-    reps_b, fb_b = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=4 * bs.BLOCK)
+    reps_a, fb_a, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=bs.BLOCK)
+    reps_b, fb_b, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=4 * bs.BLOCK)
     assert fb_a == fb_b > 0
     assert np.isfinite(reps_a).all()
     np.testing.assert_allclose(reps_a, reps_b, atol=1e-8)
