@@ -383,8 +383,9 @@ def _coefficient_table(features, beta, cov, reps, level) -> pd.DataFrame:
         se = np.sqrt(np.clip(np.diag(cov), 0, None))
         z = NormalDist().inv_cdf(0.5 + level / 2)
         t["se"], t["lower_sandwich"], t["upper_sandwich"] = se, beta - z * se, beta + z * se
-    if reps is not None:
-        t["lower_bootstrap"], t["upper_bootstrap"] = percentile_interval(reps, level)
+    if reps is not None:  # fewer than 2 usable replicates (every resample separated): nothing is known
+        t["lower_bootstrap"], t["upper_bootstrap"] = (percentile_interval(reps, level) if len(reps) >= 2
+                                                      else (-np.inf, np.inf))
     primary = "bootstrap" if reps is not None else "sandwich"
     if f"lower_{primary}" in t:
         t["lower"], t["upper"] = t[f"lower_{primary}"], t[f"upper_{primary}"]

@@ -138,3 +138,83 @@ def test_fallback_refits_on_a_tiny_arena_are_exact_and_chunking_free():
     assert fb_a == fb_b > 0
     assert np.isfinite(reps_a).all()
     np.testing.assert_allclose(reps_a, reps_b, atol=1e-8)
+
+
+def test_replicate_separation_flags_match_an_independent_ford_check():
+    from arena.diagnostics import ford_condition
+
+    counts, _ = simulated_counts(k=4, n=40, seed=1)
+    d, x, h_inv = _fit_parts(counts)
+    res = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=5, chunk=4 * bs.BLOCK)
+    assert 0 < res.separated.sum() < 60 and res.converged.all()
+    flat = d.counts.ravel()
+    live = np.flatnonzero(flat)
+    for r in range(60):
+        w = np.zeros(flat.size)
+        w[live] = bs._block_weights(flat[live], 5, r // bs.BLOCK, bs.BLOCK, "multinomial")[r % bs.BLOCK]
+        tensor = np.zeros((4, 4, 3))
+        tensor[d.i, d.j] = w.reshape(-1, 3)
+        assert res.separated[r] == (not ford_condition(tensor))
+        assert res.outside[r].any() == res.separated[r]
+
+
+def test_usable_interval_excludes_and_opens_the_unknown_side():
+    samples = np.tile(np.arange(100.0)[:, None], (1, 2))
+    usable = np.arange(100) >= 10  # 10 replicates excluded
+    above = np.zeros((100, 2), bool)
+    above[:10, 0] = True  # ... where model 0 had an infinite lead: 10% > 2.5%, its upper bound is unknown
+    lo, hi = bs.usable_interval(samples, usable, above, np.zeros_like(above), 0.95)
+    ref_lo, ref_hi = np.quantile(samples[10:], [0.025, 0.975], axis=0)
+    assert lo == pytest.approx(ref_lo) and hi[1] == pytest.approx(ref_hi[1]) and hi[0] == np.inf
+    lo, hi = bs.usable_interval(samples, np.zeros(100, bool))
+    assert (lo == -np.inf).all() and (hi == np.inf).all()
+
+
+def champion_frame(n_loss: int = 1):
+    """A connected arena where 'champ' lost only ``n_loss`` of its 40 battles: resamples often drop them."""
+    import pandas as pd
+
+    from tests.arena.test_leaderboard import battles_frame
+
+    champ = pd.DataFrame({"model_a": ["champ"] * 40, "model_b": [f"model-{i % 4}" for i in range(40)],
+                          "winner": ["model_b"] * n_loss + ["model_a"] * (40 - n_loss)})
+    return pd.concat([battles_frame(k=4, n=400, seed=3), champ], ignore_index=True)
+
+
+def test_leaderboard_excludes_separated_replicates_and_reports_them():
+    from arena.diagnostics import ExcludedReplicatesWarning
+
+    # before: champ [1416, 3218] (ridge artefact) and model-1 dragged to [95, 588] by those replicates; now
+    # champ [1414, +inf], model-1 [471, 596], and a warning
+    with pytest.warns(ExcludedReplicatesWarning, match=r"excluded from the intervals.*have no MLE.*champ \(upper \+inf"):
+        lb = fit_leaderboard(champion_frame(), n_bootstrap=200, seed=1)
+    t = lb.table.set_index("model")
+    ex = lb.excluded
+    assert ex["replicates"] == 200 and ex["separated"] > 40 and ex["used"] == 200 - ex["separated"]
+    assert lb.table.attrs["bootstrap_excluded"] == ex and lb.replicates.shape[0] == ex["used"]
+    assert t.at["champ", "upper"] == np.inf and np.isfinite(t.at["champ", "lower"])
+    assert np.isfinite(t.drop(index="champ")[["lower", "upper"]].to_numpy()).all()
+    assert t["identified"].all()  # the full data satisfy Ford's condition
+
+
+def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
+    from arena.diagnostics import ExcludedReplicatesWarning
+
+    chord, newton = bs.refit_chunk, bs.newton_refit_chunk
+
+    def flaky_chord(counts, *a, **k):  # the first 3 replicates of every chunk do not settle ...
+        x, ok = chord(counts, *a, **k)
+        return x, np.asarray(ok) & (np.arange(len(ok)) >= 3)
+
+    def failing_newton(*a, **k):  # ... and their full-Newton fallback does not converge either
+        x, ok = newton(*a, **k)
+        return x, np.zeros_like(np.asarray(ok))
+
+    monkeypatch.setattr(bs, "refit_chunk", flaky_chord)
+    monkeypatch.setattr(bs, "newton_refit_chunk", failing_newton)
+    from tests.arena.test_leaderboard import battles_frame
+
+    with pytest.warns(ExcludedReplicatesWarning, match=r"3 of 40 bootstrap replicates are excluded .*3 did not "
+                                                        r"converge.*the other 37"):
+        lb = fit_leaderboard(battles_frame(k=4, n=2_000), n_bootstrap=40)
+    assert lb.excluded["not_converged"] == 3 and lb.replicates.shape[0] == 37

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -171,3 +172,62 @@ def test_cli_rank_prints_table_and_writes_outputs(tmp_path, shared_data):
     bad = CliRunner().invoke(app, ["rank", str(shared_data / "llmfao" / "crowd-comparisons.csv"), "--layout",
                                    "llmfao", "--ci", "sandwich", "--anchor", "nobody=1000"])
     assert bad.exit_code == 2 and "anchor model 'nobody'" in bad.output
+
+
+def two_groups(per_cross: int = 5) -> pd.DataFrame:
+    """{m0, m1} beat {m2, m3} in every battle between the groups; each model has wins and losses."""
+    rows = []
+    for a, b in (("m0", "m1"), ("m2", "m3")):
+        rows += [(a, b, "model_a")] * 6 + [(a, b, "model_b")] * 4
+    rows += [(a, b, "model_a") for a in ("m0", "m1") for b in ("m2", "m3") for _ in range(per_cross)]
+    return pd.DataFrame(rows, columns=["model_a", "model_b", "winner"])
+
+
+@pytest.mark.parametrize("ties", bt.TIES)
+def test_separated_groups_are_named_and_get_unbounded_intervals(ties):
+    from arena.diagnostics import SeparatedGraphWarning
+
+    # before: 2268.2 [2149.6, 2468.7] vs -268.2, rank 1 and 3, no warning
+    with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1\} beat \{m2, m3\} in all 20 battles") as rec:
+        lb = fit_leaderboard(two_groups(), ci="both", n_bootstrap=20, ties=ties, min_battles=1)
+    assert "do not exist" in str(rec[0].message) and "ridge" in str(rec[0].message)
+    t = lb.table
+    assert lb.separation.groups == [["m0", "m1"], ["m2", "m3"]] and lb.separation.dominance == [(0, 1, 20.0)]
+    assert t.attrs["separation"]["groups"] == [["m0", "m1"], ["m2", "m3"]]
+    assert not t["identified"].any()
+    for side, sign in (("lower", -1), ("upper", 1)):
+        for col in (side, f"{side}_sandwich", f"{side}_bootstrap"):
+            assert (t[col] == sign * np.inf).all(), col
+    assert (t["rank"] == 1).all() and (t["rank_upper"] == 4).all()
+
+
+def test_separated_groups_with_a_ridge_prior_are_finite_and_say_so():
+    from arena.diagnostics import SeparatedGraphWarning
+
+    with pytest.warns(SeparatedGraphWarning, match=r"ridge prior 0\.01 \(a normal prior with SD 10 .* 1737 rating"):
+        t = rank_battles(two_groups(), ci="both", n_bootstrap=20, ridge=0.01, min_battles=1)
+    assert t["identified"].all() and np.isfinite(t[["lower", "upper", "lower_sandwich"]].to_numpy()).all()
+    with pytest.raises(ValueError, match="ridge must be positive"):
+        rank_battles(two_groups(), ci="sandwich", ridge=0.0)
+
+
+def test_connected_design_has_no_separation():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lb = fit_leaderboard(battles_frame(k=4, n=2_000), ci="sandwich")
+    assert lb.separation is None and lb.table.attrs["separation"] is None and lb.table["identified"].all()
+
+
+def test_cli_rank_reports_separation(tmp_path):
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    p = tmp_path / "sep.csv"
+    two_groups().to_csv(p, index=False)
+    res = CliRunner().invoke(app, ["rank", str(p), "--bootstrap", "20", "--min-battles", "1",
+                                   "--output", str(tmp_path / "out.json")])
+    assert res.exit_code == 0, res.output
+    assert "Ford's condition fails" in res.output and "unbounded (no MLE)" in res.output
+    meta = json.loads((tmp_path / "out.json").read_text())["meta"]
+    assert meta["separation"]["groups"] == [["m0", "m1"], ["m2", "m3"]]

@@ -164,3 +164,45 @@ def test_style_confounded_with_model_identity_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", style.ConfoundedStyleWarning)  # fine once the feature is dropped
         fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "lists", "bold"))
+
+
+def separated_style_frame(seed: int = 0) -> pd.DataFrame:
+    """style_frame where {m0..m3} win every battle against {m4..m7} (within-group results as simulated)."""
+    df, _ = style_frame(n=2_000, seed=seed)
+    top = df["model_a"].isin(["m0", "m1", "m2", "m3"])
+    cross = top != df["model_b"].isin(["m0", "m1", "m2", "m3"])
+    df.loc[cross, "winner"] = np.where(top[cross], "model_a", "model_b")
+    return df
+
+
+def test_style_control_on_a_separated_design_reports_unbounded_intervals():
+    from arena.diagnostics import SeparatedGraphWarning
+
+    # before: m2 2663.6 [2637.5, 2730.7] ... m4 -749.4 [-831.3, -739.5], and no warning
+    with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1, m2, m3\} beat \{m4, m5, m6, m7\}"):
+        lb = fit_leaderboard(separated_style_frame(), style_control=True, ci="both", n_bootstrap=10)
+    t = lb.table
+    assert lb.separation.groups == [["m0", "m1", "m2", "m3"], ["m4", "m5", "m6", "m7"]]
+    assert not t["identified"].any() and (t["upper"] == np.inf).all() and (t["lower_sandwich"] == -np.inf).all()
+    assert lb.excluded["separated"] == 10  # every resample of a separated design is separated too
+
+
+def test_style_bootstrap_flags_separated_and_unconverged_replicates():
+    df, _ = style_frame(n=600, seed=2, length_effect=0.0)
+    # m0 loses exactly one battle: many battle resamples drop it and m0's MLE runs to +infinity there
+    m0 = (df["model_a"] == "m0") | (df["model_b"] == "m0")
+    win = np.where(df["model_a"] == "m0", "model_a", "model_b")
+    df.loc[m0, "winner"] = win[m0]
+    first = np.flatnonzero(m0)[0]
+    df.loc[first, "winner"] = "model_b" if df.loc[first, "model_a"] == "m0" else "model_a"
+    battles = load_battles(df)
+    sf = style.style_fit(battles, features=("length",), n_bootstrap=60, sandwich=False, seed=0)
+    assert sf.converged and sf.rep_separated.sum() > 10 and sf.rep_converged.shape == (60,)
+    # the flags agree with an independent check: the one loss of m0 is absent from the resample
+    rows, *_ = style.style_rows(battles, ("length",))
+    w = np.stack([style.battle_weights(len(df), 0, r) for r in range(60)], axis=1)
+    np.testing.assert_array_equal(sf.rep_separated, w[first] == 0)
+    with pytest.warns(match=r"bootstrap replicates are excluded .*have no MLE.*m0 \(upper \+inf"):
+        lb = fit_leaderboard(df, style_control=True, style_features=("length",), n_bootstrap=60, seed=0)
+    assert lb.table.set_index("model").at["m0", "upper"] == np.inf
+    assert lb.excluded["separated"] == int(sf.rep_separated.sum())
