@@ -41,30 +41,57 @@ def label_score(label: str, model_is_a: bool, strong_weight: float = STRONG_WEIG
     return (score_a if model_is_a else 1.0 - score_a), (strong_weight if strong else 1.0)
 
 
+def _prompt_id(rec: dict) -> object:
+    """The prompt id: ``uid`` (Arena-Hard v2) or ``question_id`` (v0.1)."""
+    uid = rec.get("uid")
+    return rec.get("question_id") if uid in (None, "") else uid
+
+
 def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                     strong_weight: float = STRONG_WEIGHT) -> pd.DataFrame:
-    """Arena-Hard judgment JSONL files (``{uid, category, judge, model, baseline, games: [{score, judgment}]}``)
-    as a games table. Game 1 has the baseline as A. Games with a null score are skipped and counted in
-    ``attrs["skipped"]``; an unknown label or a missing field raises :class:`InputError`.
+    """Arena-Hard judgment JSONL files as a games table, in both published layouts.
+
+    v2 (``{uid, category, judge, model, baseline, games: [{score, judgment, prompt} | null, ...]}``) and
+    v0.1 (``{question_id, model, judge, games: [{user_prompt, judgment, score}, ...]}``, one file per model,
+    no baseline field: pass ``baseline``; arena-hard-v0.1 used gpt-4-0314). Game 1 has the baseline as A.
+    Games with a null score are skipped and counted in ``attrs["skipped"]``. ``attrs["models"]`` lists every
+    judged model (also those with no readable game), ``attrs["baseline"]`` the baseline. Records judged
+    against another baseline than ``baseline`` are left out and counted in ``attrs["other_baselines"]``;
+    several baselines and no ``baseline`` given, a model judged against itself, an unknown label or a
+    missing field raise :class:`InputError`.
     """
-    rows, skipped = [], 0
+    rows, skipped, models = [], 0, {}
+    found: dict[str, tuple[int, str]] = {}  # baseline -> (records, first place)
+    other: dict[str, int] = {}
     for path in map(Path, paths):
         source = str(path)
         for line, rec in iter_jsonl(path, "one judgment object per line"):
-            for field in ("uid", "model", "games"):
-                if rec.get(field) in (None, ""):
-                    raise InputError(source, line, field, "missing", "Arena-Hard judgments need uid, "
-                                          "model and games")
+            uid = _prompt_id(rec)
+            for field, value in (("uid", uid), ("model", rec.get("model")), ("games", rec.get("games"))):
+                if value in (None, ""):
+                    raise InputError(source, line, field, "missing", "Arena-Hard judgments need uid (v2) or "
+                                          "question_id (v0.1), model and games")
             base = rec.get("baseline") or baseline
             if base is None:
                 raise InputError(source, line, "baseline", "missing and no --baseline given",
-                                      "pass --baseline NAME (the model every answer was judged against)")
+                                      "pass --baseline NAME (the model every answer was judged against; "
+                                      "gpt-4-0314 for arena-hard-v0.1)")
+            base, model = str(base), str(rec["model"])
+            if model == base:
+                raise InputError(source, line, "model", f"'{model}' is judged against itself (it is the "
+                                      "baseline)", "drop the baseline's own judgments")
+            n, first = found.get(base, (0, f"{source}, line {line}"))
+            found[base] = (n + 1, first)
+            if baseline is not None and base != baseline:
+                other[base] = other.get(base, 0) + 1
+                continue
+            models.setdefault(model, f"{source}, line {line}")
             games = rec["games"]
             if not isinstance(games, list) or len(games) != 2:
                 raise InputError(source, line, "games", f"expected 2 games, got {games!r:.60}",
                                       "one game per order")
             for k, game in enumerate(games):
-                label = None if game is None else game.get("score")
+                label = game.get("score") if isinstance(game, dict) else None
                 if label is None:
                     skipped += 1
                     continue
@@ -72,10 +99,19 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                     raise InputError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
                                           f"use one of {sorted(LABELS)} (or null when unparsable)")
                 score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
-                rows.append((str(rec["uid"]), str(rec["model"]), str(base), k + 1, score, weight, label,
-                             rec.get("category")))
+                rows.append((str(uid), model, base, k + 1, score, weight, label, rec.get("category")))
+    if baseline is None and len(found) > 1:
+        shown = ", ".join(f"'{b}' ({n} records from {first})" for b, (n, first) in found.items())
+        raise InputError(", ".join(map(str, paths)), None, "baseline", f"judgments against {len(found)} "
+                              f"baselines: {shown}", "pass --baseline NAME to rank against one of them (the "
+                              "other records are then left out and counted)")
+    if baseline is not None and not models:
+        shown = ", ".join(f"'{b}'" for b in found) or "none"
+        raise InputError(", ".join(map(str, paths)), None, "baseline", f"no record is judged against "
+                              f"'{baseline}' (baselines in the files: {shown})", "check --baseline")
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
-    games.attrs["skipped"] = skipped
+    games.attrs.update(skipped=skipped, models=sorted(models), other_baselines=other,
+                       baseline=baseline if baseline is not None else next(iter(found), None))
     return games
 
 
@@ -95,7 +131,7 @@ def games_from_verdicts(pairs: pd.DataFrame, source: str = "<verdicts>") -> pd.D
             rows.append((rec["item_id"], rec["model_x"], rec["model_y"], game, score[int(code)], 1.0,
                          {X: "x", Y: "y", TIE: "tie"}[int(code)], None))
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
-    games.attrs["skipped"] = skipped
+    games.attrs.update(skipped=skipped, models=sorted(set(pairs["model_x"]) | set(pairs["model_y"])))
     if games.empty:
         raise InputError(source, None, "verdict", "no readable verdict", "run `preflab judge run` first")
     return games
@@ -130,20 +166,88 @@ def prompt_counts(games: pd.DataFrame, models: list[str]) -> tuple[bt.PairData, 
     return bt.PairData(pi.astype(np.int32), pj.astype(np.int32), per.sum(axis=0)), per, list(uids)
 
 
+def detect_baseline(games: pd.DataFrame) -> str:
+    """The baseline: the files' own (``attrs["baseline"]``), else the one model that plays in every game.
+
+    Raises ValueError when no single model is in every game (then the baseline must be given)."""
+    if games.attrs.get("baseline"):
+        return str(games.attrs["baseline"])
+    names = sorted(set(games["model"]) | set(games["opponent"]))
+    every = [m for m in names if ((games["model"] == m) | (games["opponent"] == m)).all()]
+    if len(every) != 1:
+        why = "no model plays in every game" if not every else f"{' and '.join(every)} both play in every game"
+        raise ValueError(f"cannot tell the baseline: {why}; pass --baseline NAME")
+    return every[0]
+
+
+def orient(games: pd.DataFrame, baseline: str, allow_indirect: bool = False) -> pd.DataFrame:
+    """Games with the baseline as ``opponent`` wherever it plays (score flipped to the model's side).
+
+    Games between two other models are an input error unless ``allow_indirect``: their win rate "vs the
+    baseline" would be inferred through the BT model, not judged."""
+    flip = (games["model"] == baseline).to_numpy()
+    out = games.copy()
+    out.loc[flip, ["model", "opponent"]] = games.loc[flip, ["opponent", "model"]].to_numpy()
+    out.loc[flip, "score"] = 1.0 - games.loc[flip, "score"]
+    off = (out["opponent"] != baseline).to_numpy()
+    if off.any() and not allow_indirect:
+        first = out.loc[off].iloc[0]
+        raise InputError("<games>", None, "baseline", f"{int(off.sum())} of {len(out)} games do not involve "
+                              f"the baseline '{baseline}' (e.g. '{first['model']}' vs '{first['opponent']}' on "
+                              f"prompt '{first['uid']}')", "keep only games against the baseline, choose another "
+                              "--baseline, or pass --indirect to fit them by BT with the baseline pinned")
+    return out
+
+
 def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int = 1000, level: float = 0.95,
-                         seed: int = 0, chunk: int = 200, style: pd.DataFrame | None = None) -> pd.DataFrame:
+                         seed: int = 0, chunk: int = 200, style: pd.DataFrame | None = None,
+                         allow_indirect: bool = False) -> pd.DataFrame:
     """Win rate vs ``baseline`` (percent, BT with the baseline pinned) with prompt-bootstrap CIs, per model.
 
-    Columns ``model, win_rate, lower, upper, rating, rating_lower, rating_upper, score, games, prompts,
-    inconsistent``; ``rating`` is on the Elo scale with the baseline at 1000. ``score`` is the plain
-    weighted mean score. ``style`` (battle-level style totals, see :func:`style_battles`) switches to the
-    style-controlled BT of :mod:`arena.leaderboard`, whose bootstrap resamples battles.
+    Columns ``model, win_rate, lower, upper, rating, rating_lower, rating_upper, score, games, direct,
+    prompts, inconsistent, note``; ``rating`` is on the Elo scale with the baseline at 1000. ``score`` is the
+    plain weighted mean score, ``direct`` the games against the baseline. Games between other models are an
+    error unless ``allow_indirect`` (see :func:`orient`); models in ``games.attrs["models"]`` with no readable
+    game are listed without a rating. ``style`` (per-answer style totals, see :func:`style_battles`) switches
+    to the style-controlled BT of :mod:`arena.leaderboard`; both paths resample prompts.
     """
     models = sorted(set(games["model"]) | set(games["opponent"]))
     if baseline not in models:
         raise ValueError(f"baseline '{baseline}' is not in the games (models: {models[:10]})")
+    games = orient(games, baseline, allow_indirect)
     if style is not None:
-        return _style_controlled(games, baseline, style, n_bootstrap, level, seed)
+        out = _style_controlled(games, baseline, style, n_bootstrap, level, seed)
+    else:
+        out = _plain(games, models, baseline, n_bootstrap, level, seed, chunk)
+    coefficients = out.attrs.get("style_coefficients")
+    by_model = games.groupby("model")
+    wsum = games.assign(ws=games["score"] * games["weight"]).groupby("model")[["ws", "weight"]].sum()
+    out["score"] = out["model"].map(100 * wsum["ws"] / wsum["weight"])
+    out["games"] = out["model"].map(by_model.size()).fillna(0).astype(int)
+    direct = games[games["opponent"] == baseline]
+    out["direct"] = out["model"].map(direct.groupby("model").size()).fillna(0).astype(int)
+    out["prompts"] = out["model"].map(by_model["uid"].nunique()).fillna(0).astype(int)
+    out["inconsistent"] = out["model"].map(inconsistency(games))
+    out["note"] = np.where((out["direct"] == 0) & (out["model"] != baseline),
+                           "not judged vs the baseline: BT inference", "")
+    out.loc[out["model"] == baseline, ["score", "inconsistent"]] = np.nan
+    out.loc[out["model"] == baseline, "note"] = "baseline"
+    missing = sorted(set(games.attrs.get("models", ())) - set(models))
+    if missing:  # judged, but no readable game: listed, with no rating
+        empty = pd.DataFrame({"model": missing, "games": 0, "direct": 0, "prompts": 0,
+                              "note": "no readable games (all verdicts unparsable)"})
+        out = pd.concat([out, empty], ignore_index=True)
+        out[["games", "direct", "prompts"]] = out[["games", "direct", "prompts"]].astype(int)
+    out.attrs.update(baseline=baseline, level=level, n_bootstrap=n_bootstrap, skipped=games.attrs.get("skipped", 0),
+                     indirect_games=int((games["opponent"] != baseline).sum()), no_games=missing,
+                     resampling_unit="prompt")
+    if style is not None:
+        out.attrs["style_coefficients"] = coefficients
+    return out.sort_values("win_rate", ascending=False, ignore_index=True, na_position="last")
+
+
+def _plain(games: pd.DataFrame, models: list[str], baseline: str, n_bootstrap: int, level: float, seed: int,
+           chunk: int) -> pd.DataFrame:
     k, b = len(models), models.index(baseline)
     data, per_prompt, _ = prompt_counts(games, models)
     fit = bt.fit(jnp.asarray(bt.initial_x(data, k, "half")), data, "half")
@@ -159,14 +263,7 @@ def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int
         out["lower"], out["upper"] = lo, hi
         out["rating_lower"], out["rating_upper"] = bs.percentile_interval(
             bt.to_elo(reps[:, :k], anchor=b, anchor_rating=1000.0), level)
-    wsum = games.assign(ws=games["score"] * games["weight"]).groupby("model")[["ws", "weight"]].sum()
-    out["score"] = out["model"].map(100 * wsum["ws"] / wsum["weight"])
-    out["games"] = out["model"].map(games.groupby("model").size()).fillna(0).astype(int)
-    out["prompts"] = out["model"].map(games.groupby("model")["uid"].nunique()).fillna(0).astype(int)
-    out["inconsistent"] = out["model"].map(inconsistency(games))
-    out.loc[out["model"] == baseline, ["score", "inconsistent"]] = np.nan
-    out.attrs.update(baseline=baseline, level=level, n_bootstrap=n_bootstrap, skipped=games.attrs.get("skipped", 0))
-    return out.sort_values("win_rate", ascending=False, ignore_index=True)
+    return out
 
 
 def prompt_resamples(n_prompts: int, n_bootstrap: int, seed: int = 0) -> np.ndarray:
@@ -235,8 +332,9 @@ def _style_controlled(games: pd.DataFrame, baseline: str, style: pd.DataFrame, n
                       seed: int) -> pd.DataFrame:
     from arena.leaderboard import fit_leaderboard
 
+    # cluster="question_id": resample prompts, as the plain path does, not the (weight-repeated) battles
     lb = fit_leaderboard(style_battles(games, style), n_bootstrap=max(n_bootstrap, 2), style_control=True,
-                         anchor=f"{baseline}=1000", level=level, seed=seed, min_battles=0)
+                         anchor=f"{baseline}=1000", level=level, seed=seed, min_battles=0, cluster="question_id")
     t = lb.table
 
     def win_rate(rating: pd.Series) -> np.ndarray:  # baseline pinned at 1000: rating gap -> P(beats baseline)
@@ -245,17 +343,17 @@ def _style_controlled(games: pd.DataFrame, baseline: str, style: pd.DataFrame, n
     out = pd.DataFrame({"model": t["model"], "win_rate": win_rate(t["rating"]), "lower": win_rate(t["lower"]),
                         "upper": win_rate(t["upper"]), "rating": t["rating"], "rating_lower": t["lower"],
                         "rating_upper": t["upper"]})
-    out["inconsistent"] = out["model"].map(inconsistency(games))
-    out.attrs.update(baseline=baseline, style_coefficients=lb.table.attrs.get("style_coefficients"))
-    return out.sort_values("win_rate", ascending=False, ignore_index=True)
+    out.attrs.update(style_coefficients=lb.table.attrs.get("style_coefficients"))
+    return out
 
 
 STYLE_FIELDS = ("tokens", "header_count", "list_count", "bold_count")
 
 
 def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
-    """Per-answer style totals indexed by (uid, model), from Arena-Hard ``model_answer`` JSONL (``uid, model,
-    metadata: {token_len, header_count: {...}, list_count: {...}, bold_count: {...}}``), flat rows
+    """Per-answer style totals indexed by (uid, model), from Arena-Hard ``model_answer`` JSONL (v2: ``uid, model,
+    metadata: {token_len, header_count: {...}, list_count: {...}, bold_count: {...}}``; v0.1: ``question_id,
+    model_id, conv_metadata: {...}`` with the same counts), flat rows
     (``uid``/``item_id``, ``model``, ``tokens, header_count, list_count, bold_count``) or answer text
     (``item_id, model, answer``, as in ``data/demo/items.jsonl``; length then in characters)."""
     from arena.style import markdown_counts
@@ -263,9 +361,11 @@ def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
     rows, seen = [], {}
     for path in map(Path, paths):
         for line, rec in iter_jsonl(path, "one answer object per line"):
-            meta = rec.get("metadata") or rec
-            uid = rec.get("uid", rec.get("item_id"))
-            if isinstance(rec.get("answer"), str) and "metadata" not in rec:
+            meta = rec.get("metadata") or rec.get("conv_metadata") or rec  # v2 metadata, v0.1 conv_metadata
+            uid = next((rec[f] for f in ("uid", "question_id", "item_id") if rec.get(f) not in (None, "")), None)
+            if rec.get("model") is None and rec.get("model_id") is not None:  # v0.1 model_answer
+                rec["model"] = rec["model_id"]
+            if isinstance(rec.get("answer"), str) and meta is rec:
                 values: list = list(markdown_counts(rec["answer"]))
             else:
                 values = [meta.get("token_len", meta.get("tokens"))] + [meta.get(f) for f in STYLE_FIELDS[1:]]
@@ -286,14 +386,21 @@ def format_baseline_table(lb: pd.DataFrame) -> str:
     """A plain-text view of :func:`baseline_leaderboard` (win rate vs baseline with CI, rating, inconsistency)."""
     level = lb.attrs.get("level", 0.95)
     has_ci = "lower" in lb
+
+    def num(v: float, fmt: str = "{:.1f}") -> str:
+        return "-" if pd.isna(v) else fmt.format(v)
+
     view = pd.DataFrame({
         "model": lb["model"],
-        "win_rate": lb["win_rate"].map("{:.1f}".format),
-        f"{level:.0%} CI": ([f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(lb["lower"], lb["upper"], strict=True)]
-                            if has_ci else "-"),
-        "rating": lb["rating"].round().astype(int),
-        "inconsistent": lb["inconsistent"].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}"),
+        "win_rate": lb["win_rate"].map(num),
+        f"{level:.0%} CI": ([f"[{num(lo)}, {num(hi)}]" if pd.notna(lo) else "-"
+                             for lo, hi in zip(lb["lower"], lb["upper"], strict=True)] if has_ci else "-"),
+        "rating": lb["rating"].map(lambda v: num(v, "{:.0f}")),
+        "inconsistent": lb["inconsistent"].map(lambda v: num(100 * v, "{:.1f}%")),
     })
-    if "games" in lb:
-        view["games"] = lb["games"]
+    for col in ("games", "direct"):
+        if col in lb:
+            view[col] = lb[col]
+    if "note" in lb and (lb["note"].fillna("") != "").any():
+        view["note"] = lb["note"].fillna("")
     return view.to_string(index=False)

@@ -130,14 +130,20 @@ def fit_leaderboard(
     style_features: tuple[str, ...] | None = None,
     device: jax.Device | str | None = None,
     progress: Callable[[int], None] | None = None,
+    cluster: str | None = None,
 ) -> Leaderboard:
-    """Fit a BT leaderboard with sandwich and/or bootstrap intervals (see :func:`rank_battles`)."""
+    """Fit a BT leaderboard with sandwich and/or bootstrap intervals (see :func:`rank_battles`).
+
+    ``cluster`` names a battle column (e.g. ``question_id``) whose values are the bootstrap's resampling
+    unit (style control only: the aggregated fit resamples battles)."""
     if ci not in ("bootstrap", "sandwich", "both"):
         raise ValueError(f"ci must be 'bootstrap', 'sandwich' or 'both', not {ci!r}")
     if ties not in bt.TIES:
         raise ValueError(f"ties must be one of {bt.TIES}, not {ties!r}")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, not {level}")
+    if cluster is not None and not style_control:
+        raise ValueError("cluster= resampling is only available with style_control=True")
     if not ridge > 0:
         raise ValueError(f"ridge must be positive, not {ridge}")
     if ci != "sandwich" and n_bootstrap < 2:
@@ -171,7 +177,8 @@ def fit_leaderboard(
 
         sf = style_fit(battles, features=style_features, ties=ties, ridge=ridge, n_bootstrap=n_bootstrap if
                        want_bs else 0, sandwich=want_sw, seed=seed, weights=weights, level=level,
-                       device=dev, progress=progress)
+                       device=dev, progress=progress,
+                       clusters=None if cluster is None else _cluster_codes(battles, cluster))
         x, cov, style_table = sf.x, sf.covariance, sf.coefficients
         notes += list(sf.warnings)
         boot = None if sf.replicates is None else bs.Replicates(sf.replicates, 0, sf.rep_converged,
@@ -240,6 +247,12 @@ def fit_leaderboard(
                         "separation": None if sep is None else sep.as_dict(), "bootstrap_excluded": excluded})
     return Leaderboard(table, counts, pd.Series(ratings, index=list(counts.models)).loc[table["model"]],
                        cov_r, reps, rank_dist, tie, style_table, notes, hygiene_report, sc, sep, excluded)
+
+
+def _cluster_codes(battles: Battles, column: str) -> np.ndarray:
+    if column not in battles.df:
+        raise ValueError(f"{battles.source}: no column {column!r} to resample by")
+    return pd.factorize(battles.df[column].astype(str))[0].astype(np.int64)
 
 
 def _excluded_notes(excluded: dict[str, int], models: tuple[str, ...], above, below, regularised: bool,

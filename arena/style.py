@@ -235,12 +235,20 @@ def style_refit_chunk(weights: jax.Array, z_hat: jax.Array, h_inv: jax.Array, ro
     return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0)
 
 
-def battle_weights(n: int, seed: int, replicate: int, kind: WeightKind = "multinomial") -> np.ndarray:
-    """Resampling counts per battle for one replicate (its own random stream: chunking never matters)."""
+def battle_weights(n: int, seed: int, replicate: int, kind: WeightKind = "multinomial",
+                   clusters: np.ndarray | None = None) -> np.ndarray:
+    """Resampling counts per battle for one replicate (its own random stream: chunking never matters).
+
+    ``clusters`` (N,) integer codes make the unit a cluster (e.g. the prompt): clusters are drawn with
+    replacement and each battle weighs its cluster's count (Davison & Hinkley 1997, 3.8, cluster bootstrap).
+    """
     rng = np.random.default_rng([seed, replicate, 7])
+    m = n if clusters is None else int(clusters.max()) + 1
     if kind == "poisson":
-        return rng.poisson(1.0, n).astype(np.float64)
-    return np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+        w = rng.poisson(1.0, m).astype(np.float64)
+    else:
+        w = np.bincount(rng.integers(0, m, m), minlength=m).astype(np.float64)
+    return w if clusters is None else w[clusters]
 
 
 def confounded_features(rows: StyleRows, n_models: int, names: Sequence[str], threshold: float = 0.98
@@ -311,8 +319,12 @@ def style_rows(battles: Battles, features: Sequence[str]) -> tuple[StyleRows, st
 def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: str = "half",
               ridge: float = bt.DEFAULT_RIDGE, n_bootstrap: int = 200, sandwich: bool = True, seed: int = 0,
               weights: WeightKind = "multinomial", level: float = 0.95, device: jax.Device | None = None,
-              chunk: int | None = None, progress: Callable[[int], None] | None = None) -> StyleFit:
-    """Fit the contextual BT model; sandwich and/or bootstrap (over battles) intervals for everything."""
+              chunk: int | None = None, progress: Callable[[int], None] | None = None,
+              clusters: np.ndarray | None = None) -> StyleFit:
+    """Fit the contextual BT model; sandwich and/or bootstrap intervals for everything.
+
+    The bootstrap resamples battles, or the clusters of ``clusters`` (N,) codes 0..C-1 (e.g. prompts).
+    """
     features = tuple(features or STYLE_FEATURES)
     rows, source, _, _ = style_rows(battles, features)
     k, n_feat = len(battles.models), len(features)
@@ -344,7 +356,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         out, flags = [], []
         src, dst, spread = battle_edges(rows, k)
         with ThreadPoolExecutor(2) as pool:
-            futs = [pool.submit(battle_weights, n, seed, r, weights) for r in range(n_bootstrap)]
+            futs = [pool.submit(battle_weights, n, seed, r, weights, clusters) for r in range(n_bootstrap)]
             for c0 in range(0, n_bootstrap, chunk):
                 w = np.stack([f.result() for f in futs[c0:c0 + chunk]], axis=1)
                 zr, ok = style_refit_chunk(put(w), z, put(h_inv), rows_d, k, ties, ridge)

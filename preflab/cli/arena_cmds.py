@@ -251,10 +251,13 @@ def lc_cmd(
 
 @app.command("arena-hard")
 def arena_hard_cmd(
-    judgments: Annotated[list[Path], typer.Argument(help="Arena-Hard judgment JSONL files, or `preflab judge "
-                                                         "run` output with --verdicts.")],
-    baseline: Annotated[str | None, typer.Option(help="The baseline model (read from the files if there).")] = None,
+    judgments: Annotated[list[Path], typer.Argument(help="Arena-Hard judgment JSONL files (v2 or v0.1), or "
+                                                         "`preflab judge run` output with --verdicts.")],
+    baseline: Annotated[str | None, typer.Option(help="The baseline model (default: the files' own baseline, or "
+                                                      "the one model in every game; reported).")] = None,
     verdicts: Annotated[bool, typer.Option("--verdicts", help="Inputs are `preflab judge run` JSONL.")] = False,
+    indirect: Annotated[bool, typer.Option("--indirect", help="Also fit games between non-baseline models "
+                                                              "(BT with the baseline pinned).")] = False,
     strong_weight: Annotated[float, typer.Option(help="Weight of strong verdicts (A>>B, B>>A).")] = 3.0,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap refits over prompts.")] = 1000,
     style: Annotated[list[Path] | None, typer.Option(help="Answer JSONL with style metadata: style control.")] = None,
@@ -274,25 +277,42 @@ def arena_hard_cmd(
         if verdicts:
             from judge.datasets import load_verdicts_jsonl
 
-            return pd.concat([ah.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments],
-                             ignore_index=True)
+            parts = [ah.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments]
+            out = pd.concat(parts, ignore_index=True)
+            out.attrs.update(skipped=sum(p.attrs.get("skipped", 0) for p in parts),
+                             models=sorted({m for p in parts for m in p.attrs.get("models", ())}))
+            return out
         return ah.load_arena_hard(judgments, baseline=baseline, strong_weight=weight)
 
     try:
         games = load(strong_weight)
-        base = baseline or str(games["opponent"].mode().iloc[0])
+        base = baseline or ah.detect_baseline(games)
         feats = ah.load_answer_style(style) if style else None
-        lb = ah.baseline_leaderboard(games, base, n_bootstrap=bootstrap, level=level, seed=seed, style=feats)
+        lb = ah.baseline_leaderboard(games, base, n_bootstrap=bootstrap, level=level, seed=seed, style=feats,
+                                     allow_indirect=indirect)
         widths = (ah.ci_width_by_weight(load, (1.0, strong_weight), baseline=base, n_bootstrap=bootstrap,
-                                        level=level, seed=seed) if compare_weights else None)
+                                        level=level, seed=seed, allow_indirect=indirect) if compare_weights else None)
     except (InputError, ValueError, OSError) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     skipped = games.attrs.get("skipped", 0)
+    how = "given" if baseline else "detected: " + ("named in the files" if games.attrs.get("baseline")
+                                                   else "the one model in every game")
+    n_models = int((lb["model"] != base).sum())
     show = report_console(output)
-    show.print(f"{games['model'].nunique()} models vs baseline '{base}', {games['uid'].nunique()} prompts, "
-                  f"{len(games)} games ({skipped} unreadable skipped), strong weight {strong_weight:g}"
-                  + (", style-controlled" if feats is not None else ""), highlight=False, soft_wrap=True)
+    show.print(f"{n_models} models vs baseline '{base}' ({how}), {games['uid'].nunique()} prompts, "
+               f"{len(games)} games ({skipped} unreadable skipped), strong weight {strong_weight:g}"
+               + (", style-controlled" if feats is not None else "") + "; CIs resample prompts",
+               highlight=False, soft_wrap=True)
+    for name, n in games.attrs.get("other_baselines", {}).items():
+        err.print(f"[yellow]note:[/yellow] {n} records judged against baseline '{name}' left out", highlight=False)
+    if lb.attrs.get("indirect_games"):
+        err.print(f"[yellow]note:[/yellow] {lb.attrs['indirect_games']} games do not involve '{base}'; models not "
+                  "judged against it get a BT-inferred win rate (see the note column)", highlight=False,
+                  soft_wrap=True)
+    if lb.attrs.get("no_games"):
+        err.print(f"[yellow]note:[/yellow] no readable games for {', '.join(lb.attrs['no_games'])}: listed "
+                  "without a rating", highlight=False, soft_wrap=True)
     show.print(ah.format_baseline_table(lb), highlight=False, soft_wrap=True)
     if widths is not None:
         show.print("CI width (win-rate points) by strong-verdict weight:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -158,7 +159,9 @@ def test_judge_run_verdicts_general_graph_matches_independent_fit(tmp_path):
 
     games = games_from_verdicts(load_verdicts_jsonl(path), str(path))
     assert len(games) == 240
-    lb = baseline_leaderboard(games, "base", n_bootstrap=200).set_index("model")
+    with pytest.raises(InputError, match=r"games do not involve the baseline .base.*--indirect"):
+        baseline_leaderboard(games, "base", n_bootstrap=0)
+    lb = baseline_leaderboard(games, "base", n_bootstrap=200, allow_indirect=True).set_index("model")
 
     idx = {m: i for i, m in enumerate(names)}
     i, j = games["model"].map(idx).to_numpy(), games["opponent"].map(idx).to_numpy()
@@ -236,3 +239,114 @@ def test_bootstrap_refits_equal_the_resampled_weighted_mean(sim_file):
         direct = (c @ per_uid["ws"].to_numpy()) / (c @ per_uid["weight"].to_numpy())
         k = models.index(m)
         np.testing.assert_allclose(1 / (1 + np.exp(-(reps[:, k] - reps[:, b]))), direct, atol=1e-6)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def fixture_files(version: str, kind: str = "model_judgment") -> list[Path]:
+    return sorted((DATA / version / kind).rglob("*.jsonl"))
+
+
+def test_published_v01_judgments_read_with_question_id():
+    files = fixture_files("arena-hard-v0.1")
+    # before: InputError "field 'uid': missing" on the first line
+    with pytest.raises(InputError, match=r"field 'baseline'.*gpt-4-0314 for arena-hard-v0\.1"):
+        load_arena_hard(files)  # v0.1 files do not name their baseline
+    games = load_arena_hard(files, baseline="gpt-4-0314")
+    assert len(games) == 2 * 2 * 12 - 1 and games.attrs["skipped"] == 1
+    assert games["uid"].nunique() == 12 and set(games["opponent"]) == {"gpt-4-0314"}
+    first = json.loads(files[0].read_text().splitlines()[0])
+    g = games[(games["uid"] == first["question_id"]) & (games["model"] == first["model"])]
+    assert g["label"].tolist() == [first["games"][0]["score"], first["games"][1]["score"]]
+    lb = baseline_leaderboard(games, "gpt-4-0314", n_bootstrap=20)
+    assert set(lb["model"]) == {"gpt-4-0314", "model-good", "model-weak"}
+    style = load_answer_style(fixture_files("arena-hard-v0.1", "model_answer"))
+    ans = json.loads(fixture_files("arena-hard-v0.1", "model_answer")[0].read_text().splitlines()[0])
+    meta = ans["conv_metadata"]
+    assert style.loc[(ans["question_id"], ans["model_id"])].tolist() == [
+        meta["token_len"], sum(meta["header_count"].values()), sum(meta["list_count"].values()),
+        sum(meta["bold_count"].values())]
+
+
+def test_published_v2_judgments_with_a_null_game():
+    games = load_arena_hard(fixture_files("arena-hard-v2.0"))
+    assert games.attrs["baseline"] == "o3-mini-2025-01-31" and games.attrs["skipped"] == 1
+    assert len(games) == 47 and games["category"].eq("hard_prompt").all()
+    style = load_answer_style(fixture_files("arena-hard-v2.0", "model_answer"))
+    assert len(style) == 36
+    lb = baseline_leaderboard(games, "o3-mini-2025-01-31", n_bootstrap=20, style=style)
+    assert lb.attrs["resampling_unit"] == "prompt" and lb["win_rate"].notna().all()
+
+
+def judgment(uid, model, baseline, a="A>B", b="B>A"):
+    return json.dumps({"uid": uid, "model": model, "baseline": baseline, "games": [{"score": a}, {"score": b}]})
+
+
+def test_several_baselines_are_an_error_or_an_explicit_choice(tmp_path):
+    p = tmp_path / "mixed.jsonl"
+    p.write_text("\n".join([judgment(f"u{i}", "m1", "b1") for i in range(5)]
+                           + [judgment(f"u{i}", "m2", "b2") for i in range(3)]) + "\n")
+    # before: accepted silently; m2, judged only against b2, was reported against the CLI's mode() baseline
+    with pytest.raises(InputError, match=r"judgments against 2 baselines: 'b1' \(5 records .*'b2' \(3 records"):
+        load_arena_hard([p])
+    games = load_arena_hard([p], baseline="b2")
+    assert set(games["model"]) == {"m2"} and games.attrs["other_baselines"] == {"b1": 5}
+    with pytest.raises(InputError, match=r"no record is judged against 'b3'"):
+        load_arena_hard([p], baseline="b3")
+
+
+def test_baseline_judged_against_itself_is_an_error(tmp_path):
+    p = tmp_path / "self.jsonl"
+    p.write_text(judgment("u1", "m", "b") + "\n" + judgment("u1", "b", "b") + "\n")
+    with pytest.raises(InputError, match=r"self\.jsonl, line 2: field 'model': 'b' is judged against itself"):
+        load_arena_hard([p])
+
+
+def test_model_with_no_readable_game_is_listed_without_a_rating(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_text("\n".join([judgment(f"u{i}", "m", "b", "B>A" if i % 3 else "A>B") for i in range(20)]
+                           + [json.dumps({"uid": "u0", "model": "mute", "baseline": "b",
+                                          "games": [{"score": None}, None]})]) + "\n")
+    lb = baseline_leaderboard(load_arena_hard([p]), "b", n_bootstrap=20).set_index("model")
+    # before: 'mute' was not in the table at all
+    assert lb.loc["mute", "games"] == 0 and np.isnan(lb.loc["mute", "win_rate"])
+    assert "no readable games" in lb.loc["mute", "note"] and lb.index[-1] == "mute"
+    from arena.arenahard import format_baseline_table
+
+    assert "no readable games" in format_baseline_table(lb.reset_index())
+
+
+def test_baseline_detection_is_the_model_in_every_game(sim_file):
+    from arena.arenahard import detect_baseline
+
+    games = load_arena_hard([sim_file])
+    assert detect_baseline(games) == "base"  # named in the files
+    games.attrs.pop("baseline")
+    assert detect_baseline(games) == "base"  # the one model in every game
+    with pytest.raises(ValueError, match="no model plays in every game"):
+        detect_baseline(games[games["model"] != "even"].assign(opponent="x").pipe(
+            lambda g: pd.concat([g, games.iloc[:1]])))
+
+
+def test_style_bootstrap_resamples_prompts():
+    from arena.style import battle_weights
+
+    clusters = np.repeat(np.arange(50), 6)  # 6 battles per prompt (2 games, strong verdicts tripled)
+    w = battle_weights(len(clusters), 0, 3, clusters=clusters)
+    assert (w.reshape(50, 6) == w.reshape(50, 6)[:, :1]).all() and w.sum() == len(clusters)
+
+
+def test_style_and_plain_intervals_match_in_width_without_a_style_effect(sim_file, tmp_path):
+    games = load_arena_hard([sim_file])
+    rng = np.random.default_rng(0)
+    keys = games[["uid", "model"]].drop_duplicates()
+    keys = pd.concat([keys, pd.DataFrame({"uid": games["uid"].unique(), "model": "base"})])
+    style = pd.DataFrame({"uid": keys["uid"], "model": keys["model"], "tokens": rng.lognormal(6, 0.4, len(keys)),
+                          "header_count": rng.poisson(1, len(keys)), "list_count": rng.poisson(2, len(keys)),
+                          "bold_count": rng.poisson(1, len(keys))}).set_index(["uid", "model"])
+    plain = baseline_leaderboard(games, "base", n_bootstrap=300, seed=2).set_index("model")
+    styled = baseline_leaderboard(games, "base", n_bootstrap=300, seed=2, style=style).set_index("model")
+    ratio = ((styled["upper"] - styled["lower"]) / (plain["upper"] - plain["lower"])).drop("base")
+    # before: 0.79, 0.66, 0.99 (battles resampled after strong verdicts were tripled); now 1.01, 1.04, 1.09
+    assert np.all(np.abs(ratio - 1) < 0.12), ratio

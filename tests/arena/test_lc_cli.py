@@ -56,7 +56,7 @@ def test_arena_hard_command(tmp_path):
     out = tmp_path / "ah.json"
     res = runner.invoke(app, ["arena-hard", str(path), "--bootstrap", "100", "--compare-weights", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "2 models vs baseline 'base', 80 prompts" in res.output
+    assert "2 models vs baseline 'base' (detected: named in the files), 80 prompts" in res.output
     assert "CI width (win-rate points) by strong-verdict weight" in res.output
     rows = {r["model"]: r for r in json.loads(out.read_text())}
     assert rows["good"]["win_rate"] > 50 > rows["bad"]["win_rate"]

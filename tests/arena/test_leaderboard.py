@@ -221,7 +221,7 @@ def test_connected_design_has_no_separation():
 def test_cli_rank_reports_separation(tmp_path):
     from typer.testing import CliRunner
 
-    from arena.cli import app
+    from preflab.cli import app
 
     p = tmp_path / "sep.csv"
     two_groups().to_csv(p, index=False)
