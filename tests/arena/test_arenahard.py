@@ -350,3 +350,49 @@ def test_style_and_plain_intervals_match_in_width_without_a_style_effect(sim_fil
     ratio = ((styled["upper"] - styled["lower"]) / (plain["upper"] - plain["lower"])).drop("base")
     # before: 0.79, 0.66, 0.99 (battles resampled after strong verdicts were tripled); now 1.01, 1.04, 1.09
     assert np.all(np.abs(ratio - 1) < 0.12), ratio
+
+
+def test_cli_reports_the_baseline_and_refuses_mixed_inputs(tmp_path):
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    runner = CliRunner()
+    files = [str(p) for p in fixture_files("arena-hard-v0.1")]
+    res = runner.invoke(app, ["arena-hard", *files, "--bootstrap", "0"])
+    assert res.exit_code == 2 and "gpt-4-0314 for arena-hard-v0.1" in res.output
+    res = runner.invoke(app, ["arena-hard", *files, "--baseline", "gpt-4-0314", "--bootstrap", "20"])
+    assert res.exit_code == 0, res.output
+    assert "2 models vs baseline 'gpt-4-0314' (given), 12 prompts, 47 games (1 unreadable skipped)" in res.output
+    assert "CIs resample prompts" in res.output
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(judgment("u1", "m1", "b1") + "\n" + judgment("u1", "m2", "b2") + "\n")
+    res = runner.invoke(app, ["arena-hard", str(mixed), "--bootstrap", "0"])
+    assert res.exit_code == 2 and "judgments against 2 baselines" in res.output
+    res = runner.invoke(app, ["arena-hard", str(mixed), "--baseline", "b1", "--bootstrap", "0"])
+    assert res.exit_code == 0 and "1 records judged against baseline 'b2' left out" in res.output
+
+
+def test_cli_verdicts_off_baseline_pairs_need_indirect(tmp_path):
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    rows = []
+    for i in range(30):  # m1 judged against b1, m2 only against b2: "m2 vs b1" would be a BT extrapolation
+        for x, y in (("m1", "b1"), ("m2", "b2"), ("b1", "b2")):
+            for order, verdict in (("xy", "A" if i % 3 else "B"), ("yx", "B" if i % 4 else "A")):
+                rows.append(json.dumps({"item_id": f"i{i}", "model_x": x, "model_y": y, "order": order,
+                                        "p_a": None, "p_b": None, "p_tie": None, "verdict": verdict}))
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    runner = CliRunner()
+    res = runner.invoke(app, ["arena-hard", str(path), "--verdicts", "--bootstrap", "0"])
+    assert res.exit_code == 2 and "cannot tell the baseline: no model plays in every game" in res.output
+    res = runner.invoke(app, ["arena-hard", str(path), "--verdicts", "--baseline", "b1", "--bootstrap", "0"])
+    # before: accepted, and m2 reported "vs b1" from games against b2 only
+    assert res.exit_code == 2 and "games do not involve the baseline 'b1'" in res.output
+    res = runner.invoke(app, ["arena-hard", str(path), "--verdicts", "--baseline", "b1", "--indirect",
+                              "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    assert "not judged vs the baseline: BT inference" in res.output and "do not involve 'b1'" in res.output
