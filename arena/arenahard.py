@@ -22,6 +22,7 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt
+from arena.diagnostics import beat_edges, separation, strong_groups
 from preflab.errors import InputError
 from preflab.io import iter_jsonl
 from preflab.outcomes import Outcome
@@ -219,7 +220,8 @@ def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int
         out = _style_controlled(games, baseline, style, n_bootstrap, level, seed)
     else:
         out = _plain(games, models, baseline, n_bootstrap, level, seed, chunk)
-    coefficients = out.attrs.get("style_coefficients")
+    coefficients, extra = out.attrs.get("style_coefficients"), {a: out.attrs.get(a) for a in
+                                                                 ("separation", "bootstrap_excluded")}
     by_model = games.groupby("model")
     wsum = games.assign(ws=games["score"] * games["weight"]).groupby("model")[["ws", "weight"]].sum()
     out["score"] = out["model"].map(100 * wsum["ws"] / wsum["weight"])
@@ -228,8 +230,9 @@ def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int
     out["direct"] = out["model"].map(direct.groupby("model").size()).fillna(0).astype(int)
     out["prompts"] = out["model"].map(by_model["uid"].nunique()).fillna(0).astype(int)
     out["inconsistent"] = out["model"].map(inconsistency(games))
+    prior = out["note"] if "note" in out else pd.Series("", index=out.index)
     out["note"] = np.where((out["direct"] == 0) & (out["model"] != baseline),
-                           "not judged vs the baseline: BT inference", "")
+                           "not judged vs the baseline: BT inference", prior.fillna(""))
     out.loc[out["model"] == baseline, ["score", "inconsistent"]] = np.nan
     out.loc[out["model"] == baseline, "note"] = "baseline"
     missing = sorted(set(games.attrs.get("models", ())) - set(models))
@@ -240,7 +243,7 @@ def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int
         out[["games", "direct", "prompts"]] = out[["games", "direct", "prompts"]].astype(int)
     out.attrs.update(baseline=baseline, level=level, n_bootstrap=n_bootstrap, skipped=games.attrs.get("skipped", 0),
                      indirect_games=int((games["opponent"] != baseline).sum()), no_games=missing,
-                     resampling_unit="prompt")
+                     resampling_unit="prompt", **extra)
     if style is not None:
         out.attrs["style_coefficients"] = coefficients
     return out.sort_values("win_rate", ascending=False, ignore_index=True, na_position="last")
@@ -253,16 +256,30 @@ def _plain(games: pd.DataFrame, models: list[str], baseline: str, n_bootstrap: i
     fit = bt.fit(jnp.asarray(bt.initial_x(data, k, "half")), data, "half")
     x = np.asarray(fit.x)
     gap = x[:k] - x[b]
-    out = pd.DataFrame({"model": models, "win_rate": 100 / (1 + np.exp(-gap)),
-                        "rating": bt.to_elo(x[:k], anchor=b, anchor_rating=1000.0)})
+    elo = bt.to_elo(x[:k], anchor=b, anchor_rating=1000.0)
+    out = pd.DataFrame({"model": models, "win_rate": 100 / (1 + np.exp(-gap)), "rating": elo})
+    sep = separation(models, data.i, data.j, data.counts)
+    # models outside the baseline's group won (or lost) every game that links them to it: rating +-infinity
+    group = next(g for g in sep.groups if baseline in g) if sep else models
+    identified = np.isin(models, group)
     if n_bootstrap > 0:
-        reps = refit_resamples(data, x, per_prompt, prompt_resamples(per_prompt.shape[0], n_bootstrap, seed),
-                               chunk)
+        reps, ok, labels = refit_resamples(data, x, per_prompt, prompt_resamples(
+            per_prompt.shape[0], n_bootstrap, seed), chunk, flags=True)
         rep_gap = reps[:, :k] - reps[:, [b]]
-        lo, hi = bs.percentile_interval(100 / (1 + np.exp(-rep_gap)), level)
+        # win rates stay defined (0 or 100%) in separated resamples: only unconverged refits are left out
+        lo, hi = bs.usable_interval(100 / (1 + np.exp(-rep_gap)), ok, level=level)
         out["lower"], out["upper"] = lo, hi
-        out["rating_lower"], out["rating_upper"] = bs.percentile_interval(
-            bt.to_elo(reps[:, :k], anchor=b, anchor_rating=1000.0), level)
+        # a rating (vs the pinned baseline) is finite in a resample iff the model is in the baseline's group
+        linked = labels == labels[:, [b]]
+        rep_elo = bt.to_elo(reps[:, :k], anchor=b, anchor_rating=1000.0)
+        lo, hi = bs.usable_interval(rep_elo, ok[:, None] & linked, ~linked & (rep_gap > 0), ~linked & (rep_gap <= 0),
+                                    level)
+        out["rating_lower"], out["rating_upper"] = np.where(identified, lo, -np.inf), np.where(identified, hi, np.inf)
+        out.attrs["bootstrap_excluded"] = {"not_converged": int((~ok).sum()),
+                                           "separated": int((~linked).any(axis=1).sum())}
+    out["note"] = np.where(identified, "", "won or lost every linking game: rating unbounded, win-rate interval "
+                                           "degenerate at the boundary")
+    out.attrs["separation"] = None if sep is None else sep.as_dict()
     return out
 
 
@@ -273,19 +290,32 @@ def prompt_resamples(n_prompts: int, n_bootstrap: int, seed: int = 0) -> np.ndar
 
 
 def refit_resamples(data: bt.PairData, x: np.ndarray, per_prompt: np.ndarray, resamples: np.ndarray,
-                    chunk: int = 200) -> np.ndarray:
+                    chunk: int = 200, flags: bool = False):
     """BT refits (R, K+1) for prompt counts ``resamples`` (R, U): pair counts are ``resamples @ per_prompt``,
-    refitted by vmapped Newton from the full-data fit (:func:`arena.bootstrap.newton_refit_chunk`)."""
+    refitted by vmapped Newton from the full-data fit (:func:`arena.bootstrap.newton_refit_chunk`).
+
+    With ``flags``, also converged (R,) and the strongly connected group labels (R, K) of each resample
+    (:func:`arena.diagnostics.strong_groups`); without, a refit that does not converge raises FloatingPointError."""
     d = bt.PairData(jnp.asarray(data.i), jnp.asarray(data.j), jnp.asarray(data.counts))
     flat = per_prompt.reshape(per_prompt.shape[0], -1)
-    out = []
+    k = len(x) - 1
+    src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
+    out, marks = [], []
     for start in range(0, resamples.shape[0], chunk):
         counts = (resamples[start:start + chunk] @ flat).reshape(-1, *data.counts.shape)  # (R, P, 3)
         xs, ok = bs.newton_refit_chunk(jnp.asarray(counts), jnp.asarray(x), d, "half")
-        if not bool(np.all(np.asarray(ok))):
-            raise FloatingPointError("a bootstrap refit did not converge; check for models with no games")
+        ok = np.asarray(ok)
+        if not flags and not ok.all():
+            raise FloatingPointError("a bootstrap refit did not converge")
         out.append(np.asarray(xs))
-    return np.concatenate(out)
+        if flags:
+            weight = beat_edges(np.asarray(data.i), np.asarray(data.j), np.transpose(counts, (1, 2, 0)))[2]
+            marks.append((ok, strong_groups(k, src, dst, weight)))
+    reps = np.concatenate(out)
+    if not flags:
+        return reps
+    ok, labels = (np.concatenate(m) for m in zip(*marks, strict=True))
+    return reps, ok, labels
 
 
 def ci_width_by_weight(load, weights: tuple[float, ...] = (1.0, 3.0), **kwargs) -> pd.DataFrame:
@@ -343,7 +373,10 @@ def _style_controlled(games: pd.DataFrame, baseline: str, style: pd.DataFrame, n
     out = pd.DataFrame({"model": t["model"], "win_rate": win_rate(t["rating"]), "lower": win_rate(t["lower"]),
                         "upper": win_rate(t["upper"]), "rating": t["rating"], "rating_lower": t["lower"],
                         "rating_upper": t["upper"]})
-    out.attrs.update(style_coefficients=lb.table.attrs.get("style_coefficients"))
+    out["note"] = np.where(t["identified"], "", "no MLE (Ford's condition fails): interval unbounded")
+    out.attrs.update(style_coefficients=lb.table.attrs.get("style_coefficients"),
+                     separation=lb.table.attrs.get("separation"),
+                     bootstrap_excluded=lb.table.attrs.get("bootstrap_excluded"))
     return out
 
 

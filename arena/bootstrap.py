@@ -256,12 +256,17 @@ def usable_interval(samples: np.ndarray, usable: np.ndarray, above: np.ndarray |
     Excluded replicates are not ignored silently: where more than ``(1 - level) / 2`` of *all* replicates
     put a model above (``above``) or below (``below``) the rest with an infinite gap, the upper (lower)
     percentile of the complete set is infinite, so that bound is reported as +inf (-inf). With fewer
-    than two usable replicates every bound is infinite.
+    than two usable replicates every bound is infinite. ``usable`` is (R,) or one mask per model (R, K).
     """
     k, n = samples.shape[1], samples.shape[0]
-    if usable.sum() < 2:
+    if usable.ndim == 2:  # a mask per model: column by column
+        lo, hi = np.full(k, -np.inf), np.full(k, np.inf)
+        for m in np.flatnonzero(usable.sum(axis=0) >= 2):
+            lo[m], hi[m] = (v[0] for v in percentile_interval(samples[usable[:, m], m:m + 1], level))
+    elif usable.sum() < 2:
         return np.full(k, -np.inf), np.full(k, np.inf)
-    lo, hi = percentile_interval(samples[usable], level)
+    else:
+        lo, hi = percentile_interval(samples[usable], level)
     tail = (1 - level) / 2 * n
     if above is not None:
         hi = np.where(above.sum(axis=0) > tail, np.inf, hi)

@@ -355,7 +355,7 @@ def test_style_and_plain_intervals_match_in_width_without_a_style_effect(sim_fil
 def test_cli_reports_the_baseline_and_refuses_mixed_inputs(tmp_path):
     from typer.testing import CliRunner
 
-    from arena.cli import app
+    from preflab.cli import app
 
     runner = CliRunner()
     files = [str(p) for p in fixture_files("arena-hard-v0.1")]
@@ -376,7 +376,7 @@ def test_cli_reports_the_baseline_and_refuses_mixed_inputs(tmp_path):
 def test_cli_verdicts_off_baseline_pairs_need_indirect(tmp_path):
     from typer.testing import CliRunner
 
-    from arena.cli import app
+    from preflab.cli import app
 
     rows = []
     for i in range(30):  # m1 judged against b1, m2 only against b2: "m2 vs b1" would be a BT extrapolation
@@ -396,3 +396,15 @@ def test_cli_verdicts_off_baseline_pairs_need_indirect(tmp_path):
                               "--bootstrap", "0"])
     assert res.exit_code == 0, res.output
     assert "not judged vs the baseline: BT inference" in res.output and "do not involve 'b1'" in res.output
+
+
+def test_a_model_that_wins_every_game_has_an_unbounded_rating(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_text("\n".join([judgment(f"u{i}", "m", "b", "B>A" if i % 3 else "A>B") for i in range(30)]
+                           + [judgment(f"u{i}", "champ", "b", "B>A", "A>B") for i in range(30)]) + "\n")
+    lb = baseline_leaderboard(load_arena_hard([p]), "b", n_bootstrap=50).set_index("model")
+    # before: champ's rating interval was a finite ridge artefact
+    assert lb.loc["champ", "rating_upper"] == np.inf and lb.loc["champ", "rating_lower"] == -np.inf
+    assert "rating unbounded" in lb.loc["champ", "note"] and lb.loc["champ", "win_rate"] > 99.9
+    assert np.isfinite(lb.loc["m", ["rating_lower", "rating_upper"]].astype(float)).all()
+    assert lb.attrs["separation"]["groups"][0] == ["champ"]
