@@ -181,7 +181,7 @@ def separation_message(sep: Separation, ridge: float, regularised: bool, scale_p
                        "points); they describe that prior as much as the data.")
     return head + ("The ratings shown are finite only because of the ridge "
                    f"{ridge:g}; their intervals are reported as unbounded. Rank each group alone, collect "
-                   "battles the dominating group loses, or ask for a ridge prior (ridge=..., e.g. 0.01).")
+                   "battles the dominating group loses, or ask for a ridge prior (--ridge 0.01 / ridge=0.01).")
 
 
 def replicate_separation(n_models: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
