@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,20 @@ def iter_jsonl(path: str | Path, hint: str = "write one JSON object per line",
             yield line, record
 
 
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float (an unbounded interval, a missing value) as ``None``: strict JSON
+    has no ``Infinity`` or ``NaN``, and a reader should not need to guess them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:  # numpy scalars
+        return strict_json(value.item())
+    return value
+
+
 TABLE_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
 
 
@@ -81,9 +96,9 @@ def write_table(df: Any, path: str | Path, meta_key: str | None = None, stdout_f
         df.to_json(path, orient="records", lines=True)
     elif name.endswith(".json"):
         if meta_key:
-            meta = dict(df.attrs.items())
-            path.write_text(json.dumps({meta_key: df.to_dict("records"), "meta": meta}, indent=1,
-                                       default=str), encoding="utf-8")
+            doc = {meta_key: df.to_dict("records"), "meta": dict(df.attrs.items())}
+            path.write_text(json.dumps(strict_json(doc), indent=1, default=str, allow_nan=False),
+                            encoding="utf-8")
         else:
             df.to_json(path, orient="records", indent=1)
     elif name.endswith((".parquet", ".pq")):

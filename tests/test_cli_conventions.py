@@ -87,3 +87,19 @@ def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(tmp_path) 
     res = preflab("--debug", "rank", str(bad), "--bootstrap", "0", "--ci", "sandwich", "--plot",
                   str(tmp_path / "out.png"))
     assert res.returncode != 0 and "Traceback" in res.stderr.decode()
+
+
+def test_json_tables_are_strict_json_with_unbounded_intervals_as_null(tmp_path) -> None:
+    import numpy as np
+
+    from preflab.io import write_table
+
+    df = pd.DataFrame({"model": ["a", "b"], "lower": [-np.inf, 1.0], "upper": [np.inf, np.nan]})
+    df.attrs["separation"] = {"gap": float("inf")}
+    path = tmp_path / "t.json"
+    write_table(df, path, meta_key="leaderboard")
+    text = path.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    doc = json.loads(text)
+    assert doc["leaderboard"][0]["lower"] is None and doc["leaderboard"][1]["lower"] == 1.0
+    assert doc["meta"]["separation"]["gap"] is None
