@@ -23,7 +23,9 @@ def run() -> None:
         st.Page(PAGES / "calibration.py", title="Judge calibration", icon=":material/balance:"),
         st.Page(PAGES / "data.py", title="Data", icon=":material/database:"),
     ]
-    st.navigation(pages).run()
+    from voting.pages.common import guarded
+
+    guarded(st.navigation(pages).run)()  # voters never see a traceback: one line here, the detail in the log
 
 
 if __name__ == "__main__":

@@ -76,13 +76,16 @@ votes_t = sa.Table(
     sa.Column("conv_metadata", sa.Text),  # JSON style counts per side (Chatbot Arena's), when known
     sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_votes_voter_item_round"),
     sa.Index("ix_votes_dataset_item", "dataset", "item_id"),
+    sqlite_autoincrement=True,  # never reuse the id of an undone vote (SQLite's default reuses max(id) + 1)
 )
-# Undone votes are moved here, not dropped: the audit trail of what voters took back.
+# Undone votes are moved here, not dropped: the audit trail of what voters took back. Its own key: a vote
+# id can appear twice (stores made before ``sqlite_autoincrement`` reused the ids of undone votes).
 undone_t = sa.Table(
     "undone_votes", metadata,
-    *[sa.Column(c.name, c.type, primary_key=c.name == "id", autoincrement=False, nullable=c.nullable)
-      for c in votes_t.columns],
+    sa.Column("undo_id", sa.Integer, primary_key=True, autoincrement=True),
+    *[sa.Column(c.name, c.type, nullable=c.nullable) for c in votes_t.columns],
     sa.Column("undone_at", sa.Float, nullable=False),
+    sa.Index("ix_undone_voter", "voter", "dataset", "round"),
 )
 skips_t = sa.Table(
     "skips", metadata,
@@ -166,6 +169,7 @@ def _migrate(engine: Engine) -> None:
     with _writing(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727208)")
+        _rekey_undone(conn)
         metadata.create_all(conn)
         insp = sa.inspect(conn)
         for table in metadata.sorted_tables:
@@ -178,6 +182,23 @@ def _migrate(engine: Engine) -> None:
         if version != str(SCHEMA_VERSION):
             conn.execute(meta_t.delete().where(meta_t.c.key == "schema_version"))
             conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+
+
+def _rekey_undone(conn: sa.Connection) -> None:
+    """Stores from before ``undo_id``: their ``undone_votes`` was keyed by the vote id, which SQLite reuses
+    (a second undo failed with a UNIQUE error). Rename it, let ``create_all`` make the new one, copy over."""
+    insp = sa.inspect(conn)
+    if not insp.has_table("undone_votes") or "undo_id" in {c["name"] for c in insp.get_columns("undone_votes")}:
+        return
+    have = {c["name"] for c in insp.get_columns("undone_votes")}
+    indexes = [i["name"] for i in insp.get_indexes("undone_votes")]  # index names are schema-wide
+    conn.exec_driver_sql("ALTER TABLE undone_votes RENAME TO undone_votes_v1")
+    for name in indexes:
+        conn.exec_driver_sql(f'DROP INDEX IF EXISTS "{name}"')
+    undone_t.create(conn)
+    cols = ", ".join(f'"{c.name}"' for c in undone_t.columns if c.name in have)
+    conn.exec_driver_sql(f"INSERT INTO undone_votes ({cols}) SELECT {cols} FROM undone_votes_v1")
+    conn.exec_driver_sql("DROP TABLE undone_votes_v1")
 
 
 @contextmanager
@@ -360,9 +381,10 @@ def load_answers(engine: Engine, dataset: str, item_id: str) -> dict[str, str]:
 
 
 def seen_items(engine: Engine, voter: str, dataset: str, round: int = 1) -> set[str]:
-    """Items this voter already voted on or skipped (in this round)."""
+    """Items this voter already voted on, skipped or undid (in this round): an undone item does not come
+    back, since the voter may have seen which models it showed."""
     out: set[str] = set()
-    for t in (votes_t, skips_t):
+    for t in (votes_t, skips_t, undone_t):
         q = sa.select(t.c.item_id).where(t.c.voter == voter, t.c.dataset == dataset, t.c.round == round)
         out |= set(_frame(engine, q)["item_id"])
     return out

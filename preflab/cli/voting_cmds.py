@@ -15,7 +15,8 @@ from preflab.io import is_stdout, write_output
 #: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
 #: no usage statistics, the viewer toolbar (the settings of .streamlit/config.toml, for any folder).
 STREAMLIT_FLAGS = ("--server.headless", "true", "--server.fileWatcherType", "none", "--server.runOnSave",
-                   "false", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer")
+                   "false", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+                   "--client.showErrorDetails", "none")  # no tracebacks in the browser (the log has them)
 DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://...")]
 
 

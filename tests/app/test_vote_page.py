@@ -67,7 +67,7 @@ def test_reveal_can_be_turned_off(monkeypatch, seeded_url):
 
 
 def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_url):
-    at = login(start(monkeypatch, seeded_url))
+    at = login(start(monkeypatch, seeded_url, reveal="0"))  # nothing revealed: the same round comes back
     rnd = current(at)
     at.button(key="vote_A").click().run()
     assert len(load_votes(open_store(seeded_url))) == 1

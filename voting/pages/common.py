@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hmac
+import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -12,6 +16,24 @@ from sqlalchemy.engine import Engine
 from voting.store import open_store
 
 DEFAULT_DB = "sqlite:///data/preflab.db"
+log = logging.getLogger("preflab.app")
+F = TypeVar("F", bound=Callable)
+OOPS = "Something went wrong on our side and nothing was changed. Please try again; the organisers can see " \
+       "the details in the server log."
+
+
+def guarded(fn: F) -> F:
+    """Run a page or a button callback so that an unexpected error shows the voter one short line (no
+    traceback, no SQL, no internal names) and the full traceback goes to the server log."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        try:
+            return fn(*args, **kwargs)
+        except Exception:  # noqa: BLE001  (Streamlit's rerun/stop are BaseExceptions and pass through)
+            log.exception("error in %s", getattr(fn, "__qualname__", fn))
+            st.error(OOPS)
+            return None
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

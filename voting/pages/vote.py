@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from voting.assign import next_round
-from voting.pages.common import AppConfig, get_config, get_engine, passcode_ok, pick_dataset
+from voting.pages.common import AppConfig, get_config, get_engine, guarded, passcode_ok, pick_dataset
 from voting.store import (
     DuplicateVote,
     Vote,
@@ -71,6 +71,7 @@ def _new_round(cfg: AppConfig, dataset: str, voter: str) -> dict | None:
                 prompt=items.set_index("item_id").at[rnd.item_id, "prompt"], shown_at=time.time())
 
 
+@guarded
 def _cast(choice: str) -> None:
     """Button callback: store the vote in one transaction, then switch to the after-vote panel."""
     state, cfg = st.session_state, get_config()
@@ -90,6 +91,7 @@ def _cast(choice: str) -> None:
     state["last_vote"] = dict(id=vote_id, choice=choice, at=time.time(), round=rnd)
 
 
+@guarded
 def _skip() -> None:
     state = st.session_state
     rnd = state.pop("round", None)
@@ -101,17 +103,22 @@ def _skip() -> None:
         state["flash"] = "Skipped."
 
 
+@guarded
 def _undo() -> None:
     state, cfg = st.session_state, get_config()
     last = state.get("last_vote")
     if last and undo_vote(get_engine(), last["id"], state["voter"], cfg.undo_seconds):
-        state["round"] = last["round"]  # the same item, same sides: vote again
         state.pop("last_vote")
-        state["flash"] = "Vote undone. Vote again."
+        if cfg.reveal:  # the voter saw the models: the item does not come back (it counts as seen)
+            state["flash"] = "Vote withdrawn. You saw which models answered, so here is another item."
+        else:  # nothing was revealed: the same item and sides, vote again
+            state["round"] = last["round"]
+            state["flash"] = "Vote undone. Vote again."
     else:
         state["flash"] = f"Too late to undo (the window is {cfg.undo_seconds:.0f} s)."
 
 
+@guarded
 def _next() -> None:
     st.session_state.pop("last_vote", None)
 

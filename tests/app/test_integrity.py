@@ -1,0 +1,94 @@
+"""Vote integrity (issue 13, items 1-2): undo never lets a voter re-vote knowing the models, and a second
+undo works on every store, including SQLite stores made before undone votes had their own key."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from voting.store import Vote, count_rows, load_votes, open_store, record_vote, seen_items, undo_vote
+
+
+def test_second_undo_on_sqlite(seeded_url):
+    """SQLite reused the id of an undone vote; the second undo then hit UNIQUE(undone_votes.id)."""
+    engine = open_store(seeded_url)
+    for item in ("q001", "q002", "q003"):  # vote, undo, vote: each new vote is the table's last row
+        vid = record_vote(engine, Vote("ann", "tiny", item, "quokka-13b", "marmoset-70b", "A"))
+        assert undo_vote(engine, vid, "ann")
+    assert count_rows(engine) == 0 and count_rows(engine, "undone_votes") == 3
+
+
+def test_old_undone_table_is_rekeyed(sqlite_url):
+    """A store from before ``undo_id``: ``undone_votes`` keyed by the vote id, votes without AUTOINCREMENT."""
+    engine = open_store(sqlite_url)
+    vid = record_vote(engine, Vote("ann", "tiny", "q1", "a", "b", "A"))
+    assert undo_vote(engine, vid, "ann")
+    with engine.begin() as conn:  # rebuild the old layouts by hand
+        cols = [c["name"] for c in sa.inspect(conn).get_columns("undone_votes") if c["name"] != "undo_id"]
+        conn.exec_driver_sql(f"CREATE TABLE old_u AS SELECT {', '.join(cols)} FROM undone_votes")
+        conn.exec_driver_sql("DROP TABLE undone_votes")
+        ddl = ", ".join(f'"{c}"' + (" INTEGER PRIMARY KEY" if c == "id" else "") for c in cols)
+        conn.exec_driver_sql(f"CREATE TABLE undone_votes ({ddl})")
+        conn.exec_driver_sql(f"INSERT INTO undone_votes SELECT {', '.join(cols)} FROM old_u")
+        conn.exec_driver_sql("DROP TABLE old_u")
+    engine.dispose()
+    engine = open_store(sqlite_url)
+    assert count_rows(engine, "undone_votes") == 1
+    vid2 = record_vote(engine, Vote("ann", "tiny", "q2", "a", "b", "B"))
+    assert undo_vote(engine, vid2, "ann")  # the same id again is fine now
+    assert count_rows(engine, "undone_votes") == 2
+
+
+def test_an_undone_item_counts_as_seen(seeded_url):
+    engine = open_store(seeded_url)
+    vid = record_vote(engine, Vote("ann", "tiny", "q001", "quokka-13b", "marmoset-70b", "A"))
+    assert undo_vote(engine, vid, "ann")
+    assert seen_items(engine, "ann", "tiny") == {"q001"}
+    assert seen_items(engine, "bob", "tiny") == set()
+
+
+def test_undo_after_the_reveal_never_brings_the_item_back(monkeypatch, seeded_url):
+    """Rule: with the reveal on, an undo withdraws the vote; that item is not offered to the voter again."""
+    from tests.app.test_vote_page import current, login, start
+
+    at = login(start(monkeypatch, seeded_url, strategy="uniform"))
+    first = current(at)
+    at.button(key="vote_A").click().run()
+    at.button(key="undo").click().run()
+    assert not at.exception and current(at)["item_id"] != first["item_id"]
+    offered = []
+    while at.session_state["round"] if "round" in at.session_state else None:
+        offered.append(current(at)["item_id"])
+        at.button(key="vote_B").click().run()
+        at.button(key="next").click().run()
+    assert first["item_id"] not in offered and len(offered) == 3  # the other three items, then done
+    votes = load_votes(open_store(seeded_url))
+    assert first["item_id"] not in set(votes["item_id"]) and count_rows(open_store(seeded_url), "undone_votes") == 1
+
+
+def test_a_second_undo_in_the_app_shows_no_traceback(monkeypatch, seeded_url):
+    from tests.app.test_vote_page import login, start
+
+    at = login(start(monkeypatch, seeded_url, reveal="0"))
+    for _ in range(2):
+        at.button(key="vote_A").click().run()
+        at.button(key="undo").click().run()
+        assert not at.exception and not at.error
+    assert count_rows(open_store(seeded_url), "undone_votes") == 2
+
+
+def test_unexpected_errors_show_one_line_and_log_the_detail(monkeypatch, seeded_url, caplog):
+    import voting.store
+    from tests.app.test_vote_page import login, shown_text, start
+    from voting.pages.common import OOPS
+
+    def broken(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+        raise sa.exc.IntegrityError("INSERT INTO undone_votes (id) VALUES (?)", (7,), Exception("UNIQUE failed"))
+
+    at = login(start(monkeypatch, seeded_url))
+    monkeypatch.setattr(voting.store, "_insert_once", broken)
+    with caplog.at_level("ERROR", logger="preflab.app"):
+        at.button(key="vote_A").click().run()
+    assert not at.exception
+    shown = shown_text(at) + " ".join(e.value for e in at.error)
+    assert OOPS in shown and "undone_votes" not in shown and "INSERT" not in shown
+    assert "undone_votes" in caplog.text  # the detail is in the server log
