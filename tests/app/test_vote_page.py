@@ -175,7 +175,7 @@ def test_vote_and_undo_on_postgresql(monkeypatch, pg_clean_url):
     from voting.store import import_items
 
     import_items(open_store(pg_clean_url), load_items(tiny_items()), "tiny")
-    at = login(start(monkeypatch, pg_clean_url))
+    at = login(start(monkeypatch, pg_clean_url, reveal="0"))
     rnd = current(at)
     at.button(key="vote_A").click().run()
     votes = load_votes(open_store(pg_clean_url))
