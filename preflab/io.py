@@ -71,6 +71,21 @@ def strict_json(value: Any) -> Any:
     return value
 
 
+#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(df: Any) -> Any:
+    """A copy of ``df`` whose text cells cannot run as spreadsheet formulas: a cell starting with
+    ``= + - @``, tab or carriage return gets a leading ``'`` (OWASP, "CSV Injection"). Numbers (also
+    negative ones) are untouched; only text columns change. Use it for every CSV that people open."""
+    out = df.copy()
+    for col in out.columns:
+        if getattr(out[col].dtype, "kind", "O") not in "biufcmM":  # text, object or category columns
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v)
+    return out
+
+
 TABLE_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
 
 

@@ -92,3 +92,31 @@ def test_unexpected_errors_show_one_line_and_log_the_detail(monkeypatch, seeded_
     shown = shown_text(at) + " ".join(e.value for e in at.error)
     assert OOPS in shown and "undone_votes" not in shown and "INSERT" not in shown
     assert "undone_votes" in caplog.text  # the detail is in the server log
+
+
+def test_csv_exports_neutralise_formulas(seeded_url, tmp_path):
+    """OWASP CSV injection: voter-typed text starting with = + - @ tab CR is prefixed with ', in every CSV."""
+    import io
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from preflab.cli import app as cli
+    from preflab.io import csv_safe
+    from voting.votes import export_bytes
+
+    frame = pd.DataFrame({"t": ["=1+1", "+x", "-y", "@SUM(A1)", "\tz", "\rw", "ok", None], "n": [-1.5] * 8})
+    safe = csv_safe(frame)
+    assert safe["t"].tolist()[:7] == ["'=1+1", "'+x", "'-y", "'@SUM(A1)", "'\tz", "'\rw", "ok"]
+    assert safe["n"].tolist() == [-1.5] * 8 and frame["t"][0] == "=1+1"  # numbers kept, input not changed
+    engine = open_store(seeded_url)
+    evil = '=HYPERLINK("http://x","click")'
+    record_vote(engine, Vote(evil, "tiny", "q001", "quokka-13b", "marmoset-70b", "A", reason="@SUM(1+1)"))
+    votes = load_votes(engine)
+    for kind in ("votes", "labels"):
+        text = export_bytes(votes, kind).decode()
+        cells = [c for row in pd.read_csv(io.StringIO(text), dtype=str).fillna("").to_numpy() for c in row]
+        assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))], (kind, cells)
+    out = tmp_path / "v.csv"
+    assert CliRunner().invoke(cli, ["export-votes", str(out), "--db", seeded_url, "--as", "votes"]).exit_code == 0
+    assert "'=HYPERLINK" in out.read_text() and "'@SUM" in out.read_text()
