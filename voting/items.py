@@ -11,6 +11,7 @@ is dropped silently.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,27 @@ from preflab.errors import InputError
 
 LONG_COLUMNS: tuple[str, ...] = ("item_id", "prompt", "model", "answer")
 PAIR_COLUMNS: tuple[str, ...] = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
+#: The store's name columns are VARCHAR(200): check before the database does (PostgreSQL raises DataError).
+MAX_NAME_CHARS = 200
+#: Longest prompt or answer stored (characters): a 5 MB answer froze the voting page.
+MAX_TEXT_CHARS = 100_000
+
+
+def invisible_chars(text: str) -> list[str]:
+    """Zero-width and other format characters (Unicode category Cf, e.g. U+200B) in ``text``: two names
+    that differ only by these look the same to a voter and to whoever reads the leaderboard."""
+    return sorted({f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cf"})
+
+
+def check_name(value: str, source: str, line: int | None, field: str) -> None:
+    """Raise :class:`ItemDataError` for a name (dataset, item id, model, category) the store cannot keep
+    as given: longer than :data:`MAX_NAME_CHARS`, or holding invisible characters."""
+    if len(value) > MAX_NAME_CHARS:
+        raise ItemDataError(source, line, field, f"{len(value)} characters (at most {MAX_NAME_CHARS})",
+                            f"shorten the {field}")
+    if bad := invisible_chars(value):
+        raise ItemDataError(source, line, field, f"{value!r} holds invisible characters {bad}",
+                            "remove zero-width and other invisible characters from names")
 
 
 class ItemDataError(InputError):
@@ -99,6 +121,17 @@ def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemS
         if empty.any():
             line = int(df.loc[empty, "line"].iloc[0])
             raise ItemDataError(source, line, col, "empty value", f"give every row a non-empty '{col}'")
+    for col in ("item_id", "model", "category"):
+        for value, line in zip(df[col], df["line"], strict=True):
+            if isinstance(value, str):
+                check_name(value, source, int(line), col)
+    for col in ("prompt", "answer"):
+        long = df[col].str.len() > MAX_TEXT_CHARS
+        if long.any():
+            row = df.loc[long].iloc[0]
+            raise ItemDataError(source, int(row["line"]), col,
+                                f"{len(row[col]):,} characters (at most {MAX_TEXT_CHARS:,} are stored)",
+                                f"shorten the {col}, or split the item")
     first = df.drop_duplicates("item_id")
     prompts = df["item_id"].map(first.set_index("item_id")["prompt"])
     clash = df["prompt"] != prompts

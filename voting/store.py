@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from arena import __version__ as APP_VERSION
 from arena.data import Battles
 from preflab.outcomes import VOTE_CHOICES, battle_label
-from voting.items import ItemDataError, ItemSet
+from voting.items import ItemDataError, ItemSet, check_name
 
 SCHEMA_VERSION = 1
 Choice = Literal["A", "B", "tie", "bothbad"]
@@ -295,6 +295,7 @@ def import_items(engine: Engine, items: ItemSet, dataset: str) -> int:
 
     Raises :class:`ItemDataError` when the dataset already holds one of the item ids.
     """
+    check_name(dataset, items.source, None, "dataset")
     now = time.time()
     item_rows = [dict(dataset=dataset, imported_at=now, item_id=r.item_id, prompt=r.prompt,
                       category=None if pd.isna(r.category) else r.category) for r in items.items.itertuples()]

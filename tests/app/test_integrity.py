@@ -3,6 +3,7 @@ undo works on every store, including SQLite stores made before undone votes had 
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from voting.store import Vote, count_rows, load_votes, open_store, record_vote, seen_items, undo_vote
@@ -120,3 +121,55 @@ def test_csv_exports_neutralise_formulas(seeded_url, tmp_path):
     out = tmp_path / "v.csv"
     assert CliRunner().invoke(cli, ["export-votes", str(out), "--db", seeded_url, "--as", "votes"]).exit_code == 0
     assert "'=HYPERLINK" in out.read_text() and "'@SUM" in out.read_text()
+
+
+def test_imports_refuse_huge_answers_long_and_invisible_names(sqlite_url):
+    import pandas as pd
+    import pytest
+
+    from tests.app.conftest import tiny_items
+    from voting.items import MAX_TEXT_CHARS, ItemDataError, load_items
+    from voting.store import import_items
+
+    def with_(row: int, **change) -> pd.DataFrame:  # noqa: ANN003
+        df = tiny_items(2)
+        for col, value in change.items():
+            df.loc[row, col] = value
+        return df
+
+    cases = [(with_(4, answer="x" * (MAX_TEXT_CHARS + 1)), "line 5: field 'answer': 100,001 characters"),
+             (with_(1, model="m" * 250), "line 2: field 'model': 250 characters (at most 200)"),
+             (with_(2, model="quokka\u200b-13b"), "invisible characters ['U+200B']"),
+             (with_(0, item_id="q\u2060000"), "field 'item_id'")]
+    for df, words in cases:
+        with pytest.raises(ItemDataError, match=None) as e:
+            load_items(df)
+        assert words in str(e.value), str(e.value)
+    engine = open_store(sqlite_url)
+    with pytest.raises(ItemDataError, match="dataset"):
+        import_items(engine, load_items(tiny_items(2)), "d" * 250)
+    assert count_rows(engine, "items") == 0
+
+
+def test_reveal_escapes_backticks_in_model_names():
+    from voting.pages.common import code_span
+
+    assert code_span("plain") == "`plain`"
+    assert code_span("a`b") == "`` a`b ``" and code_span("x``y`") == "``` x``y` ```"
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt().render("**A** was " + code_span("evil` **bold** `x"))
+    assert "<strong>bold</strong>" not in html and "<code>evil` **bold** `x</code>" in html
+
+
+@pytest.mark.postgres
+def test_long_names_on_postgresql_are_input_errors(pg_clean_url):
+    from tests.app.conftest import tiny_items
+    from voting.items import ItemDataError, load_items
+    from voting.store import import_items
+
+    engine = open_store(pg_clean_url)
+    with pytest.raises(ItemDataError, match="at most 200"):  # before: sqlalchemy.exc.DataError
+        import_items(engine, load_items(tiny_items(1)), "d" * 250)
+    with pytest.raises(ItemDataError, match="at most 200"):
+        load_items(tiny_items(1).assign(model=lambda d: d["model"] + "x" * 240))

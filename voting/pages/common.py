@@ -83,6 +83,16 @@ def get_engine() -> Engine:
     return _engine(get_config().db_url)
 
 
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span that no backtick in it can close (CommonMark: fence with one
+    backtick more than its longest run, padded with spaces)."""
+    import re
+
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}" if longest else f"`{text}`"
+
+
 def passcode_ok(given: str, expected: str) -> bool:
     """Constant-time comparison; an unset passcode accepts anything."""
     return not expected or hmac.compare_digest(given.encode(), expected.encode())

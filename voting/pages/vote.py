@@ -13,7 +13,15 @@ import numpy as np
 import streamlit as st
 
 from voting.assign import next_round
-from voting.pages.common import AppConfig, get_config, get_engine, guarded, passcode_ok, pick_dataset
+from voting.pages.common import (
+    AppConfig,
+    code_span,
+    get_config,
+    get_engine,
+    guarded,
+    passcode_ok,
+    pick_dataset,
+)
 from voting.store import (
     DuplicateVote,
     Vote,
@@ -147,8 +155,8 @@ def _after_vote(cfg: AppConfig) -> None:
     st.success(f"Vote saved: {SAID[last['choice']]}.")
     if cfg.reveal:
         a, b = st.columns(2)
-        a.markdown(f"**A** was `{rnd['left']}`")
-        b.markdown(f"**B** was `{rnd['right']}`")
+        a.markdown(f"**A** was {code_span(rnd['left'])}")
+        b.markdown(f"**B** was {code_span(rnd['right'])}")
     left = cfg.undo_seconds - (time.time() - last["at"])
     c1, c2 = st.columns(2)
     c1.button(f"Undo ({max(left, 0):.0f} s window)", on_click=_undo, shortcut="u", disabled=left <= 0, key="undo",
