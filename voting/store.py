@@ -97,6 +97,14 @@ skips_t = sa.Table(
     sa.Column("skipped_at", sa.Float, nullable=False),
     sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_skips_voter_item_round"),
 )
+# Voter invites: the token is given to the voter once (in a link); only its SHA-256 is stored.
+invites_t = sa.Table(
+    "invites", metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("voter", _name, nullable=False, index=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float),
+)
 meta_t = sa.Table("preflab_meta", metadata, sa.Column("key", _name, primary_key=True), sa.Column("value", sa.Text))
 
 

@@ -20,8 +20,15 @@ def start(monkeypatch, url: str, **env: str) -> AppTest:
     return AppTest.from_file(APP, default_timeout=60).run()
 
 
-def login(at: AppTest, name: str = "ann", passcode: str | None = None) -> AppTest:
-    at.text_input[0].input(name)
+def login(at: AppTest, name: str | None = "ann", passcode: str | None = None) -> AppTest:
+    """Sign in with a fresh invite code for ``name`` (issued in the store as an admin would), or as an
+    open-voting guest when ``name`` is None."""
+    import os
+
+    from voting.access import issue_invite
+
+    code = issue_invite(open_store(os.environ["PREFLAB_DB"]), name) if name else ""
+    at.text_input(key="invite_code").input(code)
     if passcode is not None:
         at.text_input[1].input(passcode)
     at.button[0].click().run()
@@ -135,9 +142,9 @@ def test_voter_passcode(monkeypatch, seeded_url):
     assert at.session_state["voter"] == "ann" and current(at)
 
 
-def test_empty_name_is_refused(monkeypatch, seeded_url):
-    at = login(start(monkeypatch, seeded_url), "   ")
-    assert "Enter a name" in at.error[0].value
+def test_invite_only_refuses_a_missing_code(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url, access="invite"), None)
+    assert "by invitation" in at.error[0].value and "voter" not in at.session_state
 
 
 def test_empty_store_says_what_to_do(monkeypatch, sqlite_url):

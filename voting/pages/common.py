@@ -6,6 +6,7 @@ import functools
 import hmac
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -48,15 +49,22 @@ class AppConfig:
     overlap: int = 0  # votes wanted per item (0 = no limit)
     undo_seconds: float = 30.0
     round: int = 1
+    access: str = "open"  # open (anonymous ids, labelled, rate-limited) | invite (admin-issued links only)
+    open_rate: int = 30  # most votes per minute one open-voting browser session may cast
+    data_dir: str = "data"  # the only folder the calibration page may open files from
 
 
 def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
     """Read ``PREFLAB_DB``, ``PREFLAB_PASSCODE``, ``PREFLAB_ADMIN_PASSCODE``, ``PREFLAB_REVEAL`` (1/0),
-    ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS`` and ``PREFLAB_ROUND``."""
+    ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS``, ``PREFLAB_ROUND``, ``PREFLAB_ACCESS``
+    (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute) and ``PREFLAB_DATA_DIR``."""
     env = dict(os.environ if env is None else env)
     strategy = env.get("PREFLAB_STRATEGY", "balanced")
     if strategy not in ("uniform", "balanced", "active"):
         raise ValueError(f"PREFLAB_STRATEGY={strategy!r}: use uniform, balanced or active")
+    access = env.get("PREFLAB_ACCESS", "open")
+    if access not in ("open", "invite"):
+        raise ValueError(f"PREFLAB_ACCESS={access!r}: use open or invite")
     return AppConfig(
         db_url=env.get("PREFLAB_DB", DEFAULT_DB),
         passcode=env.get("PREFLAB_PASSCODE", ""),
@@ -66,6 +74,9 @@ def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
         overlap=int(env.get("PREFLAB_OVERLAP", "0")),
         undo_seconds=float(env.get("PREFLAB_UNDO_SECONDS", "30")),
         round=int(env.get("PREFLAB_ROUND", "1")),
+        access=access,
+        open_rate=int(env.get("PREFLAB_OPEN_RATE", "30")),
+        data_dir=env.get("PREFLAB_DATA_DIR", "data"),
     )
 
 
@@ -98,19 +109,51 @@ def passcode_ok(given: str, expected: str) -> bool:
     return not expected or hmac.compare_digest(given.encode(), expected.encode())
 
 
+#: Wrong admin passcodes allowed (server-wide, all sessions together) before the gate locks.
+ADMIN_TRIES, ADMIN_LOCK_S = 5, 300.0
+NO_ADMIN_PASSCODE = ("Open admin pages: no `PREFLAB_ADMIN_PASSCODE` is set, so anyone who can reach this server "
+                     "can see the leaderboard and import or export data. Set one before sharing the link.")
+
+
+@st.cache_resource(show_spinner=False)
+def _admin_failures() -> list[float]:
+    """Times of recent wrong admin passcodes, shared by every session of this server process."""
+    return []
+
+
+def admin_locked(now: float | None = None) -> float:
+    """Seconds until the admin gate opens again (0 when it is not locked)."""
+    now = time.time() if now is None else now
+    fails = _admin_failures()
+    fails[:] = [t for t in fails if now - t < ADMIN_LOCK_S]
+    return ADMIN_LOCK_S - (now - fails[-ADMIN_TRIES]) if len(fails) >= ADMIN_TRIES else 0.0
+
+
 def require_admin() -> bool:
-    """Gate a page behind the admin passcode when one is configured; True when the page may render."""
+    """Gate a page behind the admin passcode when one is configured; True when the page may render.
+
+    Without a passcode the page renders under a warning banner. ``ADMIN_TRIES`` wrong passcodes lock the
+    gate for every session for ``ADMIN_LOCK_S`` seconds (guessing from many tabs gains nothing)."""
     cfg = get_config()
-    if passcode_ok("", cfg.admin_passcode) or st.session_state.get("admin"):
+    if not cfg.admin_passcode:
+        st.warning(NO_ADMIN_PASSCODE, icon=":material/lock_open:")
+        return True
+    if st.session_state.get("admin"):
         return True
     st.info("This page is for the study's organisers (it could bias voters). Enter the admin passcode.")
     with st.form("admin_gate"):
         given = st.text_input("Admin passcode", type="password")
         if st.form_submit_button("Unlock"):
-            if passcode_ok(given, cfg.admin_passcode):
+            wait = admin_locked()
+            if wait > 0:
+                st.error(f"Too many wrong passcodes: the admin pages are locked for {wait / 60:.0f} more minutes.")
+            elif passcode_ok(given, cfg.admin_passcode):
                 st.session_state["admin"] = True
                 st.rerun()
-            st.error("Wrong passcode.")
+            else:
+                _admin_failures().append(time.time())
+                log.warning("wrong admin passcode (%d recent)", len(_admin_failures()))
+                st.error("Wrong passcode.")
     return False
 
 

@@ -19,9 +19,9 @@ from voting.pages.common import (
     get_config,
     get_engine,
     guarded,
-    passcode_ok,
     pick_dataset,
 )
+from voting.pages.voter_gate import open_rate_ok, voter_gate
 from voting.store import (
     DuplicateVote,
     Vote,
@@ -38,33 +38,6 @@ from voting.votes import style_meta
 BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is better", "2", ":material/arrow_forward:"),
            ("tie", "Tie", "3", ":material/drag_handle:"), ("bothbad", "Both are bad", "4", ":material/thumb_down:"))
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
-
-
-def voter_gate(cfg: AppConfig) -> str | None:
-    """The voter's name (asked once per session, with the shared passcode when one is configured)."""
-    state = st.session_state
-    if state.get("voter"):
-        st.sidebar.markdown(f"Voting as **{state['voter']}**")
-        if st.sidebar.button("Switch voter"):
-            for key in ("voter", "round", "last_vote"):
-                state.pop(key, None)
-            st.rerun()
-        return state["voter"]
-    st.title("Which answer is better?")
-    st.write("You will see a prompt and two anonymous answers, A and B. Pick the better one; model names are "
-             "shown only after you vote.")
-    with st.form("voter_login"):
-        name = st.text_input("Your name or id", max_chars=100)
-        code = st.text_input("Passcode", type="password") if cfg.passcode else ""
-        if st.form_submit_button("Start voting", type="primary"):
-            if not name.strip():
-                st.error("Enter a name or id so your votes can be told apart.")
-            elif not passcode_ok(code, cfg.passcode):
-                st.error("Wrong passcode. Ask the study's organiser for it.")
-            else:
-                state["voter"] = name.strip()
-                st.rerun()
-    return None
 
 
 def _new_round(cfg: AppConfig, dataset: str, voter: str) -> dict | None:
@@ -85,6 +58,10 @@ def _cast(choice: str) -> None:
     state, cfg = st.session_state, get_config()
     rnd = state.pop("round", None)
     if rnd is None:  # a second click on a round already voted on
+        return
+    if not open_rate_ok(cfg):
+        state["round"] = rnd
+        state["flash"] = "That is fast: take a moment to read both answers, then vote again."
         return
     answers = load_answers(get_engine(), rnd["dataset"], rnd["item_id"])
     vote = Vote(state["voter"], rnd["dataset"], rnd["item_id"], rnd["left"], rnd["right"], choice,  # type: ignore[arg-type]
@@ -144,9 +121,6 @@ def _progress(cfg: AppConfig, dataset: str, voter: str) -> None:
     else:
         covered = tallies["item_id"].nunique() if len(tallies) else 0
         st.progress(covered / n, text=f"Dataset: {covered} of {len(items)} items have votes ({len(tallies)} votes)")
-    with st.sidebar.expander("Votes per voter"):
-        counts = tallies["voter"].value_counts() if len(tallies) else None
-        st.dataframe(counts, width="stretch") if counts is not None else st.caption("No votes yet.")
 
 
 def _after_vote(cfg: AppConfig) -> None:

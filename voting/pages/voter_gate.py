@@ -1,0 +1,109 @@
+"""Who is voting: an invite link or code (``?invite=TOKEN``), or open voting (an anonymous ``guest-`` id
+per browser session). The identity's token stays in the page's URL, so a reload keeps the voter."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from voting.access import guest_voter, invite_voter, new_guest_token
+from voting.pages.common import AppConfig, get_engine, passcode_ok
+
+#: Session keys that belong to a signed-in person (admin unlock included): "Sign out" clears them all.
+SESSION_KEYS = ("voter", "voter_kind", "round", "last_vote", "admin", "reason")
+OPEN_LABEL = ("**Open voting**: anyone with this link can vote under an anonymous id; votes are marked as "
+              "open (`guest-...`) and limited to {rate} a minute per browser session.")
+
+
+def open_rate_ok(cfg: AppConfig) -> bool:
+    """For open voting: True (and the vote counted) when this browser session cast fewer than
+    ``cfg.open_rate`` votes in the last minute; invited voters are not limited."""
+    if st.session_state.get("voter_kind") != "guest":
+        return True
+    now = time.time()
+    times = st.session_state.setdefault("vote_times", [])  # kept across sign-out
+    times[:] = [t for t in times if now - t < 60]
+    if len(times) >= cfg.open_rate:
+        return False
+    times.append(now)
+    return True
+
+
+def sign_out() -> None:
+    """Forget the voter and any admin unlock, and drop the identity from the URL."""
+    for key in SESSION_KEYS:
+        st.session_state.pop(key, None)
+    st.query_params.clear()
+
+
+def _sign_in(voter: str, kind: str, param: str, token: str) -> None:
+    st.session_state["voter"], st.session_state["voter_kind"] = voter, kind
+    st.query_params[param] = token  # a reload keeps the identity
+
+
+def voter_gate(cfg: AppConfig) -> str | None:
+    """The signed-in voter's id, or None after drawing the sign-in form."""
+    state = st.session_state
+    if not state.get("voter"):
+        _from_url(cfg)
+    if state.get("voter"):
+        st.sidebar.markdown(f"Voting as **{state['voter']}**")
+        if state.get("voter_kind") == "guest":
+            st.sidebar.caption(OPEN_LABEL.format(rate=cfg.open_rate))
+        if st.sidebar.button("Sign out", key="sign_out"):
+            sign_out()
+            st.rerun()
+        return state["voter"]
+    st.title("Which answer is better?")
+    st.write("You will see a prompt and two anonymous answers, A and B. Pick the better one; model names are "
+             "shown only after you vote.")
+    if cfg.access == "open":
+        st.info(OPEN_LABEL.format(rate=cfg.open_rate) + " Have an invite code? Enter it to vote under your name.")
+    with st.form("voter_login"):
+        code = st.text_input("Invite code" + (" (optional)" if cfg.access == "open" else ""), max_chars=200,
+                             type="password", key="invite_code")
+        secret = st.text_input("Passcode", type="password") if cfg.passcode else ""
+        if st.form_submit_button("Start voting", type="primary"):
+            _submit(cfg, code.strip(), secret)
+    return None
+
+
+def _from_url(cfg: AppConfig) -> None:
+    """Sign in from ``?invite=`` or ``?guest=`` (a reload, or an invite link) when no passcode is needed."""
+    params = st.query_params
+    if cfg.passcode:
+        return  # the passcode is asked again after a reload; the invite code is kept in the URL for it
+    if token := params.get("invite"):
+        voter = invite_voter(get_engine(), token)
+        if voter:
+            _sign_in(voter, "invite", "invite", token)
+        else:
+            st.error("This invite link is not valid (mistyped, or replaced by a newer one). Ask the study's "
+                     "organiser for a new link.")
+            st.query_params.clear()
+    elif (token := params.get("guest")) and cfg.access == "open" and 16 <= len(token) <= 64:
+        _sign_in(guest_voter(token), "guest", "guest", token)
+
+
+def _submit(cfg: AppConfig, code: str, secret: str) -> None:
+    state = st.session_state
+    if not passcode_ok(secret, cfg.passcode):
+        st.error("Wrong passcode. Ask the study's organiser for it.")
+        return
+    code = code or st.query_params.get("invite", "")
+    if code:
+        voter = invite_voter(get_engine(), code)
+        if voter is None:
+            time.sleep(0.5)  # slows guessing; the tokens are 144 random bits anyway
+            st.error("Unknown invite code. Check it, or ask the study's organiser for your link.")
+            return
+        _sign_in(voter, "invite", "invite", code)
+    elif cfg.access == "invite":
+        st.error("Voting here is by invitation: enter the code from your invite link, or ask the study's "
+                 "organiser for one.")
+        return
+    else:  # one open identity per browser session: signing out and in again gives the same id back
+        token = state.setdefault("guest_token", st.query_params.get("guest") or new_guest_token())
+        _sign_in(guest_voter(token), "guest", "guest", token)
+    st.rerun()
