@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from preflab.cli.common import DEMO_DIR, app, console, err
+from preflab.cli.common import DEMO_DIR, app, console, err, fail
 from preflab.errors import InputError
 from preflab.io import is_stdout, write_output
 
@@ -28,6 +28,8 @@ def app_cmd(
     strategy: Annotated[str, typer.Option(help="Next pair: uniform, balanced or active.")] = "balanced",
     overlap: Annotated[int, typer.Option(help="Votes wanted per item (0 = no limit).")] = 0,
     reveal: Annotated[bool, typer.Option("--reveal/--no-reveal", help="Show model names after a vote.")] = True,
+    access: Annotated[str, typer.Option(help="Who may vote: open (anonymous guest ids, labelled, rate-limited) "
+                                             "or invite (links from `preflab invite`).")] = "open",
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -39,9 +41,14 @@ def app_cmd(
     import voting.app
 
     script = voting.app.__file__  # ships with the package: the app runs from any folder
+    if access not in ("open", "invite"):
+        fail(f"--access {access!r}: use open or invite")
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
-           "PREFLAB_REVEAL": "1" if reveal else "0"}
-    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]})")
+           "PREFLAB_REVEAL": "1" if reveal else "0", "PREFLAB_ACCESS": access}
+    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
+    if not env.get("PREFLAB_ADMIN_PASSCODE"):
+        err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "
+                  "are open to anyone who can reach this server (they show a banner saying so)", highlight=False)
     sys.stdout.flush()
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *STREAMLIT_FLAGS,
            "--server.address", host, "--server.port", str(port)]
@@ -90,3 +97,36 @@ def export_votes(
     votes = load_votes(open_store(db), dataset)
     where = write_output(out, export_bytes(votes, kind))
     (err if is_stdout(out) else console).print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {where}")
+
+
+@app.command("invite")
+def invite(
+    voters: Annotated[list[str], typer.Argument(help="Voter names, one invite each (a new one replaces the old).")],
+    db: DbOpt = "sqlite:///data/preflab.db",
+    base_url: Annotated[str, typer.Option(help="The app's address, for the links.")] = "http://127.0.0.1:8501",
+) -> None:
+    """Issue invite links: one per voter, printed once (the store keeps only a hash of each)."""
+    from voting.access import invite_url, issue_invite
+    from voting.store import open_store
+
+    engine = open_store(db)
+    for voter in voters:
+        typer.echo(f"{voter}\t{invite_url(base_url, issue_invite(engine, voter))}")  # tab-separated, for scripts
+
+
+@app.command("import")
+def import_cmd(
+    items: Annotated[Path, typer.Argument(help="Items (JSONL/JSON/CSV/Parquet): item_id, prompt, model, answer, "
+                                               "optional category; or the pairs layout.")],
+    dataset: Annotated[str, typer.Option(help="Dataset name in the store.")],
+    db: DbOpt = "sqlite:///data/preflab.db",
+) -> None:
+    """Add your own prompts and model answers as a dataset to vote on (no votes are added)."""
+    from voting.items import load_items
+    from voting.store import count_rows, import_items, open_store
+
+    loaded = load_items(items)
+    engine = open_store(db)
+    n = import_items(engine, loaded, dataset)
+    console.print(f"dataset {dataset!r}: {n} items ({len(loaded.answers)} answers from {len(loaded.models)} "
+                  f"models) added; the store holds {count_rows(engine)} votes", highlight=False)

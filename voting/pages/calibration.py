@@ -11,17 +11,30 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from preflab.errors import InputError
-from voting.pages.common import get_engine, require_admin
+from voting.pages.common import get_config, get_engine, require_admin
 from voting.store import list_datasets, load_answers, load_votes
 from voting.votes import attach_votes
 
-SEARCH = ("data", "runs", "judge-runs")
+
+def verdict_files(data_dir: str | Path = "data") -> list[str]:
+    """JSONL files under the data folder whose name mentions verdicts."""
+    return sorted(str(p) for p in Path(data_dir).glob("**/*verdict*.jsonl"))
 
 
-def verdict_files(root: Path = Path(".")) -> list[str]:
-    """JSONL files under ``data/``, ``runs/``, ``judge-runs/`` whose name mentions verdicts."""
-    found = {str(p) for d in SEARCH for p in (root / d).glob("**/*verdict*.jsonl")}
-    return sorted(found)
+def inside_data_dir(typed: str, data_dir: str | Path) -> Path:
+    """The typed path if it lies inside the data folder (after resolving ``..`` and links); else
+    :class:`InputError` (the page must not open ``/etc/shadow`` for whoever holds the admin passcode)."""
+    root = Path(data_dir).resolve()
+    path = Path(typed).expanduser()
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, root / path]  # cwd- or folder-relative
+    inside = [c.resolve() for c in candidates if c.resolve().is_relative_to(root)]
+    for found in inside:
+        if found.is_file():
+            return found
+    if inside:
+        raise InputError(typed, None, None, f"no such file in the data folder {root}", "check the path")
+    raise InputError(typed, None, None, f"outside the data folder {root}",
+                     "put the verdict file in the data folder (PREFLAB_DATA_DIR), or upload it")
 
 
 def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.DataFrame:
@@ -39,7 +52,8 @@ def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.
 
 
 def _choose_file() -> str | None:
-    files = verdict_files()
+    data_dir = get_config().data_dir
+    files = verdict_files(data_dir)
     upload = st.file_uploader("Upload a verdict file (JSONL from `preflab judge run`)", type=["jsonl"],
                               key="cal_upload")
     if upload is not None:
@@ -48,8 +62,16 @@ def _choose_file() -> str | None:
         return str(path)
     options = ["(type a path)", *files]
     picked = st.selectbox("... or pick one found on the server", options, key="cal_pick")
-    typed = st.text_input("Path on the server", key="cal_path") if picked == options[0] else picked
-    return typed or None
+    if picked != options[0]:
+        return picked
+    typed = st.text_input(f"Path on the server (inside {data_dir}/)", key="cal_path")
+    if not typed:
+        return None
+    try:
+        return str(inside_data_dir(typed, data_dir))
+    except InputError as e:
+        st.error(f"Cannot open that file: {e}")
+        return None
 
 
 def render() -> None:

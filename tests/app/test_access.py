@@ -1,0 +1,170 @@
+"""Access (issue 13, items 3-4): invite links stored hashed, labelled rate-limited open voting, identity
+across reloads, voters see only their own progress; admin gate banner, lockout, sign-out, data folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from streamlit.testing.v1 import AppTest
+
+from tests.app.test_vote_page import APP, current, login, shown_text, start
+from voting.access import invite_voter, issue_invite, revoke_invites
+from voting.store import load_votes, open_store
+
+
+def test_invites_are_stored_hashed_and_replaceable(seeded_url):
+    engine = open_store(seeded_url)
+    token = issue_invite(engine, "ann")
+    assert invite_voter(engine, token) == "ann" and invite_voter(engine, token + "x") is None
+    with engine.connect() as conn:
+        stored = conn.exec_driver_sql("SELECT * FROM invites").fetchall()
+    assert token not in repr(stored)  # only the hash is kept
+    newer = issue_invite(engine, "ann")
+    assert invite_voter(engine, token) is None and invite_voter(engine, newer) == "ann"
+    assert revoke_invites(engine, "ann") == 1 and invite_voter(engine, newer) is None
+    from voting.items import ItemDataError
+
+    for bad in ("", "guest-123", "x" * 201):
+        with pytest.raises(ItemDataError):
+            issue_invite(engine, bad)
+
+
+def reload(monkeypatch, at: AppTest, **env: str) -> AppTest:
+    """A page reload: a new session with the same URL (query parameters)."""
+    again = AppTest.from_file(APP, default_timeout=60)
+    again.query_params.update(dict(at.query_params))
+    return again.run()
+
+
+def test_invite_link_signs_in_and_survives_a_reload(monkeypatch, seeded_url):
+    token = issue_invite(open_store(seeded_url), "ann")
+    monkeypatch.setenv("PREFLAB_DB", seeded_url)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["invite"] = token
+    at.run()
+    assert at.session_state["voter"] == "ann" and current(at)
+    at.button(key="vote_A").click().run()
+    assert reload(monkeypatch, at).session_state["voter"] == "ann"
+    bad = AppTest.from_file(APP, default_timeout=60)
+    bad.query_params["invite"] = "not-a-token"
+    bad.run()
+    assert "not valid" in bad.error[0].value and "voter" not in bad.session_state
+
+
+def test_open_voting_is_labelled_one_id_per_session_and_rate_limited(monkeypatch, seeded_url):
+    at = start(monkeypatch, seeded_url, open_rate="2")
+    assert "Open voting" in at.info[0].value
+    login(at, None)
+    guest = at.session_state["voter"]
+    assert guest.startswith("guest-") and "Open voting" in " ".join(c.value for c in at.sidebar.caption)
+    assert reload(monkeypatch, at).session_state["voter"] == guest  # a reload keeps the id
+    at.button(key="sign_out").click().run()
+    assert "voter" not in at.session_state
+    login(at, None)
+    assert at.session_state["voter"] == guest  # signing in again in this session: the same id, not a new one
+    for _ in range(3):
+        at.button(key="vote_A").click().run()
+        if "next" in [b.key for b in at.button]:
+            at.button(key="next").click().run()
+    assert len(load_votes(open_store(seeded_url))) == 2  # the third vote within a minute was refused
+    assert current(at)  # ... and its round is still on screen
+
+
+def test_voters_see_only_their_own_progress(monkeypatch, seeded_url):
+    engine = open_store(seeded_url)
+    from voting.store import Vote, record_vote
+
+    record_vote(engine, Vote("secret-bob", "tiny", "q001", "quokka-13b", "marmoset-70b", "A"))
+    at = login(start(monkeypatch, seeded_url))
+    at.button(key="vote_A").click().run()
+    text = shown_text(at) + " ".join(e.label for e in at.get("expander"))
+    assert "secret-bob" not in text and "Votes per voter" not in text
+    assert not at.dataframe
+
+
+def test_admin_unlock_does_not_survive_sign_out(monkeypatch, seeded_url):
+    at = login(start(monkeypatch, seeded_url, admin_passcode="boss"))
+    at.switch_page("voting/pages/data.py").run()
+    at.text_input[0].input("boss")
+    at.button[0].click().run()
+    assert at.session_state["admin"] is True
+    at.switch_page("voting/pages/vote.py").run()
+    at.button(key="sign_out").click().run()
+    assert "admin" not in at.session_state
+    at.switch_page("voting/pages/data.py").run()
+    assert "admin passcode" in at.info[0].value.lower() and not at.dataframe
+
+
+def test_admin_gate_locks_after_repeated_wrong_passcodes(monkeypatch, seeded_url):
+    from voting.pages import common
+
+    common._admin_failures.clear()
+    try:
+        at = start(monkeypatch, seeded_url, admin_passcode="boss")
+        at.switch_page("voting/pages/leaderboard.py").run()
+        for _ in range(common.ADMIN_TRIES):
+            at.text_input[0].input("guess")
+            at.button[0].click().run()
+            assert "Wrong passcode" in at.error[0].value
+        at.text_input[0].input("boss")  # even the right one is refused while locked
+        at.button[0].click().run()
+        assert "locked" in at.error[0].value and "admin" not in at.session_state
+    finally:
+        common._admin_failures.clear()
+
+
+def test_no_admin_passcode_shows_a_banner_and_the_cli_warns(monkeypatch, seeded_url):
+    at = start(monkeypatch, seeded_url)
+    for page in ("voting/pages/leaderboard.py", "voting/pages/data.py", "voting/pages/calibration.py"):
+        at.switch_page(page).run()
+        assert any("PREFLAB_ADMIN_PASSCODE" in w.value for w in at.warning), page
+
+
+def test_calibration_opens_files_only_inside_the_data_folder(tmp_path, monkeypatch):
+    from preflab.errors import InputError
+    from voting.pages.calibration import inside_data_dir
+
+    data = tmp_path / "data"
+    (data / "runs").mkdir(parents=True)
+    (data / "runs" / "v.jsonl").write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    assert inside_data_dir("data/runs/v.jsonl", data) == (data / "runs" / "v.jsonl").resolve()
+    assert inside_data_dir("runs/v.jsonl", "data") == (data / "runs" / "v.jsonl").resolve()
+    for bad in ("/etc/shadow", "data/../../etc/passwd", "../x.jsonl"):
+        with pytest.raises(InputError, match="outside the data folder"):
+            inside_data_dir(bad, data)
+    (data / "link.jsonl").symlink_to("/etc/hostname")
+    with pytest.raises(InputError):
+        inside_data_dir("data/link.jsonl", data)
+
+
+def test_calibration_page_refuses_etc_shadow(monkeypatch, seeded_url):
+    at = start(monkeypatch, seeded_url)
+    at.switch_page("voting/pages/calibration.py").run()
+    at.text_input(key="cal_path").input("/etc/shadow").run()
+    assert not at.exception and "outside the data folder" in at.error[0].value
+    assert not any("not valid JSON" in e.value for e in at.error)
+
+
+def test_cli_invite_and_import(tmp_path):
+    from typer.testing import CliRunner
+
+    from preflab.cli import app as cli
+    from tests.app.conftest import tiny_items
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    items = tmp_path / "mine.csv"
+    tiny_items(3).to_csv(items, index=False)
+    out = CliRunner().invoke(cli, ["import", str(items), "--dataset", "mine", "--db", url])
+    assert out.exit_code == 0, out.output
+    assert "3 items (9 answers from 3 models)" in out.output and "holds 0 votes" in out.output
+    out = CliRunner().invoke(cli, ["invite", "ann", "bob", "--db", url, "--base-url", "http://h:1"])
+    assert out.exit_code == 0, out.output
+    links = dict(line.split("\t") for line in out.output.strip().splitlines())
+    engine = open_store(url)
+    assert invite_voter(engine, links["bob"].split("invite=")[1]) == "bob"
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM invites")).scalar() == 2
+    assert Path(items).exists()
