@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
+ENGINES: dict = {}  # server address -> its store, for issuing invites
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
 
@@ -52,6 +53,7 @@ def server(tmp_path_factory):
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
+    ENGINES[base] = engine
     try:
         wait_for(lambda: _healthy(base) or proc.poll() is not None, timeout=90, every=0.3)
         assert proc.poll() is None, (db.parent / "streamlit.log").read_text()[-3000:]
@@ -73,12 +75,18 @@ def browser():
         b.close()
 
 
+def invite_link(base: str, voter: str) -> str:
+    """An invite link for ``voter``, issued in the server's store as ``preflab invite`` does."""
+    from voting.access import invite_url, issue_invite
+
+    return invite_url(base, issue_invite(ENGINES[base], voter))
+
+
 def login(browser, base: str, voter: str):  # noqa: ANN001, ANN201
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    page.goto(base)
-    page.get_by_label("Your name or id").fill(voter)
-    page.get_by_role("button", name="Start voting").click()
-    page.get_by_text("Prompt", exact=True).wait_for(timeout=30_000)
+    page.goto(invite_link(base, voter))
+    page.get_by_text(f"Voting as {voter}").wait_for(timeout=60_000)
+    page.get_by_text("Prompt", exact=True).wait_for(timeout=60_000)
     page.get_by_role("button", name=re.compile("A is better")).wait_for()
     return page
 
@@ -96,7 +104,7 @@ def test_vote_by_mouse_then_by_keyboard(server, browser):
     assert not [m for m in MODELS if m in html], "a model name is in the page before the vote"
     shot(page, "vote-before")
     page.get_by_role("button", name=re.compile("A is better")).click()
-    page.get_by_text("Vote saved: A is better.").wait_for(timeout=30_000)
+    page.get_by_text("Vote saved: A is better.").wait_for(timeout=60_000)
     row = wait_for(lambda: load_votes(engine).query("voter == 'mouse-voter'").to_dict("records"))[0]
     assert row["winner_model"] == row["model_left"] and row["outcome"] == "win"
     page.get_by_text(row["model_left"]).first.wait_for()  # revealed after the vote
@@ -165,3 +173,24 @@ def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
     assert "broken.jsonl, line 1: field 'model': item 'a' has only one answer" in message.inner_text()
     assert count_rows(engine, "items") == 6
     shot(page, "data-bad-import")
+
+
+def test_invite_link_survives_a_reload_and_open_voting_is_labelled(server, browser):
+    base, engine = server
+    page = login(browser, base, "reload-voter")
+    item = wait_for(lambda: page.get_by_text(re.compile(r"^Prompt number \d+\?$")).inner_text(timeout=60_000))
+    page.reload()
+    page.get_by_text("Voting as reload-voter").wait_for(timeout=60_000)  # still signed in, no form
+    page.get_by_text(re.compile(r"^Prompt number \d+\?$")).wait_for(timeout=60_000)
+    assert "Votes per voter" not in page.content() and item
+    shot(page, "vote-after-reload")
+    guest = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    guest.goto(base)
+    guest.get_by_text("Open voting").first.wait_for(timeout=60_000)
+    guest.get_by_role("button", name="Start voting").click()
+    who = guest.get_by_text(re.compile(r"^Voting as guest-[0-9a-f]{10}$"))
+    who.wait_for(timeout=60_000)
+    name = who.inner_text()
+    guest.reload()
+    guest.get_by_text(name, exact=True).wait_for(timeout=60_000)  # the same anonymous id after a reload
+    shot(guest, "vote-open-guest")
