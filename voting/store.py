@@ -410,8 +410,10 @@ def load_votes(
     engine: Engine, dataset: str | None = None, voters: list[str] | None = None,
     since: float | None = None, until: float | None = None,
 ) -> pd.DataFrame:
-    """Stored votes (all columns), optionally filtered by dataset, voters and a ``voted_at`` window."""
-    q = sa.select(votes_t).order_by(votes_t.c.id)
+    """Stored votes (all columns, plus the item's ``category``), optionally filtered by dataset, voters and
+    a ``voted_at`` window."""
+    on = sa.and_(items_t.c.dataset == votes_t.c.dataset, items_t.c.item_id == votes_t.c.item_id)
+    q = sa.select(votes_t, items_t.c.category).select_from(votes_t.outerjoin(items_t, on)).order_by(votes_t.c.id)
     if dataset is not None:
         q = q.where(votes_t.c.dataset == dataset)
     if voters:

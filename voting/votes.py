@@ -33,6 +33,8 @@ def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
         "judge": votes["voter"], "question_id": votes["item_id"], "tstamp": votes["voted_at"].astype(float),
         "anony": True, "dataset": votes["dataset"], "vote_id": votes["id"],
     })
+    if "category" in votes and votes["category"].notna().any():
+        df["category"] = votes["category"]
     if "conv_metadata" in votes and votes["conv_metadata"].notna().any():
         df["conv_metadata"] = [json.loads(m) if isinstance(m, str) else None for m in votes["conv_metadata"]]
     battles = load_battles(df)
@@ -79,6 +81,10 @@ def judge_labels(votes: pd.DataFrame) -> pd.DataFrame:
     out["human"] = np.where(unique_top, tab.idxmax(axis=1).to_numpy(), "tie")
     out["n_votes"] = tab.sum(axis=1).to_numpy()
     out["agreement"] = (top / tab.sum(axis=1)).round(3).to_numpy()
+    if "category" in votes:  # the item's category, kept in every export
+        cats = votes.drop_duplicates("item_id").set_index("item_id")["category"]
+        out["category"] = out["item_id"].map(cats)
+        cols = [*cols, "category"]
     return out[cols]
 
 

@@ -168,3 +168,38 @@ def test_cli_invite_and_import(tmp_path):
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM invites")).scalar() == 2
     assert Path(items).exists()
+
+
+def test_category_in_every_export_and_rank_filters_by_it(seeded_url, tmp_path):
+    """Item 11: the item's category travels with votes into every export; `preflab rank --filter` uses it."""
+    import io
+    import json
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from preflab.cli import app as cli
+    from tests.app.conftest import tiny_items
+    from voting.items import load_items
+    from voting.store import Vote, import_items, record_vote
+    from voting.votes import export_bytes
+
+    engine = open_store(seeded_url)
+    other = tiny_items(2).assign(category="poetry", item_id=lambda d: "p" + d["item_id"])
+    import_items(engine, load_items(other), "tiny2")
+    a, b, c = "zephyrine-7b", "quokka-13b", "marmoset-70b"
+    for k, (x, y) in enumerate([(a, b), (b, c), (a, c)]):
+        record_vote(engine, Vote(f"v{k}", "tiny", "q001", x, y, "A"))
+        record_vote(engine, Vote(f"v{k}", "tiny2", "pq001", x, y, "B"))
+    votes = load_votes(engine)
+    assert sorted(votes["category"].unique()) == ["poetry", "test"]
+    assert set(pd.read_csv(io.BytesIO(export_bytes(votes, "votes")))["category"]) == {"poetry", "test"}
+    assert set(pd.read_csv(io.BytesIO(export_bytes(votes, "labels")))["category"]) == {"poetry", "test"}
+    battles = json.loads(export_bytes(votes, "battles"))
+    rows = battles if isinstance(battles, list) else next(v for v in battles.values() if isinstance(v, list))
+    assert {r["category"] for r in rows} == {"poetry", "test"}
+    path = tmp_path / "battles.json"
+    path.write_bytes(export_bytes(votes, "battles"))
+    out = CliRunner().invoke(cli, ["rank", str(path), "--filter", "category=poetry", "--bootstrap", "20"])
+    assert out.exit_code == 0, out.output
+    assert "removed 3 of 6 battles" in " ".join(out.output.split())
