@@ -2,9 +2,11 @@
 
 Rules: a voter never gets an item they voted on or skipped; with ``overlap > 0`` an item stops being
 offered once it has that many votes; the two answers are shown on randomised sides.
-Strategies: ``uniform`` (any eligible item and pair), ``balanced`` (the least-voted item, then its
-least-voted model pair), ``active`` (the pair the arena's sampler says shrinks the leaderboard's
-uncertainty most, among the eligible items; falls back to ``balanced`` without enough votes).
+Strategies: ``uniform`` (any eligible item and pair), ``balanced`` (the least-voted item, then the pair
+whose models this voter has seen least, then the least-voted pair), ``active`` (the pair the arena's
+sampler says shrinks the leaderboard's uncertainty most, among the eligible items; falls back to
+``balanced`` without enough votes). Ties are broken at random, and a share ``explore`` of rounds is drawn
+uniformly (``balanced``) or balanced (``active``), so the next pair cannot be predicted from the tallies.
 """
 
 from __future__ import annotations
@@ -44,35 +46,58 @@ def pair_counts(tallies: pd.DataFrame) -> dict[tuple[str, str], int]:
             .items()}
 
 
+#: Share of rounds drawn off-strategy (see the module docstring).
+EXPLORE = 0.2
+
+
 def next_round(
     items: pd.DataFrame, seen: set[str], tallies: pd.DataFrame, rng: np.random.Generator,
-    strategy: str = "balanced", overlap: int = 0,
+    strategy: str = "balanced", overlap: int = 0, voter: str | None = None, explore: float = EXPLORE,
 ) -> Round | None:
     """The next round for a voter, or None when nothing is left for them.
 
     ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's votes
-    (``item_id, model_left, model_right, ...`` from :func:`voting.store.vote_tallies`).
+    (``item_id, model_left, model_right, voter, ...`` from :func:`voting.store.vote_tallies`); ``voter``
+    selects the votes whose models ``balanced`` spreads evenly (None: no per-voter balance).
     """
     pool = eligible_items(items, seen, tallies, overlap)
     if pool.empty:
         return None
-    if strategy == "uniform":
+    off_strategy = explore > 0 and rng.random() < explore
+    if strategy == "uniform" or (strategy == "balanced" and off_strategy):
         row = pool.iloc[int(rng.integers(len(pool)))]
         pairs = list(combinations(sorted(row["models"]), 2))
         x, y = pairs[int(rng.integers(len(pairs)))]
         return _sides(row["item_id"], x, y, rng)
-    by_pair = pair_counts(tallies)
-    if strategy == "active":
+    if strategy == "active" and not off_strategy:
         picked = _active_pair(pool, tallies, rng)
         if picked is not None:
             return Round(*picked)  # next_pair already randomised the sides
+    return _balanced(pool, tallies, rng, voter)
+
+
+def near_fewest(counts: np.ndarray) -> np.ndarray:
+    """Indices of counts within one Poisson standard deviation (``sqrt``) of the smallest: as good as the
+    minimum given the noise in who happened to vote, so one of them is drawn at random (not always the
+    same one, which made the next pair predictable)."""
+    low = counts.min()
+    return np.flatnonzero(counts <= low + np.sqrt(low))
+
+
+def _balanced(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator, voter: str | None) -> Round:
+    """The least-voted item; among its pairs the one whose models this voter saw least, then the least-voted
+    pair; remaining ties at random."""
     per_item = tallies["item_id"].value_counts() if len(tallies) else pd.Series(dtype=int)
     n_item = pool["item_id"].map(per_item).fillna(0).to_numpy()
-    fewest = np.flatnonzero(n_item == n_item.min())
-    row = pool.iloc[int(rng.choice(fewest))]
+    row = pool.iloc[int(rng.choice(near_fewest(n_item)))]
     pairs = list(combinations(sorted(row["models"]), 2))
-    n_pair = np.array([by_pair.get(p, 0) for p in pairs])
-    x, y = pairs[int(rng.choice(np.flatnonzero(n_pair == n_pair.min())))]
+    mine = tallies[tallies["voter"] == voter] if voter is not None and len(tallies) else tallies.iloc[:0]
+    exposure = pd.concat([mine["model_left"], mine["model_right"]]).value_counts() if len(mine) else {}
+    by_pair = pair_counts(tallies)
+    seen_by_voter = np.array([exposure.get(x, 0) + exposure.get(y, 0) for x, y in pairs])
+    best = np.flatnonzero(seen_by_voter == seen_by_voter.min())
+    best = best[near_fewest(np.array([by_pair.get(pairs[b], 0) for b in best]))]
+    x, y = pairs[int(rng.choice(best))]
     return _sides(row["item_id"], x, y, rng)
 
 

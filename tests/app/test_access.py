@@ -203,3 +203,55 @@ def test_category_in_every_export_and_rank_filters_by_it(seeded_url, tmp_path):
     out = CliRunner().invoke(cli, ["rank", str(path), "--filter", "category=poetry", "--bootstrap", "20"])
     assert out.exit_code == 0, out.output
     assert "removed 3 of 6 battles" in " ".join(out.output.split())
+
+
+def test_leaderboard_page_exclude_diagnostics_categories_and_judge_vs_human(monkeypatch, tmp_path):
+    """Item 12: an exclude-models control, notes in a Diagnostics expander in app words, a category filter,
+    and the demo judge's ratings beside the human ones with rank correlation and the most-disagreeing pairs."""
+    from typer.testing import CliRunner
+
+    from preflab.cli import app as cli
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
+    monkeypatch.chdir(Path(APP).parent)  # data/demo/verdicts-smollm2.jsonl lies in the data folder
+    at = start(monkeypatch, url)
+    at.switch_page("voting/pages/leaderboard.py").run(timeout=300)
+    at.select_slider(key="lb_boot").set_value(100).run(timeout=300)
+    assert not at.exception
+    at.multiselect(key="lb_exclude").set_value(["comet-sloppy"]).run(timeout=300)
+    table = at.dataframe[0].value
+    assert "comet-sloppy" not in set(table["model"]) and len(table) == 4
+    shown = " ".join(m.value for m in at.markdown) + " ".join(i.value for i in at.info)
+    assert "exclude_models" not in shown and "n_bootstrap" not in shown
+    assert not at.info or all("bootstrap replicates" not in i.value for i in at.info)  # notes: in the expander
+    cats = at.multiselect(key="lb_categories")
+    assert cats.options
+    at.selectbox(key="lb_verdicts").set_value("data/demo/verdicts-smollm2.jsonl").run(timeout=300)
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert -1.0 <= float(metrics["Spearman's rho"]) <= 1.0 and int(metrics["Shared items"]) > 0
+    pairs = at.dataframe[-1].value  # the last table: where they disagree most
+    assert {"share_human", "share_judge", "gap"} <= set(pairs.columns)
+    assert pairs["gap"].is_monotonic_decreasing
+    at.multiselect(key="lb_categories").set_value([cats.options[0]]).run(timeout=300)
+    assert not at.exception and at.dataframe[0].value["battles"].sum() < table["battles"].sum()
+
+
+def test_judge_vs_human_compare_against_scipy():
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    from voting.judge_vs_human import compare, pair_win_shares, verdict_battles
+
+    verdicts = pd.DataFrame({"item_id": ["i1", "i2"], "model_x": ["a", "b"], "model_y": ["b", "c"],
+                             "judge_xy": [0.0, 2.0], "judge_yx": [1.0, float("nan")]})
+    b = verdict_battles(verdicts)
+    # i1 xy: a (x) wins; i1 yx: b shown first, code 1 = y = b wins -> model_a; i2 xy tie; i2 yx unparsed
+    assert b["winner"].tolist() == ["model_a", "tie", "model_a"] and b["model_a"].tolist() == ["a", "b", "b"]
+    shares = pair_win_shares(b).set_index(["model_1", "model_2"])
+    assert shares.loc[("a", "b"), "share"] == 0.5 and shares.loc[("b", "c"), "share"] == 0.5
+    h = pd.DataFrame({"model": list("abcd"), "rating": [4.0, 3.0, 2.0, 1.0]})
+    j = pd.DataFrame({"model": list("abcd"), "rating": [3.0, 4.0, 1.0, 2.0]})
+    res = compare(h, j, b, b)
+    assert res["spearman"] == pytest.approx(spearmanr([4, 3, 2, 1], [3, 4, 1, 2]).statistic)

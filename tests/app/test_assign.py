@@ -32,9 +32,9 @@ def test_seen_and_full_items_are_not_offered():
 
 def test_balanced_takes_the_least_voted_item_and_pair():
     t = tallies([("i0", "m0", "m1", "m0"), ("i1", "m0", "m1", "m0"), ("i1", "m0", "m2", "m0"),
-                 ("i2", "m1", "m2", None)])
-    rnd = next_round(items(3), set(), t, np.random.default_rng(1), "balanced")
-    # i0 and i2 have one vote each; pair counts: (m0,m1)=2, (m0,m2)=1, (m1,m2)=1 -> never (m0, m1)
+                 ("i1", "m0", "m1", "m0"), ("i1", "m0", "m1", "m0"), ("i2", "m1", "m2", None)])
+    rnd = next_round(items(3), set(), t, np.random.default_rng(1), "balanced", explore=0.0)
+    # i0 and i2 have one vote each (i1 five); pairs (m0,m1)=4, (m0,m2)=1, (m1,m2)=1 -> never (m0, m1)
     assert rnd.item_id in ("i0", "i2") and {rnd.model_left, rnd.model_right} != {"m0", "m1"}
 
 
@@ -56,7 +56,7 @@ def test_active_picks_the_pair_with_the_largest_gain_among_showable_ones():
     counts = tally_counts(t, models)
     gains = pair_gains(votes_per_pair(counts), estimate_ratings(counts))
     best = max(showable, key=lambda p: gains[models.index(p[0]), models.index(p[1])])
-    rnd = next_round(pool, set(), t, np.random.default_rng(3), "active")
+    rnd = next_round(pool, set(), t, np.random.default_rng(3), "active", explore=0.0)
     assert tuple(sorted((rnd.model_left, rnd.model_right))) == best
     assert rnd.item_id == ("y" if best == ("m1", "m3") else "x")
     assert best != ("m0", "m1")  # the pair with 30 votes is the least informative

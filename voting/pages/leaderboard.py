@@ -13,25 +13,48 @@ from voting.pages.common import get_config, get_engine, require_admin
 from voting.store import list_datasets, load_votes
 from voting.votes import votes_to_battles
 
+#: Library words in diagnostics -> the control on this page that does the same.
+APP_WORDS = {"exclude_models": "the **Exclude models** control", "style_control": "**Style control**",
+             "n_bootstrap": "**Bootstrap resamples**", "min_battles": "a minimum of battles"}
+
+
+def app_words(note: str) -> str:
+    """A diagnostic note with Python argument names replaced by the app control that does the same."""
+    for word, control in APP_WORDS.items():
+        note = note.replace(word, control)
+    return note
+
+
+def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Votes on the chosen categories (all when empty), without battles that show an excluded model."""
+    if categories:
+        votes = votes[votes["category"].isin(categories)]
+    if exclude:
+        votes = votes[~votes["model_left"].isin(exclude) & ~votes["model_right"].isin(exclude)]
+    return votes
+
 
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
 def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: float | None, until: float | None,
-              style: tuple[str, ...], n_bootstrap: int, stamp: tuple) -> dict:
+              style: tuple[str, ...], n_bootstrap: int, stamp: tuple, categories: tuple[str, ...] = (),
+              exclude: tuple[str, ...] = ()) -> dict:
     """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive)."""
     from arena.leaderboard import fit_leaderboard
 
-    votes = load_votes(get_engine(), dataset, list(voters), since, until)
+    votes = keep(load_votes(get_engine(), dataset, list(voters), since, until), categories, exclude)
     lb = fit_leaderboard(votes_to_battles(votes, "votes"), n_bootstrap=n_bootstrap, style_control=bool(style),
                          style_features=style or None)
     return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
             "notes": list(lb.diagnostics), "style": lb.style}
 
 
-def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None]:  # noqa: ANN001
+def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None, tuple[str, ...]]:  # noqa: ANN001
     datasets = list_datasets(engine)
     dataset = st.sidebar.selectbox("Dataset", ["(all)", *datasets], key="lb_dataset")
     dataset = None if dataset == "(all)" else dataset
     everyone = load_votes(engine, dataset)
+    present = sorted(everyone["category"].dropna().unique()) if "category" in everyone else []
+    categories = tuple(st.sidebar.multiselect("Categories (empty = all)", present, key="lb_categories"))
     voters = st.sidebar.multiselect("Voters (empty = all)", sorted(everyone["voter"].unique()), key="lb_voters")
     since = until = None
     if len(everyone):
@@ -41,7 +64,7 @@ def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float |
         if isinstance(span, tuple) and len(span) == 2:
             since = dt.datetime.combine(span[0], dt.time()).timestamp()
             until = dt.datetime.combine(span[1] + dt.timedelta(days=1), dt.time()).timestamp()
-    return dataset, tuple(voters), since, until
+    return dataset, tuple(voters), since, until, categories
 
 
 def render() -> None:
@@ -50,8 +73,12 @@ def render() -> None:
     if not require_admin():
         return
     engine, cfg = get_engine(), get_config()
-    dataset, voters, since, until = _filters(engine)
-    votes = load_votes(engine, dataset, list(voters), since, until)
+    dataset, voters, since, until, categories = _filters(engine)
+    votes = keep(load_votes(engine, dataset, list(voters), since, until), categories)
+    models = sorted(set(votes["model_left"]) | set(votes["model_right"]))
+    exclude = tuple(st.multiselect("Exclude models", models, key="lb_exclude", placeholder="none",
+                                   help="Leave these models out: their battles are dropped before the fit."))
+    votes = keep(votes, (), exclude)
     if votes["model_left"].nunique() + votes["model_right"].nunique() < 2 or len(votes) < 2:
         st.warning("Not enough votes for a leaderboard yet: collect some on the Vote page, or run "
                    "`preflab demo-seed`.")
@@ -67,7 +94,7 @@ def render() -> None:
     n_boot = c2.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=200, key="lb_boot")
     stamp = (len(votes), int(votes["id"].max()))
     try:
-        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp)
+        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude)
     except (ImportError, ValueError) as e:
         st.error(f"Could not fit the leaderboard: {e}")
         return
@@ -76,8 +103,10 @@ def render() -> None:
                f"({n_boot} resamples); rank = 1 + models whose interval lies wholly above.")
     shown = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
     st.dataframe(table[shown].round(1), hide_index=True, width="stretch")
-    for note in fit["notes"]:
-        st.info(note)
+    if fit["notes"]:
+        with st.expander(f"Diagnostics ({len(fit['notes'])})"):
+            for note in fit["notes"]:
+                st.markdown("- " + app_words(note))
     left, right = st.columns(2)
     left.pyplot(forest_figure(table, "Ratings with 95% intervals"), width="stretch")
     right.pyplot(heatmap_figure(fit["wins"], "Observed win rate (row beats column, ties excluded)"), width="stretch")
@@ -86,6 +115,48 @@ def render() -> None:
     if fit["style"] is not None:
         st.markdown("**Style coefficients**")
         st.dataframe(fit["style"], width="stretch")
+    judge_vs_human(votes, table, n_boot)
+
+
+def judge_vs_human(votes: pd.DataFrame, human_table: pd.DataFrame, n_boot: int) -> None:
+    """A verdict file's ratings beside the human ones on the same items."""
+    from voting.pages.calibration import verdict_files
+
+    st.subheader("Judge vs human")
+    files = verdict_files(get_config().data_dir)
+    if not files:
+        st.caption(f"No verdict files in {get_config().data_dir}/ yet (from `preflab judge run`).")
+        return
+    path = st.selectbox("Verdict file", ["(none)", *files], key="lb_verdicts")
+    if path == "(none)":
+        return
+    from judge.datasets import load_verdicts_jsonl
+    from preflab.errors import InputError
+    from voting.judge_vs_human import as_battles, compare, shared_items, verdict_battles
+
+    try:
+        judged = verdict_battles(load_verdicts_jsonl(path))
+    except (InputError, OSError, ValueError) as e:
+        st.error(f"Could not read the verdicts: {e}")
+        return
+    human_b = votes_to_battles(votes, "votes").df
+    human_b, judged = shared_items(human_b.assign(question_id=human_b["question_id"].astype(str)), judged)
+    if len(judged) < 2 or len(human_b) < 2:
+        st.warning("The verdict file and the votes share no items (or too few): pick the file judged on this "
+                   "dataset.")
+        return
+    from arena.leaderboard import fit_leaderboard
+
+    human_table = fit_leaderboard(as_battles(human_b, "votes"), n_bootstrap=n_boot).table
+    judge_table = fit_leaderboard(as_battles(judged, path), n_bootstrap=n_boot).table
+    res = compare(human_table, judge_table, human_b, judged)
+    a, b, c = st.columns(3)
+    a.metric("Shared items", judged["question_id"].nunique())
+    b.metric("Spearman's rho", f"{res['spearman']:.2f}")
+    c.metric("Kendall's tau", f"{res['kendall']:.2f}")
+    st.dataframe(res["ratings"].round(1), hide_index=True, width="stretch", key="lb_jvh_ratings")
+    st.markdown("**Where they disagree most** (share of battles the first model wins; ties count half)")
+    st.dataframe(res["pairs"].head(10).round(3), hide_index=True, width="stretch", key="lb_jvh_pairs")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def _new_round(cfg: AppConfig, dataset: str, voter: str) -> dict | None:
     rng = st.session_state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
     items = load_items_frame(engine, dataset)
     rnd = next_round(items, seen_items(engine, voter, dataset, cfg.round), vote_tallies(engine, dataset), rng,
-                     cfg.strategy, cfg.overlap)
+                     cfg.strategy, cfg.overlap, voter=voter)
     if rnd is None:
         return None
     return dict(dataset=dataset, item_id=rnd.item_id, left=rnd.model_left, right=rnd.model_right,

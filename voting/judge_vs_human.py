@@ -1,0 +1,66 @@
+"""A judge's ratings beside the human ones, on the same items: battles from a verdict file (both orders),
+rank correlation of the two leaderboards, and the model pairs on which they disagree most."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from arena.data import Battles, load_battles
+
+WINNER = {0.0: "model_a", 1.0: "model_b", 2.0: "tie"}  # judge.outcomes codes X, Y, TIE with model_a = x
+
+
+def verdict_battles(verdicts: pd.DataFrame, judge: str = "judge") -> pd.DataFrame:
+    """Verdicts (:func:`judge.datasets.load_verdicts_jsonl`: ``judge_xy``/``judge_yx`` identity codes) as
+    Chatbot Arena battles, one per order judged: the model shown first is ``model_a``. Unparsed verdicts
+    (NaN) are left out."""
+    rows = []
+    for order, first, second in (("xy", "model_x", "model_y"), ("yx", "model_y", "model_x")):
+        code = verdicts[f"judge_{order}"]
+        ok = code.notna()
+        v = verdicts.loc[ok]
+        winner = code[ok].map(WINNER)
+        if order == "yx":  # model_a is y here: swap the identity codes' sides
+            winner = winner.map({"model_a": "model_b", "model_b": "model_a", "tie": "tie"})
+        rows.append(pd.DataFrame({"model_a": v[first], "model_b": v[second], "winner": winner,
+                                  "question_id": v["item_id"].astype(str), "judge": judge}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def shared_items(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both battle tables restricted to the items both of them rated."""
+    both = set(human["question_id"].astype(str)) & set(judge["question_id"].astype(str))
+    return (human[human["question_id"].astype(str).isin(both)], judge[judge["question_id"].astype(str).isin(both)])
+
+
+def pair_win_shares(battles: pd.DataFrame) -> pd.DataFrame:
+    """Per unordered model pair (``model_1`` < ``model_2``): battles and ``model_1``'s win share (ties = 1/2)."""
+    a, b = battles["model_a"].astype(str), battles["model_b"].astype(str)
+    first = np.minimum(a, b)
+    score_a = battles["winner"].astype(str).map({"model_a": 1.0, "model_b": 0.0}).fillna(0.5)
+    score = np.where(a == first, score_a, 1.0 - score_a)
+    df = pd.DataFrame({"model_1": first, "model_2": np.maximum(a, b), "score": score})
+    return df.groupby(["model_1", "model_2"])["score"].agg(battles="size", share="mean").reset_index()
+
+
+def compare(human_table: pd.DataFrame, judge_table: pd.DataFrame, human: pd.DataFrame,
+            judge: pd.DataFrame) -> dict:
+    """Ratings side by side (``model, human, judge``), Spearman's rho and Kendall's tau (scipy) of the two
+    rankings, and the model pairs sorted by how far apart the two win shares are (``gap``)."""
+    from scipy.stats import kendalltau, spearmanr
+
+    side = human_table.set_index("model")[["rating"]].rename(columns={"rating": "human"}).join(
+        judge_table.set_index("model")[["rating"]].rename(columns={"rating": "judge"}), how="inner")
+    rho = spearmanr(side["human"], side["judge"]).statistic if len(side) > 2 else float("nan")
+    tau = kendalltau(side["human"], side["judge"]).statistic if len(side) > 2 else float("nan")
+    pairs = pair_win_shares(human).merge(pair_win_shares(judge), on=["model_1", "model_2"],
+                                         suffixes=("_human", "_judge"))
+    pairs["gap"] = (pairs["share_human"] - pairs["share_judge"]).abs()
+    return {"ratings": side.reset_index(), "spearman": float(rho), "kendall": float(tau),
+            "pairs": pairs.sort_values("gap", ascending=False, kind="stable").reset_index(drop=True)}
+
+
+def as_battles(df: pd.DataFrame, source: str) -> Battles:
+    battles = load_battles(df)
+    return Battles(battles.df, source, battles.skipped)
