@@ -27,9 +27,8 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.strip().encode()).hexdigest()
 
 
-def issue_invite(engine: Engine, voter: str) -> str:
-    """A new invite token for ``voter`` (earlier ones are revoked). Raises ``InputError`` for a name the
-    store cannot keep (see :func:`voting.items.check_name`) or one that looks like an open-voting id."""
+def check_voter_name(voter: str) -> str:
+    """The stripped name, or ``InputError`` when the store cannot keep it or it looks like an open id."""
     voter = voter.strip()
     check_name(voter, "<invite>", None, "voter")
     if not voter or voter.startswith(GUEST_PREFIX):
@@ -37,6 +36,13 @@ def issue_invite(engine: Engine, voter: str) -> str:
 
         raise ItemDataError("<invite>", None, "voter", f"{voter!r} is not a usable voter name",
                             f"give a non-empty name that does not start with {GUEST_PREFIX!r}")
+    return voter
+
+
+def issue_invite(engine: Engine, voter: str) -> str:
+    """A new invite token for ``voter`` (earlier ones are revoked). Raises ``InputError`` for a name the
+    store cannot keep (see :func:`voting.items.check_name`) or one that looks like an open-voting id."""
+    voter = check_voter_name(voter)
     token = secrets.token_urlsafe(18)
 
     def attempt() -> str:

@@ -52,8 +52,9 @@ def compare(human_table: pd.DataFrame, judge_table: pd.DataFrame, human: pd.Data
 
     side = human_table.set_index("model")[["rating"]].rename(columns={"rating": "human"}).join(
         judge_table.set_index("model")[["rating"]].rename(columns={"rating": "judge"}), how="inner")
-    rho = spearmanr(side["human"], side["judge"]).statistic if len(side) > 2 else float("nan")
-    tau = kendalltau(side["human"], side["judge"]).statistic if len(side) > 2 else float("nan")
+    defined = len(side) > 2 and side["human"].nunique() > 1 and side["judge"].nunique() > 1  # else no ranking
+    rho = spearmanr(side["human"], side["judge"]).statistic if defined else float("nan")
+    tau = kendalltau(side["human"], side["judge"]).statistic if defined else float("nan")
     pairs = pair_win_shares(human).merge(pair_win_shares(judge), on=["model_1", "model_2"],
                                          suffixes=("_human", "_judge"))
     pairs["gap"] = (pairs["share_human"] - pairs["share_judge"]).abs()

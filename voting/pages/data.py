@@ -80,6 +80,24 @@ def _export_section(engine: Engine, dataset: str) -> None:
     st.dataframe(votes["voter"].value_counts().rename("votes"), width="stretch")
 
 
+def _invite_section(engine: Engine) -> None:
+    st.subheader("Invite voters")
+    st.caption("One link per voter (a new link replaces the voter's old one). Each link is shown once: the "
+               "store keeps only a hash. The same as `preflab invite NAME ...`.")
+    names = st.text_area("Voter names, one per line", key="invite_names")
+    if st.button("Create invite links", key="invite_go", disabled=not names.strip()):
+        from voting.access import check_voter_name, invite_url, issue_invite
+
+        base = (st.context.url or "").split("?")[0].rsplit("/", 1)[0] or "http://127.0.0.1:8501"
+        try:  # check every name first: a link made and not shown would be lost
+            voters = [check_voter_name(n) for n in names.splitlines() if n.strip()]
+        except ItemDataError as e:
+            st.error(f"No links were made. {e}")
+            return
+        links = [(v, invite_url(base, issue_invite(engine, v))) for v in voters]
+        st.dataframe(pd.DataFrame(links, columns=["voter", "link"]), hide_index=True, key="invite_links")
+
+
 def render() -> None:
     """The page."""
     st.title("Data")
@@ -95,6 +113,7 @@ def render() -> None:
     else:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
     _import_section(engine)
+    _invite_section(engine)
 
 
 if __name__ == "__main__":
