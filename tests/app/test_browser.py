@@ -194,3 +194,19 @@ def test_invite_link_survives_a_reload_and_open_voting_is_labelled(server, brows
     guest.reload()
     guest.get_by_text(name, exact=True).wait_for(timeout=60_000)  # the same anonymous id after a reload
     shot(guest, "vote-open-guest")
+
+
+def test_undo_after_the_reveal_brings_another_item(server, browser):
+    """Integrity rule: the voter saw the models, so the undone item does not come back; a new one does."""
+    base, engine = server
+    page = login(browser, base, "undo-voter")
+    prompt = page.get_by_text(re.compile(r"^Prompt number \d+\?$"))
+    first = prompt.inner_text(timeout=60_000)
+    page.get_by_role("button", name=re.compile("A is better")).click()
+    page.get_by_text("Vote saved: A is better.").wait_for(timeout=60_000)
+    page.get_by_role("button", name=re.compile("Undo")).click()
+    page.get_by_text(re.compile(r"^Prompt number \d+\?$")).wait_for(timeout=60_000)
+    wait_for(lambda: prompt.inner_text(timeout=60_000) != first, timeout=60)  # the new item's prompt
+    assert load_votes(engine).query("voter == 'undo-voter'").empty
+    assert count_rows(engine, "undone_votes") >= 1
+    shot(page, "vote-undone")
