@@ -62,6 +62,7 @@ def exposure(votes: pd.DataFrame) -> pd.Series:
     return pd.concat([votes["model_left"], votes["model_right"]]).value_counts().reindex(MODELS, fill_value=0)
 
 
+@pytest.mark.slow
 def test_balanced_exposure_within_20_percent_of_uniform():
     votes = simulate("balanced", 600, 15, np.random.default_rng(1))
     overall = exposure(votes) / (2 * len(votes) / len(MODELS))
