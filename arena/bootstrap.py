@@ -25,10 +25,12 @@ from typing import Literal, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import arena  # noqa: F401
-from arena import bt
+from arena import bt, refit
 from arena.diagnostics import beat_edges, replicate_separation
+from arena.poisson import PoissonTable
 
 WeightKind = Literal["multinomial", "poisson"]
 BLOCK = 5
@@ -39,36 +41,36 @@ BLOCK = 5
 
 
 def draw_weights(counts: np.ndarray, n_replicates: int, rng: np.random.Generator,
-                 kind: WeightKind = "multinomial") -> np.ndarray:
+                 kind: WeightKind = "multinomial", table: PoissonTable | None = None) -> np.ndarray:
     """Resampled counts, shape (n_replicates, C), for cell counts ``counts`` (C,).
 
     ``multinomial``: total fixed at ``round(sum(counts))``; ``poisson``: independent Poisson(count) cells.
+    Poisson draws come from :class:`arena.poisson.PoissonTable` (pass ``table`` to reuse one).
     """
+    if kind not in ("multinomial", "poisson"):
+        raise ValueError(f"unknown weight kind {kind!r}; use 'multinomial' or 'poisson'")
     counts = np.asarray(counts, np.float64)
-    lam = np.broadcast_to(counts, (n_replicates, counts.size))
-    draws = rng.poisson(lam).astype(np.float64)
+    draws = (table or PoissonTable(counts)).draw(n_replicates, rng)
     if kind == "poisson":
         return draws
-    if kind != "multinomial":
-        raise ValueError(f"unknown weight kind {kind!r}; use 'multinomial' or 'poisson'")
     total = int(round(counts.sum()))
-    p_cum = np.cumsum(counts) / counts.sum()
-    for r in range(n_replicates):
-        row = draws[r]
-        extra = int(row.sum()) - total
+    sums = draws.sum(axis=1).astype(np.int64)
+    p_cum = np.cumsum(counts) / counts.sum() if np.any(sums < total) else None
+    for r in np.flatnonzero(sums != total):
+        row, extra = draws[r], int(sums[r]) - total
         if extra > 0:  # drop `extra` battles chosen uniformly without replacement
-            pos = rng.choice(int(row.sum()), extra, replace=False)
-            cells = np.searchsorted(np.cumsum(row), pos, side="right")
-            row -= np.bincount(cells, minlength=row.size)
-        elif extra < 0:  # add -extra battles drawn iid from the empirical distribution
+            pos = rng.choice(int(sums[r]), extra, replace=False)
+            np.subtract.at(row, np.searchsorted(np.cumsum(row), pos, side="right"), 1.0)
+        else:  # add -extra battles drawn iid from the empirical distribution
             cells = np.searchsorted(p_cum, rng.random(-extra), side="right")
-            row += np.bincount(np.minimum(cells, row.size - 1), minlength=row.size)
+            np.add.at(row, np.minimum(cells, row.size - 1), 1.0)
     return draws
 
 
-def _block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: WeightKind) -> np.ndarray:
+def _block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: WeightKind,
+                   table: PoissonTable | None = None) -> np.ndarray:
     rng = np.random.default_rng([seed, block])
-    return draw_weights(counts, n, rng, kind)
+    return draw_weights(counts, n, rng, kind, table)
 
 
 # ------------------------------------------------------------------------------------------- refits
@@ -126,71 +128,175 @@ def newton_refit_chunk(counts: jax.Array, x_hat: jax.Array, data: bt.PairData, t
     return res.x, res.converged
 
 
-def chunk_size(n_cells: int, n_models: int, device: jax.Device | None = None) -> int:
-    """Replicates per chunk from device memory: a quarter of the accelerator's, or 1 GiB on CPU."""
+def chunk_size(n_cells: int, n_models: int, device: jax.Device | None = None, dense: bool = False) -> int:
+    """Replicates per chunk from device memory: a quarter of the accelerator's, or 1 GiB on CPU (256 MiB
+    for the dense form, whose chunks gain nothing from being larger)."""
     device = device or jax.devices()[0]
-    budget = 1 << 30
+    budget = (1 << 28) if dense else (1 << 30)
     try:
         stats = device.memory_stats() or {}
         budget = max(budget, int(stats.get("bytes_limit", 0)) // 4)
     except Exception:  # CPU devices have no memory stats
         pass
-    per_replicate = 8 * (12 * n_cells + 4 * n_models)  # counts, gap, sigmoid, scatter buffers
+    if dense:
+        per_replicate = refit.bytes_per_replicate(n_models) + 8 * n_cells  # + the host draws
+    else:
+        per_replicate = 8 * (12 * n_cells + 4 * n_models)  # counts, gap, sigmoid, scatter buffers
     return int(max(BLOCK, min(4000, budget // per_replicate)) // BLOCK * BLOCK)
+
+
+def chunk_plan(n_bootstrap: int, chunk: int, n_devices: int = 1) -> tuple[list[list[tuple[int, int]]], int]:
+    """Blocks of :data:`BLOCK` replicates grouped into balanced chunks, and the padded chunk width.
+
+    Every chunk is padded to the same width (a multiple of ``n_devices``), so a run compiles one refit
+    shape and every device gets the same share.
+    """
+    blocks = [(b, min(BLOCK, n_bootstrap - b * BLOCK)) for b in range(math.ceil(n_bootstrap / BLOCK))]
+    n_chunks = math.ceil(len(blocks) / max(1, chunk // BLOCK))
+    per_chunk = math.ceil(len(blocks) / n_chunks)
+    chunks = [blocks[c:c + per_chunk] for c in range(0, len(blocks), per_chunk)]
+    width = math.ceil(per_chunk * BLOCK / n_devices) * n_devices
+    return chunks, width
 
 
 def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n_bootstrap: int = 1000,
                    seed: int = 0, ties: str = "half", ridge: float = bt.DEFAULT_RIDGE,
                    weights: WeightKind = "multinomial", chunk: int | None = None, threads: int = 2,
-                   device: jax.Device | None = None,
+                   device: jax.Device | None = None, devices: list[jax.Device] | None = None,
+                   dense: bool | None = None,
                    progress: Callable[[int], None] | None = None) -> Replicates:
     """Refit ``n_bootstrap`` resamples of ``data``: replicates and their convergence/separation flags.
 
     ``h_inv`` is the inverse of :func:`arena.bt.conditioned_hessian` at ``x_hat``. Weight draws run in
-    ``threads`` background threads, at most two chunks ahead, overlapping the JAX refits.
+    ``threads`` background threads, at most two chunks ahead, overlapping the JAX refits. Replicates are
+    sharded over ``devices`` (default: ``[device]`` if given, else every local device); the dense refit
+    of :mod:`arena.refit` is used where :func:`arena.refit.use_dense` says (``dense`` forces either way).
+    Results depend on ``seed`` only: not on chunking, threads, devices or the refit form (to 1e-9).
     """
     n_models = len(x_hat) - 1
     flat = np.asarray(data.counts).ravel()
     live = np.flatnonzero(flat)
-    chunk = chunk or chunk_size(live.size, n_models, device)
-    per_chunk = max(1, chunk // BLOCK)
-    blocks = [(b, min(BLOCK, n_bootstrap - b * BLOCK)) for b in range(math.ceil(n_bootstrap / BLOCK))]
-    chunks = [blocks[c:c + per_chunk] for c in range(0, len(blocks), per_chunk)]
-    put = partial(jax.device_put, device=device) if device is not None else jnp.asarray
-    d_data = bt.PairData(put(data.i), put(data.j), put(np.asarray(data.counts)))
-    xh, hi = put(np.asarray(x_hat)), put(np.asarray(h_inv))
-    out, n_fallback, flags = [], 0, []
+    devs = replicate_devices(device, devices)
+    dense = refit.use_dense(n_models, len(data.i), ties) if dense is None else dense and ties == "half"
+    chunk = chunk or chunk_size(live.size, n_models, devs[0], dense)
+    chunks, width = chunk_plan(n_bootstrap, chunk, len(devs))
+    mesh = Mesh(np.array(devs), ("rep",))
+    one = NamedSharding(mesh, PartitionSpec())  # replicated
+    xh, hi = jax.device_put(np.asarray(x_hat), one), jax.device_put(np.asarray(h_inv), one)
+    d_data = bt.PairData(*(jax.device_put(np.asarray(a), one) for a in data))
+    layout = refit.dense_layout(data, live, n_models) if dense else None
+    table = PoissonTable(flat[live])
+    out, flags, n_fallback = [], [], 0
     src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
+    screen = _tree_screen(data, live)
     with ThreadPoolExecutor(max(1, threads)) as pool:
+        def block(b: int, n: int):
+            w = _block_weights(flat[live], seed, b, n, weights, table)
+            return w, (refit.pair_totals_and_scores(layout, w) if dense else None)
+
         def submit(c: int):
-            return [pool.submit(_block_weights, flat[live], seed, b, n, weights) for b, n in chunks[c]]
+            return [pool.submit(block, b, n) for b, n in chunks[c]]
 
         pending = [submit(c) for c in range(min(2, len(chunks)))]
         for c in range(len(chunks)):
-            w_live = np.concatenate([f.result() for f in pending.pop(0)])
+            parts = [f.result() for f in pending.pop(0)]
             if c + 2 < len(chunks):
                 pending.append(submit(c + 2))
-            w = np.zeros((flat.size, w_live.shape[0]))
-            w[live] = w_live.T
-            counts = put(w.reshape(-1, 3, w.shape[1]))
-            x, ok = refit_chunk(counts, xh, hi, d_data, ties, ridge)
-            x, ok = np.array(x), np.asarray(ok)
+            w_live = np.concatenate([p[0] for p in parts])
+            n_real = w_live.shape[0]
+            if dense:
+                totals = _pad(np.concatenate([p[1][0] for p in parts]), width)
+                scores = _pad(np.concatenate([p[1][1] for p in parts]), width)
+                n, sc = jax.device_put((refit.battle_matrices(layout, totals), scores),
+                                       NamedSharding(mesh, PartitionSpec("rep")))
+                x, ok = refit.refit_dense_chunk(n, sc, xh, hi, ridge)
+            else:
+                counts = jax.device_put(_sparse_counts(flat.size, live, _pad(w_live, width)),
+                                        NamedSharding(mesh, PartitionSpec(None, None, "rep")))
+                x, ok = refit_chunk(counts, xh, hi, d_data, ties, ridge)
+            x, ok = np.array(x)[:n_real], np.asarray(ok)[:n_real]
             if not ok.all():
                 bad = np.flatnonzero(~ok)
                 # pad to a power of two: a handful of compiled shapes instead of one per count of failures
                 padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
-                xb, okb = newton_refit_chunk(jnp.transpose(counts[:, :, padded], (2, 0, 1)), xh, d_data, ties, ridge)
+                sub = jax.device_put(_sparse_counts(flat.size, live, w_live[padded]).transpose(2, 0, 1), devs[0])
+                xb, okb = newton_refit_chunk(sub, jax.device_put(np.asarray(x_hat), devs[0]),
+                                             bt.PairData(*(jax.device_put(np.asarray(a), devs[0]) for a in data)),
+                                             ties, ridge)
                 x[bad] = np.asarray(xb)[: bad.size]
                 ok = ok.copy()
                 ok[bad] = np.asarray(okb)[: bad.size]
                 n_fallback += bad.size
-            w3 = w.reshape(-1, 3, w.shape[1])
-            flags.append((ok, *replicate_separation(n_models, src, dst, beat_edges(data.i, data.j, w3)[2])))
+            flags.append((ok, *_separation_flags(n_models, screen, src, dst, data, flat.size, live, w_live)))
             out.append(x)
             if progress:
-                progress(x.shape[0])
+                progress(n_real)
     ok, sep, outside = (np.concatenate(f) for f in zip(*flags, strict=True))
     return Replicates(np.concatenate(out), n_fallback, ok, sep, outside)
+
+
+def _tree_screen(data: bt.PairData, live: np.ndarray) -> np.ndarray | None:
+    """Live-cell indices (3, T) of the (i-wins, j-wins, tie) cells of a spanning tree of pairs played both
+    ways, the tree maximising the weaker direction's count; None when those pairs do not span all models.
+
+    A resample in which every tree pair is still played both ways satisfies Ford's condition (the tree's
+    two-way edges make the beat digraph strongly connected), so only the others need the full check.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+
+    c = np.asarray(data.counts)
+    k = int(max(data.i.max(initial=0), data.j.max(initial=0))) + 1
+    weak = np.minimum(c[:, 0] + c[:, 2], c[:, 1] + c[:, 2])
+    two = np.flatnonzero(weak > 0)
+    g = coo_matrix((1.0 / (1.0 + weak[two]), (data.i[two], data.j[two])), shape=(k, k)).tocsr()
+    if connected_components(g, directed=False)[0] != 1:
+        return None
+    tree = minimum_spanning_tree(g).tocoo()
+    pair_of = {(a, b): p for p, a, b in zip(two, data.i[two], data.j[two], strict=True)}
+    pairs = np.array([pair_of[(min(a, b), max(a, b))] for a, b in zip(tree.row, tree.col, strict=True)], np.int64)
+    cells = 3 * pairs[None, :] + np.arange(3)[:, None]
+    pos = np.searchsorted(live, cells)
+    present = (pos < live.size) & (live[np.minimum(pos, live.size - 1)] == cells)
+    return np.where(present, pos, -1)
+
+
+def _separation_flags(n_models: int, screen: np.ndarray | None, src: np.ndarray, dst: np.ndarray,
+                      data: bt.PairData, n_flat: int, live: np.ndarray, w_live: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Separated (R,) and outside (R, K) per replicate (:func:`arena.diagnostics.replicate_separation`),
+    the full check run only on replicates that fail the spanning-tree screen."""
+    n_rep = w_live.shape[0]
+    check = np.ones(n_rep, bool)
+    if screen is not None:
+        val = np.where(screen[None] >= 0, w_live[:, np.maximum(screen, 0)], 0.0)  # (R, 3, T)
+        check = ~((val[:, 0] + val[:, 2] > 0) & (val[:, 1] + val[:, 2] > 0)).all(axis=1)
+    separated, outside = np.zeros(n_rep, bool), np.zeros((n_rep, n_models), bool)
+    if check.any():
+        w3 = _sparse_counts(n_flat, live, w_live[check])
+        separated[check], outside[check] = replicate_separation(n_models, src, dst,
+                                                                beat_edges(data.i, data.j, w3)[2])
+    return separated, outside
+
+
+def _pad(a: np.ndarray, width: int) -> np.ndarray:
+    """Pad the replicate axis (first) to ``width`` with copies of the first rows (results dropped)."""
+    return a if a.shape[0] == width else a[np.arange(width) % a.shape[0]]
+
+
+def _sparse_counts(n_flat: int, live: np.ndarray, w_live: np.ndarray) -> np.ndarray:
+    """Live-cell draws (R, L) -> pair counts (P, 3, R), replicates trailing (the sparse refit's layout)."""
+    w = np.zeros((n_flat, w_live.shape[0]))
+    w[live] = w_live.T
+    return w.reshape(-1, 3, w.shape[1])
+
+
+def replicate_devices(device: jax.Device | None = None, devices: list[jax.Device] | None = None
+                      ) -> list[jax.Device]:
+    """Devices to shard replicates over: ``devices``, else ``[device]``, else all local devices."""
+    if devices:
+        return list(devices)
+    return [device] if device is not None else jax.local_devices()
 
 
 # -------------------------------------------------------------------------------- intervals and ranks

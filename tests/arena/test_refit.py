@@ -1,0 +1,135 @@
+"""Fast Poisson tables, the dense bootstrap refit and device sharding, against exact answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from arena import bootstrap as bs
+from arena import bt, refit
+from arena.poisson import BUCKETS, PoissonTable, inversion_table, poisson_cdf
+from tests.arena.test_bt import simulated_counts
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("mean", [0, 1, 3, 67, 900, 4096])
+def test_poisson_cdf_equals_scipy(mean):
+    cdf = poisson_cdf(mean)
+    ref = stats.poisson.cdf(np.arange(cdf.size), mean)
+    np.testing.assert_allclose(cdf[:-1], ref[:-1], atol=1e-12)
+    assert stats.poisson.sf(cdf.size - 1, mean) < 1e-30  # the mass folded into the last value
+
+
+@pytest.mark.parametrize("mean", [1, 7, 67, 2500])
+def test_guide_table_is_the_inversion_of_the_bucket_start(mean):
+    lut, cdf = inversion_table(mean)
+    start = np.arange(BUCKETS) / BUCKETS
+    k_start = np.searchsorted(cdf, start, side="right")  # inversion at the bucket start
+    k_end = np.searchsorted(cdf, start + 1 / BUCKETS, side="left")  # ... and just below its end
+    decided = lut >= 0
+    np.testing.assert_array_equal(lut[decided], k_start[decided])
+    assert np.all(k_start[decided] == k_end[decided])
+    np.testing.assert_array_equal(-1 - lut[~decided], k_start[~decided])
+
+
+def test_table_draws_have_the_poisson_distribution():
+    means = np.array([0, 1, 1, 4, 4, 4, 30, 5000], float)  # 5000: numpy's sampler
+    draws = PoissonTable(means).draw(60_000, np.random.default_rng(3))
+    assert np.all(draws[:, 0] == 0)
+    for c in (1, 3, 6, 7):
+        lam = means[c]
+        values, seen = np.unique(draws[:, c], return_counts=True)
+        expected = stats.poisson.pmf(values, lam) * draws.shape[0]
+        keep = expected > 20
+        chi2 = np.sum((seen[keep] - expected[keep]) ** 2 / expected[keep])
+        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4
+        assert draws[:, c].mean() == pytest.approx(lam, rel=0.02)
+        assert draws[:, c].var() == pytest.approx(lam, rel=0.05)
+
+
+def _fit_parts(counts):
+    d = bt.pair_data(counts)
+    x = np.asarray(bt.fit(bt.initial_x(d, counts.n_models, "half"), d).x)
+    return d, x, np.linalg.inv(np.asarray(bt.conditioned_hessian(x, d)))
+
+
+def test_dense_counts_match_the_pair_counts():
+    counts, _ = simulated_counts(k=7, n=2_000, seed=8)
+    d, _, _ = _fit_parts(counts)
+    flat = d.counts.ravel()
+    live = np.flatnonzero(flat)
+    n, s = refit.dense_counts(refit.dense_layout(d, live, 7), flat[live][None])
+    tot = d.counts.sum(axis=1)
+    np.testing.assert_array_equal(n[0][d.i, d.j], tot)
+    np.testing.assert_array_equal(n[0], n[0].T)
+    wins = np.zeros(7)
+    np.add.at(wins, d.i, d.counts[:, 0] + d.counts[:, 2] / 2)
+    np.add.at(wins, d.j, d.counts[:, 1] + d.counts[:, 2] / 2)
+    np.testing.assert_allclose(s[0], wins)
+
+
+def test_dense_refits_equal_sparse_refits_and_the_exact_mle():
+    counts, _ = simulated_counts(k=30, n=20_000, seed=6)
+    d, x, h_inv = _fit_parts(counts)
+    assert refit.use_dense(30, len(d.i), "half")
+    dense = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=40, seed=2, dense=True).x
+    sparse = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=40, seed=2, dense=False).x
+    np.testing.assert_allclose(bt.to_elo(dense[:, :30]), bt.to_elo(sparse[:, :30]), atol=1e-6)
+    flat = d.counts.ravel()
+    live = np.flatnonzero(flat)
+    for r in (0, 17, 39):  # the exact MLE of the same resample, by full Newton from scratch
+        w = np.zeros(flat.size)
+        w[live] = bs._block_weights(flat[live], 2, r // bs.BLOCK, bs.BLOCK, "multinomial")[r % bs.BLOCK]
+        rep = d._replace(counts=w.reshape(-1, 3))
+        ref = np.asarray(bt.fit(bt.initial_x(rep, 30, "half"), rep).x)
+        assert np.abs(bt.to_elo(dense[r, :30]) - bt.to_elo(ref[:30])).max() < 1e-3
+
+
+def test_chunk_plan_is_balanced_and_padded_to_the_devices():
+    chunks, width = bs.chunk_plan(1000, 750, 2)
+    assert [sum(n for _, n in c) for c in chunks] == [500, 500] and width == 500
+    chunks, width = bs.chunk_plan(53, 15, 4)
+    assert sum(n for c in chunks for _, n in c) == 53 and width % 4 == 0
+    assert width >= max(sum(n for _, n in c) for c in chunks)
+
+
+SHARDED = """
+import json, numpy as np, jax
+from arena import bootstrap as bs, bt
+from tests.arena.test_bt import simulated_counts
+counts, _ = simulated_counts(k=12, n=6_000, seed=4)
+d = bt.pair_data(counts)
+x = np.asarray(bt.fit(bt.initial_x(d, 12, "half"), d).x)
+h = np.linalg.inv(np.asarray(bt.conditioned_hessian(x, d)))
+out = {"devices": len(jax.local_devices())}
+for dense in (True, False):
+    both = bs.bootstrap_fits(d, x, h, n_bootstrap=30, seed=1, dense=dense).x
+    one = bs.bootstrap_fits(d, x, h, n_bootstrap=30, seed=1, dense=dense, devices=jax.local_devices()[:1]).x
+    out[str(dense)] = float(np.abs(both - one).max())
+mesh = jax.sharding.Mesh(np.array(jax.local_devices()), ("rep",))
+arr = jax.device_put(np.zeros((4, 3)), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("rep")))
+n = jax.device_put(np.zeros((4, 12, 12), np.float32), arr.sharding)
+xr, _ = __import__("arena.refit", fromlist=["x"]).refit_dense_chunk(n, jax.device_put(np.zeros((4, 12)), arr.sharding),
+                                                                   jax.numpy.asarray(x), jax.numpy.asarray(h))
+out["used"] = len({s.device for s in xr.addressable_shards})
+print(json.dumps(out))
+"""
+
+
+def test_replicates_shard_over_two_cpu_devices_with_equal_results():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
+               PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["devices"] == 2 and out["used"] == 2
+    assert out["True"] < 1e-9 and out["False"] < 1e-9
