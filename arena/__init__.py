@@ -1,7 +1,7 @@
-"""preflab.arena: pairwise votes in, Bradley-Terry leaderboards with intervals out."""
+"""preflab.arena: pairwise votes in, Bradley-Terry leaderboards with intervals out.
 
-from arena._jax import configure_jax
-
-configure_jax()
+JAX is not imported here: the modules that compute import :mod:`arena._jax` (x64 and the compilation
+cache) themselves, so reading data, ``--help`` and other light commands start without it.
+"""
 
 __version__ = "0.1.0"

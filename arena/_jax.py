@@ -31,3 +31,6 @@ def configure_jax() -> None:
     # Cache every compiled program: ours are small but many, and compile time dominates a cold CLI run.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+
+configure_jax()  # importing this module is how the computing modules get x64 and the cache

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-import arena  # noqa: F401
+import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt, refit
 from arena.diagnostics import beat_edges, replicate_separation
 from arena.poisson import PoissonTable

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import arena  # noqa: F401  (x64 + compilation cache)
+import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena.data import A_WINS, PairCounts
 from arena.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
 

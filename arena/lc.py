@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-import arena  # noqa: F401  (x64 and the compilation cache)
+import arena._jax  # noqa: F401  (x64 and the compilation cache)
 from arena.lc_data import table_to_grid
 
 Array = jax.Array

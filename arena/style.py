@@ -24,11 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-import arena  # noqa: F401
+import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
-from arena.bootstrap import WeightKind, percentile_interval, usable_replicates
+from arena.bootstrap import WeightKind, draw_weights, percentile_interval, usable_replicates
 from arena.data import STYLE_COLUMNS, Battles
 from arena.diagnostics import replicate_separation
+from arena.poisson import PoissonTable
 
 STYLE_FEATURES: dict[str, tuple[str, str]] = {
     "length": ("sum_assistant_a_tokens", "sum_assistant_b_tokens"),
@@ -236,19 +237,32 @@ def style_refit_chunk(weights: jax.Array, z_hat: jax.Array, h_inv: jax.Array, ro
 
 
 def battle_weights(n: int, seed: int, replicate: int, kind: WeightKind = "multinomial",
-                   clusters: np.ndarray | None = None) -> np.ndarray:
+                   clusters: np.ndarray | None = None, table: PoissonTable | None = None) -> np.ndarray:
     """Resampling counts per battle for one replicate (its own random stream: chunking never matters).
 
     ``clusters`` (N,) integer codes make the unit a cluster (e.g. the prompt): clusters are drawn with
     replacement and each battle weighs its cluster's count (Davison & Hinkley 1997, 3.8, cluster bootstrap).
+    Multinomial(m, 1/m each) over the m units is drawn as Poisson(1) counts corrected to the total
+    (:func:`arena.bootstrap.draw_weights`), from a shared Poisson ``table`` for ``np.ones(m)`` when given.
     """
     rng = np.random.default_rng([seed, replicate, 7])
     m = n if clusters is None else int(clusters.max()) + 1
-    if kind == "poisson":
-        w = rng.poisson(1.0, m).astype(np.float64)
-    else:
-        w = np.bincount(rng.integers(0, m, m), minlength=m).astype(np.float64)
+    ones = np.ones(m)
+    table = table if table is not None and table.size == m else PoissonTable(ones)
+    w = draw_weights(ones, 1, rng, kind, table)[0]
     return w if clusters is None else w[clusters]
+
+
+_style_hessian = jax.jit(lambda z, rows, k, ties, ridge: style_hessian(z, rows, k, ties, ridge),
+                         static_argnums=(2, 3))
+_style_meat = jax.jit(lambda z, rows, k, ties: style_meat(z, rows, k, ties), static_argnums=(2, 3))
+
+
+@partial(jax.jit, static_argnames=("n_models", "ties"))
+def _refit_replicate_rows(w: jax.Array, z_hat: jax.Array, h_inv: jax.Array, rows: StyleRows, n_models: int,
+                          ties: str, ridge: float):
+    """:func:`style_refit_chunk` for weights (R, N): rows stack contiguously on the host (no strided copy)."""
+    return style_refit_chunk(w.T, z_hat, h_inv, rows, n_models, ties, ridge)
 
 
 def confounded_features(rows: StyleRows, n_models: int, names: Sequence[str], threshold: float = 0.98
@@ -344,10 +358,10 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         msg = "the style-controlled Newton fit stopped without converging (max 100 iterations)"
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
         notes.append(msg)
-    h_inv = np.linalg.inv(np.asarray(bt.condition(style_hessian(z, rows_d, k, ties, ridge), k)))
+    h_inv = np.linalg.inv(np.asarray(bt.condition(_style_hessian(z, rows_d, k, ties, ridge), k)))
     cov = None
     if sandwich:
-        cov = h_inv @ np.asarray(style_meat(z, rows_d, k, ties)) @ h_inv
+        cov = h_inv @ np.asarray(_style_meat(z, rows_d, k, ties)) @ h_inv
         cov = (cov + cov.T) / 2
     reps = rep_ok = rep_sep = rep_out = None
     if n_bootstrap:
@@ -355,19 +369,26 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
         out, flags = [], []
         src, dst, spread = battle_edges(rows, k)
+        table = PoissonTable(np.ones(n if clusters is None else int(clusters.max()) + 1))
+        starts = list(range(0, n_bootstrap, chunk))
         with ThreadPoolExecutor(2) as pool:
-            futs = [pool.submit(battle_weights, n, seed, r, weights, clusters) for r in range(n_bootstrap)]
-            for c0 in range(0, n_bootstrap, chunk):
-                w = np.stack([f.result() for f in futs[c0:c0 + chunk]], axis=1)
-                zr, ok = style_refit_chunk(put(w), z, put(h_inv), rows_d, k, ties, ridge)
+            def submit(c0: int):
+                return [pool.submit(battle_weights, n, seed, r, weights, clusters, table)
+                        for r in range(c0, min(c0 + chunk, n_bootstrap))]
+
+            pending = [submit(c0) for c0 in starts[:2]]  # at most two chunks of weights ahead
+            for c, _ in enumerate(starts):
+                w = np.stack([f.result() for f in pending.pop(0)])
+                if c + 2 < len(starts):
+                    pending.append(submit(starts[c + 2]))
+                zr, ok = _refit_replicate_rows(put(w), z, put(h_inv), rows_d, k, ties, ridge)
                 zr, ok = np.array(zr), np.array(ok)
                 for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
-                    zr[r], ok[r] = _weighted_newton(z, rows, w[:, r], k, ties, ridge)
+                    zr[r], ok[r] = _weighted_newton(z, rows, w[r], k, ties, ridge)
                 out.append(zr)
-                flags.append((ok, *replicate_separation(k, src, dst, spread @ w)))
-                futs[c0:c0 + chunk] = [None] * len(futs[c0:c0 + chunk])  # free the weights
+                flags.append((ok, *replicate_separation(k, src, dst, spread @ w.T)))
                 if progress:
-                    progress(w.shape[1])
+                    progress(w.shape[0])
         reps = np.concatenate(out)
         rep_ok, rep_sep, rep_out = (np.concatenate(f) for f in zip(*flags, strict=True))
     z = np.asarray(z)
