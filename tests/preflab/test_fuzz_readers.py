@@ -49,6 +49,13 @@ def _labels() -> list[dict]:
              "human": "BA"[i % 2]} for i in range(1, 8)]
 
 
+def _human_labels() -> list[dict]:
+    """Labels for the judged pairs of :func:`bc.write_verdicts`, by (item, model pair)."""
+    pairs = {(r["item_id"], r["model_x"], r["model_y"]) for r in bc.verdict_lines()}
+    return [{"item_id": i, "model_a": x, "model_b": y, "human": "AB"[k % 2]}
+            for k, (i, x, y) in enumerate(sorted(pairs))]
+
+
 def _answers() -> list[dict]:
     return [{"uid": f"u{u}", "model": m, "metadata": {"token_len": 10 + u, "header_count": {"h1": 1},
                                                       "list_count": {"ordered": 0}, "bold_count": {"b": 2}}}
@@ -180,8 +187,8 @@ READERS: dict[str, tuple[Callable[[], list[dict]], str, Callable, Callable]] = {
     "arena-hard style": (_answers, "s.jsonl", _write_jsonl, _read_answer_style),
     "verdicts": (lambda: bc.verdict_lines(12), "v.jsonl", _write_jsonl, _read_verdicts),
     "judge labels csv": (_labels, "l.csv", _write_csv, _read_labels),
-    "human labels csv": (_labels, "h.csv", _write_csv, _read_human),
-    "human labels jsonl": (_labels, "h.jsonl", _write_jsonl, _read_human),
+    "human labels csv": (_human_labels, "h.csv", _write_csv, _read_human),
+    "human labels jsonl": (_human_labels, "h.jsonl", _write_jsonl, _read_human),
     "pairs": (_pairs, "p.jsonl", _write_jsonl, _read_pairs),
     "rubric toml": (lambda: [dict(r) for r in RUBRIC], "r.toml", _toml, _read_rubric),
     "items jsonl": (_items, "i.jsonl", _write_jsonl, _read_items),
