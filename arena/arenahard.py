@@ -24,7 +24,7 @@ from arena import bootstrap as bs
 from arena import bt
 from arena.diagnostics import beat_edges, separation, strong_groups
 from preflab.errors import InputError
-from preflab.io import iter_jsonl
+from preflab.io import iter_jsonl, json_type
 from preflab.outcomes import Outcome
 
 STRONG_WEIGHT = 3
@@ -72,6 +72,9 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                 if value in (None, ""):
                     raise InputError(source, line, field, "missing", "Arena-Hard judgments need uid (v2) or "
                                           "question_id (v0.1), model and games")
+            _check_name(uid, source, line, "uid")
+            for field in ("model", "baseline", "category"):
+                _check_name(rec.get(field), source, line, field)
             base = rec.get("baseline") or baseline
             if base is None:
                 raise InputError(source, line, "baseline", "missing and no --baseline given",
@@ -92,7 +95,13 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                 raise InputError(source, line, "games", f"expected 2 games, got {games!r:.60}",
                                       "one game per order")
             for k, game in enumerate(games):
-                label = game.get("score") if isinstance(game, dict) else None
+                if game is not None and not isinstance(game, dict):
+                    raise InputError(source, line, f"games[{k}]", f"{json_type(game)}, not a game object",
+                                     'write each game as {"score": "A>B", ...} (or null)')
+                label = None if game is None else game.get("score")
+                if label is not None and not isinstance(label, str):
+                    raise InputError(source, line, f"games[{k}].score", f"{json_type(label)}, not a verdict label",
+                                     f"use one of {sorted(LABELS)} (or null when unparsable)")
                 if label is None:
                     skipped += 1
                     continue
@@ -113,7 +122,20 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
     games.attrs.update(skipped=skipped, models=sorted(models), other_baselines=other,
                        baseline=baseline if baseline is not None else next(iter(found), None))
+    if games.empty:
+        names = ", ".join(map(str, paths))
+        raise InputError(names, None, "games", f"no readable game ({skipped} with a null score)" if skipped
+                         else "no judgments (the file is empty)",
+                         "pass Arena-Hard judgment JSONL with at least one scored game")
     return games
+
+
+def _check_name(value: object, source: str, line: int, field: str) -> None:
+    """Names and ids are strings (an integer uid is fine); an object, array or float is an input error."""
+    if value is None or isinstance(value, str) or (field == "uid" and isinstance(value, int)
+                                                   and not isinstance(value, bool)):
+        return
+    raise InputError(source, line, field, f"{json_type(value)}, not a string", "write names and ids as strings")
 
 
 def games_from_verdicts(pairs: pd.DataFrame, source: str = "<verdicts>") -> pd.DataFrame:
@@ -396,6 +418,11 @@ def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
         for line, rec in iter_jsonl(path, "one answer object per line"):
             meta = rec.get("metadata") or rec.get("conv_metadata") or rec  # v2 metadata, v0.1 conv_metadata
             uid = next((rec[f] for f in ("uid", "question_id", "item_id") if rec.get(f) not in (None, "")), None)
+            if not isinstance(meta, dict):
+                raise InputError(str(path), line, "metadata", f"{json_type(meta)}, not an object",
+                                 "give metadata as {token_len, header_count, list_count, bold_count}")
+            for field in ("uid", "question_id", "item_id", "model"):
+                _check_name(rec.get(field), str(path), line, "uid" if field != "model" else field)
             if rec.get("model") is None and rec.get("model_id") is not None:  # v0.1 model_answer
                 rec["model"] = rec["model_id"]
             if isinstance(rec.get("answer"), str) and meta is rec:
@@ -410,9 +437,21 @@ def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
                 raise InputError(str(path), line, "uid", f"second answer of model '{key[1]}' for prompt "
                                       f"'{key[0]}' (first at {seen[key]})", "keep one answer per model and prompt")
             seen[key] = f"{path}, line {line}"
-            totals = [float(sum(v.values())) if isinstance(v, dict) else float(v) for v in values]
+            totals = [_style_total(v, str(path), line, f) for v, f in zip(values, STYLE_FIELDS, strict=True)]
             rows.append((*key, *totals))
     return pd.DataFrame(rows, columns=["uid", "model", *STYLE_FIELDS]).set_index(["uid", "model"])
+
+
+def _style_total(value: object, source: str, line: int, field: str) -> float:
+    """A style count (a number or a dict of counts, summed): finite and non-negative, else an input error."""
+    try:
+        total = float(sum(float(x) for x in value.values())) if isinstance(value, dict) else float(value)
+    except (TypeError, ValueError):
+        total = float("nan")
+    if isinstance(value, bool) or not (0.0 <= total < 1e12):
+        raise InputError(source, line, field, f"{value!r:.60} is not a finite non-negative count",
+                         "give style counts as numbers (or dicts of numbers)")
+    return total
 
 
 def format_baseline_table(lb: pd.DataFrame) -> str:

@@ -30,7 +30,18 @@ from arena.counts import (  # noqa: F401  (re-exported)
     warn_if_disconnected,
 )
 from preflab.errors import InputError
-from preflab.io import is_stdout, write_output
+from preflab.io import (
+    is_stdout,
+    iter_text_lines,
+    json_type,
+    nonfinite_field,
+    parse_json,
+    read_csv,
+    read_parquet,
+    read_text,
+    require_rows,
+    write_output,
+)
 from preflab.outcomes import BATTLE_LABELS as WINNERS  # noqa: E402  (winner labels, indexed by code)
 
 STYLE_COLUMNS: tuple[str, ...] = (
@@ -161,52 +172,199 @@ def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
         raise InputError(str(path), None, None, "file not found", "check the path")
     kind = _format_of(path, fmt)
     if kind == "csv":
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        df = read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         df["line"] = np.arange(len(df)) + 2  # line 1 is the header
         return _parse_conv_metadata(df, path)
     if kind == "parquet":
-        df = pd.read_parquet(path)
+        df = read_parquet(path)
         df["line"] = np.arange(len(df)) + 1
         return _parse_conv_metadata(df, path)
-    text = _read_text(path)
-    if kind == "json" and text.lstrip().startswith("["):
-        try:
-            records = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(str(path), e.lineno, None, f"invalid JSON ({e.msg})", "fix the file") from e
-        df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(REQUIRED))
-        df["line"] = np.arange(len(df)) + 1  # record number within the array
-        return df
-    return _read_jsonl(text, str(path), on_error)
+    if kind == "json" and _head_text(path).lstrip().startswith("["):
+        records = parse_json(read_text(path), str(path), hint="fix the file")
+        if not isinstance(records, list):  # e.g. "[1] [2]" is caught by the parser; keep the type honest
+            raise InputError(str(path), None, None, "expected a JSON array of battle objects", "fix the file")
+        lines = list(range(1, len(records) + 1))  # record number within the array
+        return _records_frame(records, lines, str(path), on_error, "record")
+    return _read_jsonl(path, on_error)
 
 
-def _read_text(path: Path) -> str:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return fh.read()
+def _head_text(path: Path) -> str:
+    for _, text in iter_text_lines(path):
+        if text.strip():
+            return text
+    return ""
 
 
-def _read_jsonl(text: str, name: str, on_error: OnError) -> pd.DataFrame:
-    records, lines, bad = [], [], []
-    for n, line in enumerate(text.splitlines(), start=1):
+#: JSONL rows parsed per chunk: each chunk becomes a compact frame (repeated strings as categoricals), so
+#: peak memory is the final frame plus one chunk of Python dicts, not the whole file as dicts.
+CHUNK_ROWS = 50_000
+
+
+def _records_frame(records: list, lines: list[int], name: str, on_error: OnError, unit: str = "line",
+                   bad: list[tuple[int, str, str]] | None = None) -> pd.DataFrame:
+    """Battle records as a frame; a record that is not an object, or holds NaN/Infinity, raises or is skipped."""
+    bad = [] if bad is None else bad
+    keep_recs, keep_lines = [], []
+    for n, rec in zip(lines, records, strict=True):
+        field_, problem = None, ""
+        if not isinstance(rec, dict):
+            field_, problem = "<json>", f"{json_type(rec)}, not a JSON object"
+        else:
+            nonfinite = nonfinite_field(rec)
+            if nonfinite is not None:
+                field_, problem = nonfinite, f"{rec.get(nonfinite, 'NaN/Infinity')!r} is not a finite number"
+        if field_ is None:
+            keep_recs.append(rec)
+            keep_lines.append(n)
+            continue
+        if on_error == "raise":
+            raise InputError(name, n, None if field_ == "<json>" else field_, problem,
+                             "write one battle object per " + unit + " (null for a missing number); or load "
+                             "with on_error='skip'")
+        bad.append((n, field_, problem))
+    df = pd.DataFrame.from_records(keep_recs) if keep_recs else pd.DataFrame(columns=list(REQUIRED))
+    for col in df.columns:  # names and labels repeat: one string per distinct value, codes per row
+        if df[col].dtype == object and col != "conv_metadata" and pd.api.types.infer_dtype(df[col]) == "string":
+            df[col] = df[col].astype("category")
+    df["line"] = np.asarray(keep_lines, dtype=np.int64)
+    df.attrs["bad_json_lines"] = bad
+    return df
+
+
+def _concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """Chunk frames as one; a column categorical in every chunk stays categorical (categories united)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    columns = list(dict.fromkeys(c for ch in chunks for c in ch.columns))
+    out = {}
+    for col in columns:
+        parts = [ch[col] if col in ch else pd.Series([None] * len(ch), dtype=object) for ch in chunks]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) or p.isna().all() for p in parts):
+            cats = [p if isinstance(p.dtype, pd.CategoricalDtype) else p.astype("category") for p in parts]
+            out[col] = pd.Series(pd.api.types.union_categoricals(cats, ignore_order=True))
+        else:
+            out[col] = pd.concat([p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p
+                                  for p in parts], ignore_index=True)
+    df = pd.DataFrame(out)
+    df.attrs["bad_json_lines"] = chunks[0].attrs.get("bad_json_lines", [])
+    return df
+
+
+def _read_jsonl(path: Path, on_error: OnError) -> pd.DataFrame:
+    fast = _read_jsonl_arrow(path)
+    if fast is not None:
+        return fast
+    return _read_jsonl_lines(path, on_error)
+
+
+def _read_jsonl_arrow(path: Path) -> pd.DataFrame | None:
+    """The fast path: Arrow's JSONL reader, columns typed in C++ (names as categoricals), no per-row dicts
+    but ``conv_metadata``'s. None when the file is anything but plain, strict, one-object-per-line JSONL
+    (gzip, blank lines, NaN, mixed types, bad bytes...): the line-by-line reader then names the problem."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import json as pa_json
+
+    if path.suffix.lower() == ".gz":
+        return None
+    head = _first_bytes(path)
+    if not head.lstrip().startswith(b"{"):
+        return None
+    lines = _count_utf8_lines(path)
+    if lines is None:  # not UTF-8 (Arrow would not say where): the line reader reports the line and byte
+        return None
+    try:
+        table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    if table.num_rows == 0 or table.num_rows != lines:  # blank lines: line numbers would shift
+        return None
+    if any(_has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
+        return None
+    columns = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            columns[name] = pc.dictionary_encode(col).to_pandas()
+        elif pa.types.is_struct(col.type) and name == "conv_metadata":
+            columns[name] = pd.Series(col.to_pylist(), dtype=object)
+        elif pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
+            return None  # nested values where scalars belong: let the line reader report them
+        else:
+            columns[name] = col.to_pandas()
+    df = pd.DataFrame(columns)
+    if "conv_metadata" in df:  # Arrow fills absent keys with None; a row's dict keeps the keys it had
+        df["conv_metadata"] = [None if m is None else {k: v for k, v in m.items() if v is not None}
+                               for m in df["conv_metadata"]]
+    df["line"] = np.arange(1, len(df) + 1, dtype=np.int64)
+    df.attrs["bad_json_lines"] = []
+    return df
+
+
+def _has_nonfinite(col) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        return any(_has_nonfinite(chunk) for chunk in col.chunks)
+    if pa.types.is_struct(col.type):
+        return any(_has_nonfinite(col.field(i)) for i in range(col.type.num_fields))
+    if pa.types.is_floating(col.type):
+        return pc.all(pc.is_finite(col), skip_nulls=True).as_py() not in (True, None)
+    return False
+
+
+def _first_bytes(path: Path, n: int = 64) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
+def _count_utf8_lines(path: Path) -> int | None:
+    """Number of lines (a last line without a newline counts), or None when the file is not UTF-8; read in
+    blocks, so no text is held."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    count, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError:
+                return None
+            count += block.count(b"\n")
+            last = block[-1:]
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return None
+    return count + (last != b"\n")
+
+
+def _read_jsonl_lines(path: Path, on_error: OnError) -> pd.DataFrame:
+    name = str(path)
+    chunks: list[pd.DataFrame] = []
+    records: list = []
+    lines: list[int] = []
+    bad: list[tuple[int, str, str]] = []  # shared by the chunks: (line, field, problem) of skipped lines
+    for n, line in iter_text_lines(path):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-            if not isinstance(rec, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             if on_error == "raise":
                 raise InputError(name, n, None, f"invalid JSON line ({e})",
-                                      "fix the line or load with on_error='skip'") from None
-            bad.append(n)
+                                 "fix the line or load with on_error='skip'") from None
+            bad.append((n, "<json>", "invalid JSON line"))
             continue
         records.append(rec)
         lines.append(n)
-    df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(REQUIRED))
-    df["line"] = lines
-    df.attrs["bad_json_lines"] = bad
-    return df
+        if len(records) >= CHUNK_ROWS:
+            chunks.append(_records_frame(records, lines, name, on_error, bad=bad))
+            records, lines = [], []
+    if records or not chunks:
+        chunks.append(_records_frame(records, lines, name, on_error, bad=bad))
+    return _concat_chunks(chunks)
 
 
 def _parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
@@ -240,13 +398,16 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
                               "rename the columns or pass layout=ColumnMap(columns={...})")
     if "line" not in df:
         df["line"] = np.arange(len(df)) + 1
-    skipped = [SkippedRow(int(n), "<json>", "invalid JSON line") for n in bad_json]
+    skipped = [SkippedRow(int(n), f, p) for n, f, p in bad_json]
+    require_rows(len(df) + len(skipped), source, "battles", "give one battle per row (model_a, model_b, winner)")
 
     # Validate on the unique labels, not row by row: 10M rows cost a factorize, not 10M string ops.
     checks: list[tuple[str, str, str, np.ndarray]] = []
     codes, labels = {}, {}
     for col in ("model_a", "model_b", "winner"):
-        codes[col], labels[col] = _factorize_stripped(df[col])
+        codes[col], labels[col], not_text = _factorize_stripped(df[col])
+        if not_text is not None:  # a dict or list where a name belongs
+            checks.append((col, "not a string", "write names and labels as strings", not_text))
     if cmap.winners:
         labels["winner"] = pd.Index([cmap.winners.get(w, w) for w in labels["winner"]], dtype=object)
     for col in ("model_a", "model_b"):
@@ -265,9 +426,14 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     df["winner"] = pd.Categorical.from_codes(
         np.append(pd.Index(WINNERS).get_indexer(labels["winner"]), -1)[codes["winner"]], list(WINNERS))
     if "tstamp" in df:
-        ts = pd.to_numeric(df["tstamp"], errors="coerce")
-        checks.append(("tstamp", "not a number (seconds since the epoch)", "fix or remove the value",
-                       (ts.isna() & df["tstamp"].notna() & (df["tstamp"].astype("string") != "")).to_numpy()))
+        checks += _number_checks(df["tstamp"], "tstamp", "seconds since the epoch", 0.0, 1e11)
+    if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
+        for col, values in _style_from_metadata(df["conv_metadata"]).items():
+            if col not in df:
+                df[col] = values
+    for col in STYLE_COLUMNS:
+        if col in df:
+            checks += _number_checks(df[col], col, "a style count", 0.0, 1e12)
     bad_any = np.zeros(len(df), dtype=bool)
     for col, problem, hint, mask in checks:
         mask = mask & ~bad_any  # one reason per row: the first that applies
@@ -275,14 +441,39 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
             continue
         first = int(np.argmax(mask))
         if on_error == "raise":
-            value = raw[col if col in raw else _source_name(cmap, col)].iloc[first]
+            src_col = col if col in raw else _source_name(cmap, col)
+            value = raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first]
             raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value!r})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
         bad_any |= mask
     df = df.loc[~bad_any]
     skipped.sort(key=lambda s: s.line)
+    if len(df) == 0:
+        raise InputError(source, None, None, f"no valid battles: all {len(skipped)} row(s) are bad",
+                         "fix the rows (load without skipping to see the first problem)")
     return Battles(_finalise(df), source, tuple(skipped))
+
+
+def _number_checks(values: pd.Series, col: str, what: str, lo: float, hi: float
+                   ) -> list[tuple[str, str, str, np.ndarray]]:
+    """Row masks of a numeric column's problems: given but not a number; not finite or outside [lo, hi]."""
+    structured = np.zeros(len(values), bool)
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) not in (
+            "string", "floating", "integer", "mixed-integer-float", "empty", "decimal"):
+        structured = values.map(lambda v: isinstance(v, (dict, list, bool))).to_numpy(bool)
+        values = values.where(~structured, None)
+    num = pd.to_numeric(values, errors="coerce")
+    x = num.to_numpy(float, na_value=np.nan)
+    nan = np.isnan(x)
+    not_number = nan & values.notna().to_numpy()
+    if not_number.any() and values.dtype == object:  # blank text cells are missing values, not errors
+        idx = np.flatnonzero(not_number)
+        not_number[idx] = [str(v).strip() != "" for v in values.to_numpy()[idx]]
+    with np.errstate(invalid="ignore"):
+        out_of_range = ~nan & ~((x >= lo) & (x <= hi))
+    return [(col, f"not a number ({what})", "fix or remove the value", not_number | structured),
+            (col, f"not finite or outside [{lo:g}, {hi:g}] ({what})", "fix or remove the value", out_of_range)]
 
 
 def _finalise(df: pd.DataFrame) -> pd.DataFrame:
@@ -313,10 +504,16 @@ def _finalise(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _factorize_stripped(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """Row codes (-1 for missing) and the stripped string label of each code."""
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    return codes, pd.Index([str(u).strip() for u in uniques], dtype=object)
+def _factorize_stripped(s: pd.Series) -> tuple[np.ndarray, pd.Index, np.ndarray | None]:
+    """Row codes (-1 for missing), the stripped string label of each code, and the rows that hold a dict or
+    list instead of a name (None when there are none; those rows get code -1)."""
+    not_text = None
+    try:
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    except TypeError:  # unhashable values: JSON objects or arrays where a string belongs
+        not_text = s.map(lambda v: isinstance(v, (dict, list))).to_numpy(bool)
+        codes, uniques = pd.factorize(s.where(~not_text, None), use_na_sentinel=True)
+    return codes, pd.Index([str(u).strip() for u in uniques], dtype=object), not_text
 
 
 def _source_name(cmap: ColumnMap, col: str) -> str:
@@ -348,23 +545,46 @@ def _to_bool(v: object) -> object:
     return pd.NA if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)
 
 
-def _total(v: object) -> float:
-    if isinstance(v, Mapping):
-        return float(sum(float(x) for x in v.values()))
+def _total(v: object) -> object:
+    """A style count (a number, or a dict of counts summed); anything else is returned as is, for the check."""
     try:
+        if isinstance(v, Mapping):
+            return float(sum(float(x) for x in v.values()))
         return float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return float("nan")
+        return v if v is not None else float("nan")
 
 
-def _style_from_metadata(meta: pd.Series) -> dict[str, list[float]]:
-    """Totals per side from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` are summed)."""
-    out: dict[str, list[float]] = {c: [] for c in STYLE_COLUMNS}
-    for m in meta:
-        m = m if isinstance(m, Mapping) else {}
+def _style_from_metadata(meta: pd.Series) -> dict[str, np.ndarray]:
+    """Totals per side from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` are summed).
+
+    Float arrays (NaN where absent); a column with a value that is not a count becomes an object array
+    holding that value, for the validation to report."""
+    n = len(meta)
+    out = {c: np.full(n, np.nan) for c in STYLE_COLUMNS}
+    odd: dict[str, list[tuple[int, object]]] = {}
+    for i, m in enumerate(meta):
+        if not isinstance(m, Mapping):
+            continue
         for col in STYLE_COLUMNS:
-            out[col].append(_total(m[col]) if col in m else float("nan"))
-    return out
+            if col in m:
+                v = m[col]
+                if type(v) is int or type(v) is float:  # the common case, without a function call
+                    out[col][i] = v
+                else:
+                    total = _total(v)
+                    if isinstance(total, float):
+                        out[col][i] = total
+                    else:
+                        odd.setdefault(col, []).append((i, total))
+    result: dict[str, np.ndarray] = {}
+    for col, values in out.items():
+        if col in odd:
+            values = values.astype(object)
+            for i, v in odd[col]:
+                values[i] = v
+        result[col] = values
+    return result
 
 
 # --------------------------------------------------------------------------------------------- writing

@@ -15,6 +15,7 @@ import pandas as pd
 
 from preflab.alpaca import load_annotations
 from preflab.errors import InputError
+from preflab.io import iter_jsonl, load_json_records, read_csv, read_parquet, require_rows
 
 TABLE_COLUMNS = ("instruction", "model", "baseline", "preference", "output_length", "baseline_length",
                  "source", "record")
@@ -56,6 +57,8 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
         source = str(path)
         try:
             df = load_annotations(path)
+        except InputError as e:
+            raise LCDataError(e.source, e.line, e.field, e.problem, e.hint) from None
         except (OSError, ValueError) as e:
             raise LCDataError(source, None, None, f"cannot read AlpacaEval annotations ({e})",
                               "pass the annotations.json[.gz] written by alpaca_eval") from None
@@ -64,12 +67,18 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
                 raise LCDataError(source, None, col, "missing in every record",
                                   "AlpacaEval annotations need instruction, output_1, output_2 and preference")
         base = df["generator_1"] if "generator_1" in df else pd.Series("baseline", index=df.index)
+        model = model_name_for(path, df)
+        itself = (base.astype(str) == model).to_numpy().nonzero()[0]
+        if len(itself):
+            raise LCDataError(source, int(itself[0]) + 1, "generator_1", f"the model '{model}' is judged against "
+                              "itself (generator_1 is the model's own name)",
+                              f"{len(itself)} such record(s); pass the annotations of a model vs the baseline")
         pref = df["preference"].astype(float)
         _check_range(pref.replace({0.0: 1.5}), 1.0, 2.0, source, "preference",
                      "AlpacaEval preferences are 1 (baseline wins) to 2 (model wins)")
         frames.append(pd.DataFrame({
             "instruction": df["instruction"],
-            "model": model_name_for(path, df),
+            "model": model,
             "baseline": base.astype(str),
             "preference": pref.replace({0.0: 1.5}) - 1.0,
             "output_length": _text_lengths(df["output_2"], source, "output_2"),
@@ -104,13 +113,13 @@ def load_lc_table(path: str | Path, scale: str = "auto") -> pd.DataFrame:
     name = path.name.lower()
     try:
         if name.endswith((".csv", ".csv.gz")):
-            raw = pd.read_csv(path)
+            raw = read_csv(path, error=LCDataError)
         elif name.endswith((".jsonl", ".jsonl.gz")):
-            raw = pd.read_json(path, lines=True)
+            raw = pd.DataFrame.from_records([r for _, r in iter_jsonl(path, error=LCDataError)])
         elif name.endswith((".json", ".json.gz")):
-            raw = pd.read_json(path)
+            raw = pd.DataFrame.from_records(load_json_records(path, error=LCDataError))
         elif name.endswith(".parquet"):
-            raw = pd.read_parquet(path)
+            raw = read_parquet(path, error=LCDataError)
         else:
             raise LCDataError(source, None, None, "unknown table format", "use .csv, .json, .jsonl or .parquet")
     except (OSError, ValueError) as e:
@@ -122,12 +131,20 @@ def load_lc_table(path: str | Path, scale: str = "auto") -> pd.DataFrame:
 
 def table_from_frame(raw: pd.DataFrame, source: str = "<table>", scale: str = "auto") -> pd.DataFrame:
     """A generic DataFrame (see :func:`load_lc_table`) as a validated LC table."""
+    require_rows(len(raw), source, "records", error=LCDataError)
     for col in ("instruction", "model", "preference"):
         if col not in raw:
             raise LCDataError(source, None, col, "column missing",
                               "the table needs instruction, model, preference and output texts or lengths")
+    for col in ("instruction", "model", "baseline"):
+        if col in raw:
+            _check_scalar(raw[col], source, col)
     out = pd.DataFrame({"instruction": raw["instruction"], "model": raw["model"].astype(str)})
     out["baseline"] = raw["baseline"].astype(str) if "baseline" in raw else "baseline"
+    itself = (out["model"] == out["baseline"]).to_numpy().nonzero()[0]
+    if len(itself):
+        raise LCDataError(source, int(itself[0]) + 1, "baseline", f"model '{out['model'].iloc[itself[0]]}' is "
+                          "judged against itself", f"{len(itself)} such record(s); drop the baseline's own rows")
     for side, text_col, len_col in (("output_length", "output", "output_length"),
                                     ("baseline_length", "baseline_output", "baseline_length")):
         if len_col in raw:
@@ -204,6 +221,14 @@ def validate_lc_table(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def _check_scalar(values: pd.Series, source: str, field: str) -> None:
+    """Text fields hold strings (or numbers), never JSON objects or arrays."""
+    bad = values.map(lambda v: isinstance(v, (dict, list))).to_numpy(bool).nonzero()[0]
+    if len(bad):
+        raise LCDataError(source, int(bad[0]) + 1, field, f"a JSON {type(values.iloc[bad[0]]).__name__}, not text",
+                          f"{len(bad)} such record(s); write {field} as a string")
+
+
 def _check_range(values: pd.Series, lo: float, hi: float, source: str, field: str, hint: str) -> None:
     bad = (values.isna() | (values < lo) | (values > hi)).to_numpy().nonzero()[0]
     if len(bad):
@@ -225,10 +250,11 @@ def _text_lengths(texts: pd.Series, source: str, field: str) -> np.ndarray:
 
 def _given_lengths(lengths: pd.Series, source: str, field: str) -> np.ndarray:
     values = pd.to_numeric(lengths, errors="coerce")
-    bad = (values.isna() | (values < 0)).to_numpy().nonzero()[0]
+    bad = (~np.isfinite(values.to_numpy(float, na_value=np.nan)) | (values < 0).to_numpy()).nonzero()[0]
     if len(bad):
         i = int(bad[0])
-        raise LCDataError(source, i + 1, field, f"missing or negative length ({lengths.iloc[i]!r})",
+        what = "infinite length" if np.isinf(values.iloc[i]) else "missing or negative length"
+        raise LCDataError(source, i + 1, field, f"{what} ({lengths.iloc[i]!r})",
                           f"{len(bad)} such record(s); give lengths in characters")
     return values.to_numpy(float)
 
@@ -255,13 +281,13 @@ def table_to_grid(table: pd.DataFrame) -> tuple[list[str], list[str], dict[str, 
 
 def load_difficulty(path: str | Path) -> pd.Series:
     """A supplied instruction-difficulty table (CSV with ``instruction`` and ``difficulty`` columns)."""
-    df = pd.read_csv(path)
+    df = read_csv(path, error=LCDataError)
     for col in ("instruction", "difficulty"):
         if col not in df:
             raise LCDataError(str(path), None, col, "column missing", "give columns instruction, difficulty")
     values = pd.to_numeric(df["difficulty"], errors="coerce")
-    if values.isna().any():
-        i = int(values.isna().to_numpy().nonzero()[0][0])
+    if (~np.isfinite(values.to_numpy(float, na_value=np.nan))).any():
+        i = int((~np.isfinite(values.to_numpy(float, na_value=np.nan))).nonzero()[0][0])
         raise LCDataError(str(path), i + 1, "difficulty", "not a number", "give a real number per instruction")
     return pd.Series(values.to_numpy(), index=df["instruction"], name="difficulty")
 

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from judge.providers.base import Completion
+from preflab.redact import redact_any
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -37,34 +43,55 @@ def cache_key(provider: str, model: str, rubric: str, p_hash: str, order: str, p
 
 
 class CallCache:
-    """A SQLite file of completions (``path=":memory:"`` for a throwaway run)."""
+    """A SQLite file of completions (``path=":memory:"`` for a throwaway run).
 
-    def __init__(self, path: str | Path, commit_every: int = 64, commit_interval: float = 0.25) -> None:
+    ``commit_every=1`` (the default) commits every answer; larger values group commits (also flushed every
+    ``commit_interval`` seconds), trading what a kill can lose for fewer commits.
+    """
+
+    def __init__(self, path: str | Path, commit_every: int = 1, commit_interval: float = 0.25,
+                 busy_timeout: float = 60.0) -> None:
         self.path = str(path)
-        self.commit_every, self.commit_interval = commit_every, commit_interval
+        self.commit_every, self.commit_interval, self.busy_timeout = commit_every, commit_interval, busy_timeout
         self._pending, self._last_commit = 0, time.monotonic()
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        self._retry(lambda: self._db.execute("PRAGMA journal_mode=WAL"))  # switching needs a moment alone
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        self._retry(lambda: self._db.execute(_SCHEMA))
+
+    def _retry(self, op: Callable[[], T]) -> T:
+        """Run ``op``, retrying while another process holds the database ("database is locked")."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                return op()
+            except sqlite3.OperationalError as e:
+                if ("locked" not in str(e) and "busy" not in str(e)) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.5)
 
     def get(self, key: str) -> Completion | None:
         """The cached completion for a key, or None."""
-        row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+        row = self._retry(lambda: self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone())
         return Completion.from_json(json.loads(row[0])) if row else None
 
     def put(self, key: str, completion: Completion, *, provider: str, model: str, rubric: str,
             p_hash: str, order: str, params: dict) -> None:
-        """Store one completion; commits every ``commit_every`` puts or ``commit_interval`` seconds."""
-        if not self._db.in_transaction:
-            self._db.execute("BEGIN")
-        self._db.execute(
-            "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, provider, model, rubric, p_hash, order, json.dumps(params, sort_keys=True),
-             json.dumps(completion.to_json()), time.time()),
-        )
+        """Store one completion (keys redacted); commits now, or every ``commit_every`` puts."""
+        row = (key, provider, model, rubric, p_hash, order, json.dumps(params, sort_keys=True),
+               json.dumps(redact_any(completion.to_json())), time.time())
+
+        def write() -> None:
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: waits (busy_timeout), never deadlocks
+            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+        self._retry(write)
         self._pending += 1
         if self._pending >= self.commit_every or time.monotonic() - self._last_commit > self.commit_interval:
             self.flush()
@@ -72,15 +99,15 @@ class CallCache:
     def flush(self) -> None:
         """Commit pending answers now."""
         if self._db.in_transaction:
-            self._db.execute("COMMIT")
+            self._retry(lambda: self._db.execute("COMMIT"))
         self._pending, self._last_commit = 0, time.monotonic()
 
     def keys(self) -> set[str]:
         """All cached keys."""
-        return {r[0] for r in self._db.execute("SELECT key FROM calls")}
+        return {r[0] for r in self._retry(lambda: self._db.execute("SELECT key FROM calls").fetchall())}
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._retry(lambda: self._db.execute("SELECT COUNT(*) FROM calls").fetchone())[0])
 
     def close(self) -> None:
         """Commit and close the database."""

@@ -17,7 +17,7 @@ from judge.outcomes import IDENTITY_LABELS, TIE, UNPARSABLE, X, Y
 from judge.pairs import by_identity
 from preflab.alpaca import load_annotations
 from preflab.errors import InputError
-from preflab.io import iter_jsonl
+from preflab.io import iter_jsonl, json_type, load_json_records, read_csv, require_rows
 
 SLOT_LABELS = {"a": "A", "b": "B", "tie": "tie", "c": "tie"}
 
@@ -48,8 +48,9 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
     ``preflab export-votes --as labels``) become ``model_x``/``model_y``.
     """
     source = str(path)
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = read_csv(path, dtype=str, keep_default_na=False)
     _require(raw, ["item_id", "verdict_ab", "verdict_ba"], source)
+    require_rows(len(raw), source, "labelled pairs")
     rows = []
     for i, rec in enumerate(raw.to_dict("records")):
         line = i + 2
@@ -67,13 +68,26 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
 
 
 def _float_or_nan(rec: dict, field: str, source: str, line: int) -> float:
+    """A probability field: null -> NaN; otherwise a finite number in [0, 1]."""
     value = rec.get(field)
     if value is None:
         return np.nan
     try:
-        return float(value)
+        p = float(value) if not isinstance(value, (bool, str)) else float("x")
     except (TypeError, ValueError):
-        raise InputError(source, line, field, f"not a number: {value!r}", "use a probability or null") from None
+        raise InputError(source, line, field, f"not a number: {value!r:.60}", "use a probability or null") from None
+    if not 0.0 <= p <= 1.0:  # also NaN and ±Infinity
+        raise InputError(source, line, field, f"probability {value!r} is outside [0, 1]",
+                         "use a probability in [0, 1], or null when unknown")
+    return p
+
+
+def _name(rec: dict, field: str, source: str, line: int) -> str:
+    """An id or model name: a string (or an integer id); objects, arrays and floats are input errors."""
+    value = rec.get(field, "")
+    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return "" if value is None else str(value)
+    raise InputError(source, line, field, f"{json_type(value)}, not a string", "write names and ids as strings")
 
 
 def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
@@ -100,13 +114,20 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
             raise InputError(source, line, "order", f"{order!r} is not 'xy' or 'yx'",
                                   "'xy' means model_x was shown first")
         verdict = rec.get("verdict")
+        if verdict is not None and not isinstance(verdict, str):
+            raise InputError(source, line, "verdict", f"{json_type(verdict)}, not a verdict label",
+                             "use A, B, tie or null")
         slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
         if verdict not in (None, "") and slot is None:
             raise InputError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
         first, second = (X, Y) if order == "xy" else (Y, X)
         code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
         p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
-        key = (str(rec["item_id"]), str(rec.get("model_x", "")), str(rec.get("model_y", "")))
+        key = (_name(rec, "item_id", source, line), _name(rec, "model_x", source, line),
+               _name(rec, "model_y", source, line))
+        if key[1] and key[1] == key[2]:
+            raise InputError(source, line, "model_y", f"model_y equals model_x ({key[1]!r}): a model judged "
+                             "against itself", "each pair compares two different models; fix the pairs file")
         row = records.setdefault(key, {"item_id": key[0], "model_x": key[1], "model_y": key[2]})
         if f"judge_{order}" in row:
             duplicates += 1
@@ -125,11 +146,19 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
     return pairs
 
 
-def _read_table(path: str | Path) -> pd.DataFrame:
+def _read_table(path: str | Path, what: str = "rows") -> pd.DataFrame:
+    """A CSV, JSON (array of objects) or JSONL table; empty or unreadable files are input errors."""
     path = Path(path)
-    if path.suffix in (".jsonl", ".json") or path.name.endswith(".jsonl.gz"):
-        return pd.read_json(path, lines=path.suffix != ".json" or path.name.endswith(".jsonl"), dtype=False)
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith(".jsonl"):
+        rows = [rec for _, rec in iter_jsonl(path, "one JSON object per line")]
+        raw = pd.DataFrame.from_records(rows)
+    elif name.endswith(".json"):
+        raw = pd.DataFrame.from_records(load_json_records(path))
+    else:
+        raw = read_csv(path, dtype=str, keep_default_na=False)
+    require_rows(len(raw), str(path), what)
+    return raw
 
 
 def _flip(code: float) -> float:
@@ -229,7 +258,7 @@ def attach_human(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
     """Join a human-label file onto ``pairs`` with :func:`join_human` (CSV or JSONL, e.g. the
     ``judge_labels.csv`` of ``preflab export-votes --as labels``: ``item_id, human, model_a, model_b``)."""
     source = str(path)
-    raw = _read_table(path)
+    raw = _read_table(path, "human labels")
     _require(raw, ["item_id", "human"], source)
     jsonl = Path(path).suffix in (".jsonl", ".json") or Path(path).name.endswith(".jsonl.gz")
     return join_human(pairs, raw, source, first_line=1 if jsonl else 2)
@@ -404,6 +433,6 @@ def load_any(path: str | Path, layout: str = "auto", judge: str | None = None) -
 
 def load_family(path: str | Path) -> dict[str, str]:
     """A model → family map from a CSV with columns ``model, family`` (for the self-preference metric)."""
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = read_csv(path, dtype=str, keep_default_na=False)
     _require(raw, ["model", "family"], str(path))
     return dict(zip(raw["model"], raw["family"], strict=True))

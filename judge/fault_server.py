@@ -3,8 +3,14 @@
 Serves ``/v1/chat/completions``, ``/v1/completions`` and Anthropic's ``/v1/messages`` with deterministic
 answers (the label probabilities are a hash of the prompt) after ``delay`` seconds, and at set rates
 answers 429 with ``Retry-After``, 500, a response slower than any sane timeout, a dropped connection, or
-malformed JSON. It records every request by prompt hash so tests can count calls exactly.
-Run ``python -m judge.fault_server --port 0 --delay 0.05`` for a standalone server (prints its URL).
+malformed JSON, or 401. With ``echo_key`` every error body repeats the API key the client sent (as careless
+servers do), to check that keys never reach errors, logs, caches or outputs. It records every request by
+prompt hash so tests can count calls exactly.
+
+Rehearse a run before paying for it::
+
+    python -m judge.fault_server --port 8099 --delay 0.05 --rate-429 0.1 --rate-500 0.05 --rate-drop 0.02
+    preflab judge run pairs.jsonl --judge local:http://127.0.0.1:8099/v1#rehearsal --no-cache
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class Faults:
     rate_slow: float = 0.0
     rate_drop: float = 0.0
     rate_malformed: float = 0.0
+    rate_401: float = 0.0
+    echo_key: bool = False
     delay: float = 0.0
     slow_delay: float = 5.0
     retry_after: str = "0"
@@ -76,7 +84,7 @@ class FaultServer:
     def _pick_fault(self) -> str:
         f, u = self.faults, self._rng.random()
         for kind, rate in (("429", f.rate_429), ("500", f.rate_500), ("slow", f.rate_slow),
-                           ("drop", f.rate_drop), ("malformed", f.rate_malformed)):
+                           ("drop", f.rate_drop), ("malformed", f.rate_malformed), ("401", f.rate_401)):
             if u < rate:
                 return kind
             u -= rate
@@ -123,11 +131,18 @@ class FaultServer:
                 if fault == "slow":
                     await asyncio.sleep(self.faults.slow_delay)
                 status, extra, payload = 200, {}, b""
+                echo = ""
+                if self.faults.echo_key:  # what a careless server does: repeat the credentials it got
+                    sent = headers.get("authorization") or headers.get("x-api-key") or headers.get("api-key", "")
+                    echo = f" (you sent {sent})"
                 if fault == "429":
                     status, extra = 429, {"Retry-After": self.faults.retry_after}
-                    payload = b'{"error": {"message": "rate limited", "type": "rate_limit"}}'
+                    payload = json.dumps({"error": {"message": "rate limited" + echo, "type": "rate_limit"}}).encode()
                 elif fault == "500":
-                    status, payload = 500, b'{"error": {"message": "server error"}}'
+                    status, payload = 500, json.dumps({"error": {"message": "server error" + echo}}).encode()
+                elif fault == "401":
+                    status = 401
+                    payload = json.dumps({"error": {"message": "invalid API key" + echo, "type": "auth"}}).encode()
                 elif fault == "malformed":
                     payload = b'{"id": "x", "choices": [{"message": '
                 else:
@@ -176,13 +191,47 @@ class FaultServer:
         self._thread.join(10)
 
 
-def main() -> None:
-    """Standalone server for benchmarks: prints ``URL <base>`` once listening."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--delay", type=float, default=0.0)
-    args = ap.parse_args()
-    srv = FaultServer(Faults(delay=args.delay), port=args.port)
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m judge.fault_server`` (every fault rate is a probability per request)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m judge.fault_server",
+        description="A loopback OpenAI/Anthropic-compatible judge server that injects faults, to rehearse a "
+                    "`preflab judge run` before paying for it. Prints 'URL <base>' once listening; pass "
+                    "--judge local:<base>#NAME (or openai:/anthropic: with the SDK base URL) to the run.",
+        epilog="Fault rates are per request and exclusive (their sum must be <= 1). Example: --rate-429 0.1 "
+               "--rate-500 0.05 --rate-slow 0.01 --slow-delay 90 --rate-drop 0.02 --rate-malformed 0.01.")
+    ap.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
+    ap.add_argument("--port", type=int, default=0, help="Port (default 0: any free port, printed).")
+    ap.add_argument("--delay", type=float, default=0.0, help="Seconds before every answer (default 0).")
+    ap.add_argument("--rate-429", type=float, default=0.0, help="Share answered 429 with Retry-After.")
+    ap.add_argument("--retry-after", default="0", help="The 429 Retry-After header value (default 0).")
+    ap.add_argument("--rate-500", type=float, default=0.0, help="Share answered 500.")
+    ap.add_argument("--rate-slow", type=float, default=0.0, help="Share answered after --slow-delay seconds.")
+    ap.add_argument("--slow-delay", type=float, default=5.0, help="Seconds a slow answer takes (default 5).")
+    ap.add_argument("--rate-drop", type=float, default=0.0, help="Share whose connection is dropped unanswered.")
+    ap.add_argument("--rate-malformed", type=float, default=0.0, help="Share answered with truncated JSON.")
+    ap.add_argument("--rate-401", type=float, default=0.0, help="Share answered 401 (not retried by clients).")
+    ap.add_argument("--echo-key", action="store_true",
+                    help="Repeat the client's API key in every error body (to check redaction).")
+    ap.add_argument("--seed", type=int, default=0, help="Seed of the fault draws (default 0).")
+    return ap
+
+
+def faults_from_args(args: argparse.Namespace) -> Faults:
+    """The :class:`Faults` of parsed command-line arguments; rates must be probabilities summing to <= 1."""
+    rates = {k: getattr(args, k) for k in ("rate_429", "rate_500", "rate_slow", "rate_drop", "rate_malformed",
+                                            "rate_401")}
+    bad = {k: v for k, v in rates.items() if not 0.0 <= v <= 1.0}
+    if bad or sum(rates.values()) > 1.0:
+        raise SystemExit(f"fault rates must be in [0, 1] and sum to <= 1; got {rates}")
+    return Faults(**rates, echo_key=args.echo_key, delay=args.delay, slow_delay=args.slow_delay,
+                  retry_after=args.retry_after, seed=args.seed)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Standalone server: prints ``URL <base>`` once listening, then serves until interrupted."""
+    args = build_parser().parse_args(argv)
+    srv = FaultServer(faults_from_args(args), host=args.host, port=args.port)
 
     async def announce() -> None:
         task = asyncio.create_task(srv.serve())
@@ -190,7 +239,10 @@ def main() -> None:
         print(f"URL {srv.url}", flush=True)
         await task
 
-    asyncio.run(announce())
+    try:
+        asyncio.run(announce())
+    except KeyboardInterrupt:
+        pass
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ import pandas as pd
 
 from judge.bias import COMBINE_RULES
 from judge.bias import combine_orders as combine_orders_codes
-from preflab.io import iter_jsonl
+from preflab.errors import InputError
+from preflab.io import iter_jsonl, require_rows
 from preflab.outcomes import IDENTITY_NAMES, Outcome
 
 REQUIRED = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
@@ -43,11 +44,8 @@ class Pair:
         raise ValueError(f"order must be 'xy' or 'yx', not {order!r}")
 
 
-class PairsError(ValueError):
+class PairsError(InputError):
     """A bad pairs file: names the file, line and field, says what is wrong and what to do."""
-
-    def __init__(self, source: str, line: int, field: str | None, problem: str, hint: str) -> None:
-        super().__init__(f"{source}, line {line}, field {field or '-'!r}: {problem}. {hint}")
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -56,12 +54,10 @@ def load_pairs(path: str | Path) -> list[Pair]:
     pairs: list[Pair] = []
     seen: dict[tuple, int] = {}
     for n, row in iter_jsonl(path, "Write one JSON object per line.", error=PairsError):
-        if not isinstance(row, dict):
-            raise PairsError(str(path), n, "-", "not a JSON object", "Write one JSON object per line.")
         for field in REQUIRED:
             if row.get(field) is None:
                 raise PairsError(str(path), n, field, "missing", f"Every line needs {', '.join(REQUIRED)}.")
-            if field != "item_id" and not isinstance(row[field], str):
+            if not isinstance(row[field], str) and not (field == "item_id" and isinstance(row[field], int)):
                 raise PairsError(str(path), n, field, f"expected a string, got {type(row[field]).__name__}",
                                  "Quote the value.")
         key = (str(row["item_id"]), row["model_x"], row["model_y"])
@@ -69,8 +65,12 @@ def load_pairs(path: str | Path) -> list[Pair]:
             raise PairsError(str(path), n, "item_id", f"duplicate pair {key} (first on line {seen[key]})",
                              "Give each (item_id, model_x, model_y) one line.")
         seen[key] = n
+        if row["model_x"] == row["model_y"]:
+            raise PairsError(str(path), n, "model_y", f"model_y equals model_x ({row['model_x']!r})",
+                             "Each pair compares two different models.")
         pairs.append(Pair(str(row["item_id"]), row["prompt"], row["model_x"], row["answer_x"],
                           row["model_y"], row["answer_y"], row.get("reference")))
+    require_rows(len(pairs), str(path), "pairs", "Write one pair per line.", error=PairsError)
     return pairs
 
 

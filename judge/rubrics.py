@@ -14,6 +14,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from preflab.errors import InputError
+from preflab.io import read_text
+
 _PAIR = """[User question]
 {prompt}
 {reference_block}
@@ -115,8 +118,12 @@ BUILTIN: dict[str, Rubric] = {
 }
 
 
-class RubricError(ValueError):
-    """A rubric name or file that cannot be used; the message says what to fix."""
+class RubricError(InputError):
+    """A rubric name or file that cannot be used; the message says what to fix (an input error: exit 2)."""
+
+    def __init__(self, message: str, source: str = "<rubric>") -> None:
+        ValueError.__init__(self, message)
+        self.source, self.line, self.field, self.problem, self.hint = source, None, None, message, ""
 
 
 def load_rubric(name_or_path: str | Path) -> Rubric:
@@ -128,12 +135,14 @@ def load_rubric(name_or_path: str | Path) -> Rubric:
     if not path.is_file():
         raise RubricError(f"unknown rubric {key!r}: use one of {sorted(BUILTIN)} or a path to a .toml file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise RubricError(f"{path}: not valid TOML ({e})") from None
     for key_ in ("name", "version", "instruction", "labels"):
         if key_ not in data:
             raise RubricError(f"{path}: field {key_!r} is missing; a rubric needs name, version, instruction, labels")
+    if not isinstance(data["labels"], dict):
+        raise RubricError(f"{path}: field 'labels' must be a table of label = \"A\" | \"B\" | \"tie\"", str(path))
     labels = {str(k): str(v) for k, v in data["labels"].items()}
     bad = sorted(set(labels.values()) - {"A", "B", "tie"})
     if bad:

@@ -35,6 +35,7 @@ from judge.providers.base import (
 from judge.rubrics import Rubric
 from judge.verdicts import Verdict, sampled_verdict, unparsable, verdict_from_logprobs, verdict_from_text
 from preflab.io import write_output
+from preflab.redact import redact
 
 
 @dataclass(frozen=True)
@@ -279,11 +280,12 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[_Call], results: dict, provi
         rows.append({
             "item_id": pair.item_id, "model_x": pair.model_x, "model_y": pair.model_y, "order": order,
             "first": model_a, "p_a": p_a, "p_b": p_b, "p_tie": p_tie, "verdict": v.label,
-            "label_mass": v.label_mass, "raw": comps[0].text if len(comps) == 1 else [c.text for c in comps],
+            "label_mass": v.label_mass,
+            "raw": redact(comps[0].text) if len(comps) == 1 else [redact(c.text) for c in comps],
             "tokens": t_in + t_out, "cost": cost, "latency": sum(c.latency for c in comps),
             "p_x": p_x, "p_y": p_y, "winner": winner, "method": v.method, "bound": v.bound,
             "low_mass": v.low_mass, "samples": len(cs), "cached": len(fresh) == 0 and bool(comps),
-            "error": errors[0] if errors else None,
+            "error": redact(errors[0]) if errors else None,
             "ci": v.extra.get("ci") if sampled else None,
         })
     return pd.DataFrame(rows)
@@ -335,6 +337,17 @@ def run_judge(pairs: Sequence[Pair], provider: Provider | str, config: RunConfig
     path, answered calls are stored as they arrive and never re-called by a later run.
     """
     return asyncio.run(arun_judge(pairs, provider, config, cache))
+
+
+def failure_summary(verdicts: pd.DataFrame, top: int = 3) -> str:
+    """How many verdicts failed after retries and with which errors (most common first), in one line."""
+    errors = verdicts["error"].dropna() if "error" in verdicts else pd.Series(dtype=object)
+    if errors.empty:
+        return ""
+    counts = errors.map(lambda e: str(e)[:120]).value_counts()
+    shown = "; ".join(f"{n} x {msg}" for msg, n in counts.head(top).items())
+    more = f"; {len(counts) - top} other error(s)" if len(counts) > top else ""
+    return f"{len(errors)} of {len(verdicts)} verdicts failed after retries: {shown}{more}"
 
 
 def stats_dict(stats: RunStats) -> dict:

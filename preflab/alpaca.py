@@ -6,12 +6,13 @@ AlpacaEval shows each pair once, in an order chosen per instruction by a seeded 
 
 from __future__ import annotations
 
-import gzip
-import json
 import random
 from pathlib import Path
 
 import pandas as pd
+
+from preflab.errors import InputError
+from preflab.io import json_type, load_json_records, require_rows
 
 
 def is_switched(instruction: str, seed: int = 0) -> bool:
@@ -22,10 +23,17 @@ def is_switched(instruction: str, seed: int = 0) -> bool:
 def load_annotations(path: str | Path) -> pd.DataFrame:
     """One AlpacaEval ``annotations.json[.gz]`` file as a DataFrame, ``preference`` as float, plus ``switched``."""
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        records = json.load(fh)
+    records = load_json_records(path, "pass the annotations.json[.gz] written by alpaca_eval (an array of objects)")
+    require_rows(len(records), str(path), "annotations")
     df = pd.DataFrame.from_records(records)
+    for col in ("instruction", "preference"):
+        if col not in df:
+            raise InputError(str(path), None, col, "missing in every record",
+                             "AlpacaEval annotations need instruction, output_1, output_2 and preference")
+    for i, value in enumerate(df["instruction"], start=1):
+        if not isinstance(value, str):
+            raise InputError(str(path), i, "instruction", f"{json_type(value)}, not a string",
+                             "every record needs its instruction text")
     df["preference"] = pd.to_numeric(df["preference"], errors="coerce")
     df["switched"] = [is_switched(i) for i in df["instruction"]]
     return df

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
+from preflab.redact import redact, register_secret
+
 
 @dataclass(frozen=True)
 class JudgeRequest:
@@ -63,7 +65,7 @@ class ProviderError(Exception):
 
     def __init__(self, message: str, *, retryable: bool, status: int | None = None,
                  retry_after: float | None = None, kind: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))  # a server may echo the key back in its error body
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
@@ -128,6 +130,7 @@ def status_error(status: int, headers: Mapping[str, str] | None, detail: str) ->
 def api_key(env_var: str, required: bool = True) -> str | None:
     """An API key from the environment only (never from files or arguments, never logged)."""
     key = os.environ.get(env_var)
+    register_secret(key)
     if required and not key:
         raise ProviderError(f"set the environment variable {env_var} to use this judge", retryable=False)
     return key

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from preflab.cli import arena_cmds, voting_cmds  # noqa: F401  (register their commands on app)
+from preflab.cli import arena_cmds, common, voting_cmds  # noqa: F401  (register their commands on app)
 from preflab.cli.common import app, err
 from preflab.cli.judge_cmds import app as judge_app
 from preflab.errors import InputError
+from preflab.redact import redact
 
 app.add_typer(judge_app, name="judge", help="Run LLM judges and calibrate them against humans.")
 
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = canonical_args([a for a in args if a != "--debug"])
+    common.DEBUG = debug
     try:
         app(args=args, prog_name="preflab")
     except SystemExit:
@@ -49,11 +51,13 @@ def main(argv: list[str] | None = None) -> None:
     except InputError as e:
         if debug:
             raise
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True, markup=False)
+        err.print(f"error: {redact(str(e))}", highlight=False, soft_wrap=True, markup=False)
         sys.exit(2)
     except Exception as e:  # noqa: BLE001  (the one place unexpected errors become one line)
         if debug:
             raise
-        err.print(f"error: {type(e).__name__}: {e}", highlight=False, soft_wrap=True, markup=False)
+        err.print(f"error: {type(e).__name__}: {redact(str(e))}", highlight=False, soft_wrap=True, markup=False)
         err.print("run with --debug for the traceback", highlight=False, markup=False)
         sys.exit(1)
+    finally:
+        common.DEBUG = False

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from preflab.cli.common import app, console, err, report_console
+from preflab.cli.common import app, console, err, fail, report_console
 from preflab.errors import InputError
 from preflab.io import is_stdout
 
@@ -25,8 +25,7 @@ def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False)
     try:
         battles = load_battles(path, layout=layout, on_error="skip" if skip_bad_rows else "raise")
     except InputError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(e)
     if battles.skipped:
         err.print(f"[yellow]{battles.skip_report()}[/yellow]", highlight=False)
     return battles
@@ -109,8 +108,7 @@ def simulate(
         if sampling not in ("uniform", "active"):
             raise ValueError(f"--sampling must be uniform or active; got {sampling!r}")
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(e)
     out, truth_path, sim = simulate_to_files(spec, battles, output, truth, seed=seed, sampling=sampling,  # type: ignore[arg-type]
                                              conv_metadata=conv_metadata)
     shares = sim.df["winner"].value_counts(normalize=True)
@@ -233,8 +231,7 @@ def lc_cmd(
             res = lc_leaderboard(tab, n_bootstrap=bootstrap, level=level, seed=seed, difficulty=diff,
                                  gamed=gamed_tab, reference=reference)
     except (InputError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(e)
     show = report_console(output)
     show.print(f"{len(res)} models vs baseline '{res.attrs['baseline']}', {res.attrs['n_instructions']} "
                   f"instructions, {bootstrap} bootstrap refits; win rates in %", highlight=False,
@@ -293,8 +290,7 @@ def arena_hard_cmd(
         widths = (ah.ci_width_by_weight(load, (1.0, strong_weight), baseline=base, n_bootstrap=bootstrap,
                                         level=level, seed=seed, allow_indirect=indirect) if compare_weights else None)
     except (InputError, ValueError, OSError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(e)
     skipped = games.attrs.get("skipped", 0)
     how = "given" if baseline else "detected: " + ("named in the files" if games.attrs.get("baseline")
                                                    else "the one model in every game")
@@ -377,8 +373,7 @@ def rank(
                                  filters=parse_filters(filters or []), progress=advance,
                                  **({} if ridge is None else {"ridge": ridge}))
     except (ValueError, RuntimeError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(e)
     for line in lb.hygiene:
         err.print(line, highlight=False)
     for w in caught:

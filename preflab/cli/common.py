@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from preflab.io import is_stdout
+from preflab.redact import redact
 
 app = typer.Typer(
     name="preflab",
@@ -26,9 +27,16 @@ if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside
     DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
+#: Set by ``preflab --debug``: errors a command would print as one line are raised instead (with traceback).
+DEBUG = False
+
+
 def fail(error: object, status: int = 2) -> NoReturn:
-    """Print one clear error line and exit (2: bad input or usage; 1: the command itself failed)."""
-    err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    """Print one clear error line and exit (2: bad input or usage; 1: the command itself failed); under
+    ``--debug`` an exception is raised instead, so its traceback shows."""
+    if DEBUG and isinstance(error, BaseException):
+        raise error
+    err.print(f"[red]error:[/red] {escape(redact(str(error)))}", highlight=False, soft_wrap=True)
     raise typer.Exit(status)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from preflab.cli.common import fail
 from preflab.io import is_stdout, write_output
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -33,14 +34,20 @@ def run_cmd(
     progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
     batch: Annotated[bool, typer.Option("--batch", help="Use the provider's batch API (openai:, anthropic:).")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between batch status polls.")] = 30.0,
+    allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N verdicts failed after retries "
+                                                     "(default 0: any failure exits 1).")] = 0,
 ) -> None:
-    """Judge every pair (both orders by default) and write verdict probabilities as JSONL."""
+    """Judge every pair (both orders by default) and write verdict probabilities as JSONL.
+
+    Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
+    the output with their error, and a rerun with the same cache retries only them."""
     from rich.console import Console
+    from rich.markup import escape
 
     from judge.pairs import PairsError, combine_orders, load_pairs
     from judge.providers.base import ProviderError
     from judge.rubrics import RubricError, load_rubric
-    from judge.run import RunConfig, run_judge
+    from judge.run import RunConfig, failure_summary, run_judge
 
     err = Console(stderr=True)
     try:
@@ -57,8 +64,7 @@ def run_cmd(
         else:
             result = run_judge(pairs, judge, config, cache=None if no_cache else cache)
     except (PairsError, RubricError, ProviderError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(e)
     result.write_jsonl(output)
     df = result.verdicts
     say = err.print if is_stdout(output) or is_stdout(combined) else typer.echo
@@ -71,8 +77,13 @@ def run_cmd(
                    + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
         if combined is not None:
             write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
-    if result.stats.failed:
-        err.print(f"[yellow]{result.stats.failed} verdicts failed after retries (kept with error; rerun to retry)[/yellow]")
+    failed = int(df["error"].notna().sum()) if "error" in df else result.stats.failed
+    if failed:
+        line = failure_summary(df) + f" (rows kept in {output} with their error; rerun to retry only them)"
+        if failed > allow_failures:
+            fail(line + (f"; more than --allow-failures {allow_failures}" if allow_failures else
+                         "; pass --allow-failures N to accept up to N"), status=1)
+        err.print(f"[yellow]{escape(line)}[/yellow]", highlight=False, soft_wrap=True)
 # --- end preflab judge run -----------------------------------------------------------------------------
 
 
@@ -116,8 +127,7 @@ def calibrate_cmd(
         pairs = attach_lengths(pairs, lengths) if lengths else pairs
         families = load_family(family) if family else None
     except (InputError, ValueError, OSError) as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(e)
     res = calibrate(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
                     n_bootstrap=n_bootstrap, seed=seed)
     table = Table(title=escape(f"Judge calibration: {res['source']}"), show_header=False)

@@ -73,8 +73,7 @@ def demo_seed(
     try:
         n_items, n_votes = seed_demo(engine, items, battles, dataset)
     except (ItemDataError, InputError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(e)
     console.print(f"dataset {dataset!r}: {n_items} items and {n_votes} votes added; "
                   f"the store now holds {count_rows(engine, 'items')} items and {count_rows(engine)} votes")
 

@@ -176,7 +176,7 @@ def test_bad_json_line_raises_or_is_counted(tmp_path: Path) -> None:
 def test_bad_json_array_and_unknown_extension(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('[{"model_a": "x",\n "model_b": }]')
-    with pytest.raises(InputError, match=r"broken.json, line 2: invalid JSON"):
+    with pytest.raises(InputError, match=r"broken.json, line 2: not valid JSON"):
         load_battles(path)
     (tmp_path / "x.txt").write_text("model_a,model_b,winner\n")
     with pytest.raises(InputError, match="unknown file type '.txt'"):

@@ -122,7 +122,7 @@ def test_bad_pairs_file_names_line_and_field(tmp_path):
     p = tmp_path / "pairs.jsonl"
     good = {"item_id": 1, "prompt": "q", "model_x": "a", "answer_x": "x", "model_y": "b", "answer_y": "y"}
     p.write_text(json.dumps(good) + "\n" + json.dumps({**good, "item_id": 2, "answer_y": None}) + "\n")
-    with pytest.raises(PairsError, match=r"pairs.jsonl, line 2, field 'answer_y': missing"):
+    with pytest.raises(PairsError, match=r"pairs.jsonl, line 2: field 'answer_y': missing"):
         load_pairs(p)
     p.write_text(json.dumps(good) + "\n{not json\n")
     with pytest.raises(PairsError, match="line 2.*not valid JSON"):
