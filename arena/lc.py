@@ -9,18 +9,21 @@ with ``s_mi`` the character-length difference (model minus baseline) divided by 
 model ``m``'s rows, and ``gamma_i`` an instruction-difficulty estimated jointly over all models (or supplied).
 The LC win rate is the mean predicted preference with the length term set to zero.
 
-Two fitting stages, both exact cross-entropy on probabilities (no duplicated rows):
+Two fitting stages, both exact cross-entropy on probabilities (no duplicated rows), as AlpacaEval's
+``notebooks/instruction_difficulty.ipynb`` and ``metrics/glm_winrate.py``:
 
-1. :func:`fit_difficulty` — one joint fit over all models: per-model ``theta``, one pooled length slope and
-   a ridge-penalised ``gamma`` per instruction.
-2. :func:`fit_model_glm` — per model (vmapped), a Newton fit of ``(theta, beta, psi)``. AlpacaEval keeps
-   this fit sane with a penalty and with "gamed" verbose/concise rewrites of the baseline (weight 0.2 split
-   over the variants) that share ``beta`` and ``psi`` but have no model term. We do the same when gamed
-   rows are given; without them the ridge pulls ``beta`` to the pooled judge length slope and ``psi`` to 1
-   (the other models stand in for the gamed baseline as the anchor of the length effect).
+1. :func:`fit_difficulty` - one joint fit over all models: per-model ``theta`` and length slope, and a
+   weakly ridge-penalised ``gamma`` per instruction (AlpacaEval: a nearly unpenalised joint logistic fit).
+2. :func:`fit_model_glm` - per model (vmapped), a Newton fit of ``(theta, beta, psi)``. AlpacaEval's only
+   effective regulariser is the "gamed" verbose/concise rewrites of the baseline judged against it (total
+   weight 0.2, sharing ``beta``/``psi``, no model term); its L1 penalty has a cross-validated C that is
+   negligible at 805 rows. Gamed rows are used when given. Without them a Gaussian stand-in for those rows
+   pulls ``beta`` towards the judge's length slope on content-preserving rewrites (``LCPenalty.length_centre``)
+   and ``psi`` towards 1 (the joint fit's scale), with about the gamed rows' information.
 
-Arrays are (models, instructions) grids with a 0/1 ``mask`` for missing rows; bootstrap replicates are
-multinomial instruction counts that multiply the mask, so every refit is one vmapped call.
+Arrays are (models, instructions) grids with a row weight (0/1 mask, or bootstrap counts). A bootstrap
+replicate is multinomial instruction counts; everything estimated from the data (length standardisation,
+instruction difficulty, per-model fits) is refitted in every replicate, vmapped (:func:`bootstrap_lc`).
 """
 
 from __future__ import annotations
@@ -45,24 +48,40 @@ Array = jax.Array
 class LCPenalty:
     """Regularisation of the LC GLM (ridge strengths; the loss is a sum over rows, so they count as rows).
 
-    ``length``/``difficulty`` pull each model's ``beta``/``psi`` towards the pooled length slope and 1;
-    ``theta`` shrinks the model term to 0 (off by default); ``instruction`` is the ridge on ``gamma`` in the
-    joint difficulty fit (0.5 = a standard-normal prior on each instruction's difficulty); ``gamed_weight`` is
-    AlpacaEval's total weight of the gamed-baseline rows (0.2).
+    ``length``/``difficulty`` pull each model's ``beta``/``psi`` towards ``length_centre`` and 1: a Gaussian
+    stand-in for AlpacaEval's gamed-baseline rows (weight 0.2 x 805 rows carry about 10 rows' worth of
+    information on each coefficient). ``length_centre`` is the judge's length slope on content-preserving
+    rewrites of the baseline; 1.6 is what AlpacaEval's published fits give for its gamed GPT-4-turbo rewrites
+    (Dubois et al. 2024, sec. 3.2), and it is the default judge's value: for another judge supply gamed rows or
+    set it; ``None`` uses the median per-model slope of the joint fit (data-driven, refitted per replicate,
+    but confounded with quality and steeper). ``theta`` shrinks the model term to 0 (off by default);
+    ``instruction`` is the ridge on ``gamma`` in the joint fit (0.05: a N(0, 3.2^2) prior, nearly unpenalised
+    as AlpacaEval's, only keeping a one-sided instruction finite); ``gamed_weight`` is AlpacaEval's total weight
+    of the gamed-baseline rows (0.2).
     """
 
     theta: float = 0.0
     length: float = 10.0
     difficulty: float = 10.0
-    instruction: float = 0.5
+    length_centre: float | None = 1.6
+    instruction: float = 0.05
     gamed_weight: float = 0.2
 
 
 class LCGrid(NamedTuple):
-    """Soft labels ``y``, ``tanh(std_delta_len)`` and a 0/1 ``mask``, each (models, instructions)."""
+    """Soft labels ``y``, ``tanh(std_delta_len)`` and a row weight ``mask`` (0/1, or counts), each (models, instr)."""
 
     y: Array
     tanh_len: Array
+    mask: Array
+
+
+class LCData(NamedTuple):
+    """The raw (models, instructions) inputs: soft labels, both output lengths and the 0/1 presence mask."""
+
+    y: Array
+    model_len: Array
+    baseline_len: Array
     mask: Array
 
 
@@ -73,76 +92,97 @@ class Prior(NamedTuple):
     strength: Array
 
 
+class JointFit(NamedTuple):
+    """Stage-1 estimates: ``gamma`` (instructions), per-model ``theta`` and length slope ``beta``."""
+
+    gamma: Array
+    theta: Array
+    beta: Array
+
+
 def soft_cross_entropy(eta: Array, y: Array) -> Array:
     """Cross-entropy of probability ``y`` against ``sigmoid(eta)``, exact for soft labels (no row duplication)."""
     return -(y * jax.nn.log_sigmoid(eta) + (1.0 - y) * jax.nn.log_sigmoid(-eta))
 
 
-def tanh_std_delta_len(model_len: Array, baseline_len: Array, mask: Array) -> Array:
+def tanh_std_delta_len(model_len: Array, baseline_len: Array, weight: Array) -> Array:
     """``tanh((len_model - len_baseline) / sd)`` per model row, sd over that model's rows (ddof=1), as AlpacaEval.
 
-    AlpacaEval uses baseline minus model; tanh is odd, so only the sign of ``beta`` differs.
-    Reference: Dubois et al. 2024, eq. (2).
+    ``weight`` is the 0/1 mask or bootstrap counts (the sd of the resampled rows). AlpacaEval uses baseline
+    minus model; tanh is odd, so only the sign of ``beta`` differs. Reference: Dubois et al. 2024, eq. (2).
     """
-    delta = (model_len - baseline_len) * mask
-    n = mask.sum(axis=-1, keepdims=True)
-    mean = delta.sum(axis=-1, keepdims=True) / n
-    sd = jnp.sqrt((((delta - mean) * mask) ** 2).sum(axis=-1, keepdims=True) / (n - 1))
-    return jnp.tanh(delta / jnp.where(sd > 0, sd, 1.0)) * mask
+    delta = model_len - baseline_len
+    n = weight.sum(axis=-1, keepdims=True)
+    mean = (weight * delta).sum(axis=-1, keepdims=True) / n
+    sd = jnp.sqrt((weight * (delta - mean) ** 2).sum(axis=-1, keepdims=True) / (n - 1))
+    return jnp.where(weight > 0, jnp.tanh(delta / jnp.where(sd > 0, sd, 1.0)), 0.0)
 
 
-def difficulty_loss(params: tuple[Array, Array, Array], grid: LCGrid, ridge: float) -> Array:
-    """Stage-1 joint loss: ``logit p_mi = theta_m + beta * tanh_mi + gamma_i``, ridge ``ridge * |gamma|^2``.
+def lc_grid(data: LCData, weight: Array | None = None) -> LCGrid:
+    """The GLM grid of ``data`` under row weights (default its mask): the length standardisation uses them."""
+    w = data.mask if weight is None else weight
+    return LCGrid(data.y, tanh_std_delta_len(data.model_len, data.baseline_len, w), w)
 
-    Reference: Dubois et al. 2024, sec. 3 (instruction difficulty shared across models).
+
+def difficulty_loss(params: tuple[Array, Array, Array], grid: LCGrid, ridge: Array) -> Array:
+    """Stage-1 joint loss: ``logit p_mi = theta_m + beta_m * tanh_mi + gamma_i``, ridge ``sum ridge_i gamma_i^2``.
+
+    Per-model slopes as AlpacaEval's joint fit (``C(generator_2):tanh(...) + C(generator_2) + C(index)``);
+    ``ridge`` is a scalar or one per instruction. Reference: Dubois et al. 2024, sec. 3 (instruction difficulty).
     """
     theta, beta, gamma = params
-    eta = theta[:, None] + beta * grid.tanh_len + gamma[None, :]
-    return (grid.mask * soft_cross_entropy(eta, grid.y)).sum() + ridge * jnp.sum(gamma**2)
+    eta = theta[:, None] + beta[:, None] * grid.tanh_len + gamma[None, :]
+    return (grid.mask * soft_cross_entropy(eta, grid.y)).sum() + jnp.sum(ridge * gamma**2)
 
 
-def fit_difficulty(grid: LCGrid, ridge: float, gamma: Array | None = None) -> tuple[Array, Array]:
-    """Joint fit over all models; returns ``(gamma, pooled_beta)``. With ``gamma`` given it is kept fixed.
+def fit_difficulty(grid: LCGrid, ridge: float | Array, gamma: Array | None = None) -> JointFit:
+    """Joint fit over all models (:func:`difficulty_loss`); with ``gamma`` given it is kept fixed.
 
-    Newton's method with step halving on :func:`difficulty_loss`. The Hessian's instruction block is
-    diagonal, so each step solves only a (models + 1) Schur complement: O(models x instructions) per step.
+    Newton's method with step halving. The Hessian's instruction block is diagonal, so each step solves only
+    a (2 x models) Schur complement: O(models^2 x instructions) per step.
     """
     fixed = gamma is not None
     g0 = jnp.asarray(gamma, float) if fixed else jnp.zeros(grid.y.shape[1])
-    return _solve_difficulty(grid, jnp.asarray(ridge, float), g0, fixed)
+    ridge = jnp.broadcast_to(jnp.asarray(ridge, float), grid.y.shape[1:])
+    a, g, _ = _solve_difficulty(grid, ridge, jnp.zeros(2 * grid.y.shape[0]), g0, fixed)
+    n = grid.y.shape[0]
+    return JointFit(g, a[:n], a[n:])
+
+
+def _difficulty_direction(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool):
+    """Newton direction and gradient max-norm of :func:`difficulty_loss` at ``a = [theta; beta]``, ``g``."""
+    n = grid.y.shape[0]
+    t, m = grid.tanh_len, grid.mask
+    p = jax.nn.sigmoid(a[:n, None] + a[n:, None] * t + g[None, :])
+    r, w = m * (p - grid.y), m * p * (1 - p)
+    wt = w * t
+    g_a = jnp.concatenate([r.sum(1), (r * t).sum(1)])
+    g_g = r.sum(0) + 2 * ridge * g
+    h0, h1, h2 = w.sum(1) + 1e-9, wt.sum(1), (wt * t).sum(1) + 1e-9
+    if fixed:  # 2 x 2 block per model
+        det = h0 * h2 - h1**2
+        d_a = jnp.concatenate([(h2 * g_a[:n] - h1 * g_a[n:]) / det, (h0 * g_a[n:] - h1 * g_a[:n]) / det])
+        return d_a, jnp.zeros_like(g), jnp.max(jnp.abs(g_a))
+    h_aa = jnp.block([[jnp.diag(h0), jnp.diag(h1)], [jnp.diag(h1), jnp.diag(h2)]])
+    b = jnp.concatenate([w, wt])  # (2 models, instructions) off-diagonal block
+    d = w.sum(0) + 2 * ridge  # diagonal instruction block
+    d_a = jnp.linalg.solve(h_aa - (b / d) @ b.T, g_a - b @ (g_g / d))
+    return d_a, (g_g - b.T @ d_a) / d, jnp.maximum(jnp.max(jnp.abs(g_a)), jnp.max(jnp.abs(g_g)))
 
 
 @partial(jax.jit, static_argnames=("fixed", "max_iter"))
-def _solve_difficulty(grid: LCGrid, ridge: Array, gamma0: Array, fixed: bool,
-                      max_iter: int = 100) -> tuple[Array, Array]:
-    n_models = grid.y.shape[0]
-    t, m = grid.tanh_len, grid.mask
-    scale = 1e-10 * (1.0 + m.sum())
+def _solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
+                      max_iter: int = 100) -> tuple[Array, Array, Array]:
+    """Damped Newton from ``(a0, gamma0)``; returns ``(a, gamma, |gradient|_inf)``."""
+    n = grid.y.shape[0]
+    tol = 1e-10 * (1.0 + grid.mask.sum())
 
     def loss(a: Array, g: Array) -> Array:
-        return difficulty_loss((a[:n_models], a[n_models], g), grid, ridge)
-
-    def grads(a: Array, g: Array):
-        p = jax.nn.sigmoid(a[:n_models, None] + a[n_models] * t + g[None, :])
-        r, w = m * (p - grid.y), m * p * (1 - p)
-        g_a = jnp.concatenate([r.sum(1), (r * t).sum()[None]])
-        g_g = r.sum(0) + 2 * ridge * g
-        return g_a, g_g, w
+        return difficulty_loss((a[:n], a[n:], g), grid, ridge)
 
     def step(state):
         a, g, it, _ = state
-        g_a, g_g, w = grads(a, g)
-        wt = w * t
-        h_aa = jnp.diag(jnp.concatenate([w.sum(1), (wt * t).sum()[None]]))
-        h_aa = h_aa.at[:n_models, n_models].set(wt.sum(1)).at[n_models, :n_models].set(wt.sum(1))
-        if fixed:
-            d_a, d_g = jnp.linalg.solve(h_aa, g_a), jnp.zeros_like(g)
-        else:
-            b = jnp.concatenate([w, wt.sum(0)[None]])  # (models + 1, instructions) off-diagonal block
-            d = w.sum(0) + 2 * ridge  # diagonal instruction block
-            schur = h_aa - (b / d) @ b.T
-            d_a = jnp.linalg.solve(schur, g_a - b @ (g_g / d))
-            d_g = (g_g - b.T @ d_a) / d
+        d_a, d_g, _ = _difficulty_direction(grid, ridge, a, g, fixed)
         f0 = loss(a, g)
 
         def worse(u):
@@ -150,13 +190,11 @@ def _solve_difficulty(grid: LCGrid, ridge: Array, gamma0: Array, fixed: bool,
 
         u = jax.lax.while_loop(worse, lambda u: u * 0.5, 1.0)
         a, g = a - u * d_a, g - u * d_g
-        g_a, g_g, _ = grads(a, g)
-        done = jnp.maximum(jnp.max(jnp.abs(g_a)), 0.0 if fixed else jnp.max(jnp.abs(g_g))) < scale
-        return a, g, it + 1, done
+        return a, g, it + 1, _difficulty_direction(grid, ridge, a, g, fixed)[2]
 
-    state = (jnp.zeros(n_models + 1), gamma0, 0, False)
-    a, g, _, _ = jax.lax.while_loop(lambda s: (~s[3]) & (s[2] < max_iter), step, state)
-    return g, a[n_models]
+    state = (a0, gamma0, 0, jnp.inf)
+    a, g, _, gnorm = jax.lax.while_loop(lambda s: (s[3] >= tol) & (s[2] < max_iter), step, state)
+    return a, g, gnorm
 
 
 def _design(tanh_len: Array, gamma: Array, is_model: float) -> Array:
@@ -250,55 +288,6 @@ def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gam
 _fit_all = jax.jit(fit_all_models, static_argnames=("n_iter",))
 
 
-def bootstrap_counts(key: Array, n_bootstrap: int, n_instr: int) -> Array:
-    """Multinomial instruction counts, (n_bootstrap, n_instr): resampling instructions with replacement."""
-    idx = jax.random.randint(key, (n_bootstrap, n_instr), 0, n_instr)
-    return jax.vmap(lambda r: jnp.bincount(r, length=n_instr))(idx).astype(jnp.float64)
-
-
-def bootstrap_lc(grid: LCGrid, gamma: Array, gamed: LCGrid, gamed_weight: float, prior: Prior,
-                 start: Array, n_bootstrap: int, seed: int = 0, chunk: int = 20,
-                 n_iter: int = 4) -> dict[str, Array]:
-    """Refit all models on ``n_bootstrap`` instruction resamples (paired across models), vmapped in chunks.
-
-    Refits warm-start from the full-data ``start``: ``n_iter`` Newton steps (4 reach machine precision on
-    AlpacaEval-sized data); replicates whose gradient is still above ``1e-6`` are refitted with 25 steps
-    and counted in ``n_fallback``. ``gamma`` and the prior stay at their full-data values.
-    Returns ``lc``, ``raw`` (n_bootstrap, models), ``grad_norm`` and ``n_fallback``.
-    """
-    counts = bootstrap_counts(jax.random.PRNGKey(seed), n_bootstrap, grid.y.shape[1])
-    out = _run_chunks(grid, gamma, gamed, gamed_weight, prior, start, counts, chunk, n_iter)
-    bad = np.flatnonzero(np.asarray(out["grad_norm"]).max(axis=1) > 1e-6)
-    if bad.size:
-        redo = _run_chunks(grid, gamma, gamed, gamed_weight, prior, start, counts[bad], chunk, 25)
-        out = {k: v.at[bad].set(redo[k]) for k, v in out.items()}
-    return {**out, "n_fallback": int(bad.size)}
-
-
-def _run_chunks(grid: LCGrid, gamma: Array, gamed: LCGrid, gamed_weight: float, prior: Prior, start: Array,
-                counts: Array, chunk: int, n_iter: int) -> dict[str, Array]:
-    n = counts.shape[0]
-    chunk = min(chunk, n)
-    n_chunks = -(-n // chunk)
-    counts = jnp.concatenate([counts, jnp.ones((n_chunks * chunk - n, counts.shape[1]))])
-    out = _bootstrap_chunks(grid, gamma, gamed, gamed_weight, prior, start,
-                            counts.reshape(n_chunks, chunk, -1), n_iter)
-    return {k: v.reshape(n_chunks * chunk, *v.shape[2:])[:n] for k, v in out.items()}
-
-
-@partial(jax.jit, static_argnames=("n_iter",))
-def _bootstrap_chunks(grid: LCGrid, gamma: Array, gamed: LCGrid, gamed_weight: float, prior: Prior,
-                      start: Array, counts: Array, n_iter: int = 4) -> dict[str, Array]:
-    def chunk_fit(c: Array) -> dict[str, Array]:
-        def rep(ci: Array) -> dict[str, Array]:
-            res = fit_all_models(grid, grid.mask * ci[None, :], gamma, gamed, gamed_weight, prior, start, n_iter)
-            return {"lc": res["lc"], "raw": res["raw"], "grad_norm": res["grad_norm"]}
-
-        return jax.vmap(rep)(c)
-
-    return jax.lax.map(chunk_fit, counts)
-
-
 def is_extreme_change(raw: np.ndarray, lc: np.ndarray, abs_diff: float = 10.0, rel_diff: float = 4.0) -> np.ndarray:
     """AlpacaEval's divergence rule (in percent): LC below ``min(raw - raw/rel, raw - abs)`` or above
     ``max(raw + (100 - raw)/rel, raw + abs)`` signals a likely GLM failure."""
@@ -321,13 +310,14 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
     ``difficulty`` (instruction -> gamma) replaces the joint estimate; ``gamed`` is an LC table of baseline
     rewrites judged against the baseline (AlpacaEval's regulariser). ``reference`` names a model to
     re-reference the LC win rate to (AlpacaEval's ``predict_winrate``: ``mean sigmoid(dtheta + dpsi * gamma)``),
-    reported as ``lc_vs_reference``. Columns: ``model, raw_win_rate, raw_se, lc_win_rate, lc_se, lc_lower,
-    lc_upper, avg_length, n, length_coef, difficulty_coef, extreme_change``; sorted by LC win rate.
+    reported as ``lc_vs_reference``. Bootstrap replicates refit everything (:mod:`arena.lc_bootstrap`).
+    Columns: ``model, raw_win_rate, raw_se, lc_win_rate, lc_se, lc_lower, lc_upper, avg_length, n,
+    length_coef, difficulty_coef, extreme_change``; sorted by LC win rate.
     """
+    from arena.lc_bootstrap import LCStart, bootstrap_lc, cold_start, fit_lc_jit, hyper_from_penalty  # cycle
+
     models, instructions, arr = table_to_grid(table)
-    mask = jnp.asarray(arr["mask"])
-    grid = LCGrid(jnp.asarray(arr["y"]), tanh_std_delta_len(jnp.asarray(arr["model_len"]),
-                                                             jnp.asarray(arr["baseline_len"]), mask), mask)
+    data = LCData(*(jnp.asarray(arr[k]) for k in ("y", "model_len", "baseline_len", "mask")))
     given = None
     if difficulty is not None:
         missing = [i for i in instructions if i not in difficulty.index]
@@ -335,17 +325,18 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
             raise ValueError(f"difficulty table lacks {len(missing)} instruction(s), e.g. {missing[0][:60]!r}; "
                              "supply gamma for every instruction or let it be estimated")
         given = jnp.asarray(difficulty.reindex(instructions).to_numpy(float))
-    gamma, beta_pooled = fit_difficulty(grid, penalty.instruction, given)
-    gamed_grid = _gamed_grid(gamed, instructions)
-    prior = Prior(jnp.array([0.0, float(beta_pooled), 1.0]),
-                  jnp.array([penalty.theta, penalty.length, penalty.difficulty], dtype=float))
-    start = jnp.tile(prior.centre, (len(models), 1))
-    fit = _fit_all(grid, mask, gamma, gamed_grid, penalty.gamed_weight, prior, start)
-    if float(jnp.max(fit["grad_norm"])) > 1e-5:
-        warnings.warn(f"LC GLM did not converge (max |gradient| {float(jnp.max(fit['grad_norm'])):.2e})",
-                      RuntimeWarning, stacklevel=2)
-    y, n = np.asarray(grid.y), np.asarray(mask).sum(axis=1)
-    raw_var = ((y - np.asarray(fit["raw"])[:, None]) ** 2 * np.asarray(mask)).sum(axis=1) / (n - 1)
+    gamed_data = _gamed_data(gamed, instructions)
+    hyper = hyper_from_penalty(penalty)
+    fixed = given is not None
+    fit = fit_lc_jit(data, gamed_data, jnp.ones(len(instructions)), hyper,
+                     cold_start(len(models), len(instructions), hyper, given), fixed)
+    gamma = fit["gamma"]
+    if float(jnp.max(fit["grad_norm"])) > 1e-5 or not bool(fit["joint_ok"]):
+        warnings.warn(f"LC GLM did not converge (max |gradient| {float(jnp.max(fit['grad_norm'])):.2e}, "
+                      f"joint fit converged: {bool(fit['joint_ok'])})", RuntimeWarning, stacklevel=2)
+    mask = np.asarray(data.mask)
+    y, n = np.asarray(data.y), mask.sum(axis=1)
+    raw_var = ((y - np.asarray(fit["raw"])[:, None]) ** 2 * mask).sum(axis=1) / (n - 1)
     out = pd.DataFrame({
         "model": models,
         "raw_win_rate": 100 * np.asarray(fit["raw"]),
@@ -356,16 +347,20 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
         "length_coef": np.asarray(fit["params"][:, 1]),
         "difficulty_coef": np.asarray(fit["params"][:, 2]),
     })
+    n_fallback = n_unconverged = 0
     if n_bootstrap > 0:
-        boot = bootstrap_lc(grid, gamma, gamed_grid, penalty.gamed_weight, prior, fit["params"], n_bootstrap, seed)
-        lc_boot = 100 * np.asarray(boot["lc"])
+        start = LCStart(fit["joint"], gamma, fit["params"])
+        boot = bootstrap_lc(data, gamed_data, hyper, start, n_bootstrap, seed, fixed_gamma=fixed)
+        n_fallback, n_unconverged = boot["n_fallback"], boot["n_unconverged"]
+        lc_boot = 100 * boot["lc"][boot["converged"]]
+        if n_unconverged and warn:
+            warnings.warn(f"{n_unconverged} of {n_bootstrap} LC bootstrap refits did not converge and are left "
+                          "out of the SE and interval", RuntimeWarning, stacklevel=2)
         alpha = (1 - level) / 2
         out["lc_se"] = lc_boot.std(axis=0, ddof=1)
         out["lc_lower"], out["lc_upper"] = np.quantile(lc_boot, [alpha, 1 - alpha], axis=0)
-        n_fallback = boot["n_fallback"]
     else:
         out["lc_se"] = out["lc_lower"] = out["lc_upper"] = np.nan
-        n_fallback = 0
     if reference is not None:
         if reference not in models:
             raise ValueError(f"reference model '{reference}' is not among the models {models}")
@@ -382,8 +377,10 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
             "length_coef", "difficulty_coef", "extreme_change"] + (["lc_vs_reference"] if reference else [])
     out = out[cols].sort_values("lc_win_rate", ascending=False, ignore_index=True)
     out.attrs.update(baseline=str(table["baseline"].iloc[0]), n_instructions=len(instructions),
-                     pooled_length_coef=float(beta_pooled), level=level, n_bootstrap=n_bootstrap,
-                     bootstrap_fallbacks=n_fallback,
+                     length_prior_centre=float(fit["beta0"]),
+                     joint_length_coefs=pd.Series(np.asarray(fit["joint"][len(models):]), index=models),
+                     level=level, n_bootstrap=n_bootstrap, bootstrap_fallbacks=n_fallback,
+                     bootstrap_unconverged=n_unconverged,
                      difficulty=pd.Series(np.asarray(gamma), index=instructions, name="difficulty"))
     return out
 
@@ -394,15 +391,14 @@ def no_gamed_rows(n_instr: int) -> LCGrid:
     return LCGrid(z, z, z)
 
 
-def _gamed_grid(gamed: pd.DataFrame | None, instructions: list[str]) -> LCGrid:
+def _gamed_data(gamed: pd.DataFrame | None, instructions: list[str]) -> LCData:
     """Gamed-baseline rows on the main instruction axis ((variants, instructions); empty when none)."""
     if gamed is None or gamed.empty:
-        return no_gamed_rows(len(instructions))
+        z = jnp.zeros((0, len(instructions)))
+        return LCData(z, z, z, z)
     variants, g_instr, arr = table_to_grid(gamed[gamed["instruction"].isin(instructions)])
     pos = np.array([instructions.index(i) for i in g_instr])
     full = {k: np.zeros((len(variants), len(instructions))) for k in arr}
     for k, v in arr.items():
         full[k][:, pos] = v
-    mask = jnp.asarray(full["mask"])
-    t = tanh_std_delta_len(jnp.asarray(full["model_len"]), jnp.asarray(full["baseline_len"]), mask)
-    return LCGrid(jnp.asarray(full["y"]), t, mask)
+    return LCData(*(jnp.asarray(full[k]) for k in ("y", "model_len", "baseline_len", "mask")))
