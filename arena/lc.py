@@ -149,25 +149,35 @@ def fit_difficulty(grid: LCGrid, ridge: float | Array, gamma: Array | None = Non
     return JointFit(g, a[:n], a[n:])
 
 
-def _difficulty_direction(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool):
-    """Newton direction and gradient max-norm of :func:`difficulty_loss` at ``a = [theta; beta]``, ``g``."""
+def _difficulty_gradient(grid: LCGrid, ridge: Array, a: Array, g: Array):
+    """Gradient of :func:`difficulty_loss` at ``a = [theta; beta]``, ``g``, and the IRLS weights."""
     n = grid.y.shape[0]
     t, m = grid.tanh_len, grid.mask
     p = jax.nn.sigmoid(a[:n, None] + a[n:, None] * t + g[None, :])
-    r, w = m * (p - grid.y), m * p * (1 - p)
-    wt = w * t
-    g_a = jnp.concatenate([r.sum(1), (r * t).sum(1)])
-    g_g = r.sum(0) + 2 * ridge * g
-    h0, h1, h2 = w.sum(1) + 1e-9, wt.sum(1), (wt * t).sum(1) + 1e-9
-    if fixed:  # 2 x 2 block per model
+    r = m * (p - grid.y)
+    return jnp.concatenate([r.sum(1), (r * t).sum(1)]), r.sum(0) + 2 * ridge * g, m * p * (1 - p)
+
+
+def _gradient_norm(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool) -> Array:
+    g_a, g_g, _ = _difficulty_gradient(grid, ridge, a, g)
+    return jnp.max(jnp.abs(g_a)) if fixed else jnp.maximum(jnp.max(jnp.abs(g_a)), jnp.max(jnp.abs(g_g)))
+
+
+def _difficulty_direction(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool) -> tuple[Array, Array]:
+    """Newton direction of :func:`difficulty_loss`: 2 x 2 blocks per model, Schur complement over gamma."""
+    n = grid.y.shape[0]
+    g_a, g_g, w = _difficulty_gradient(grid, ridge, a, g)
+    wt = w * grid.tanh_len
+    h0, h1, h2 = w.sum(1) + 1e-9, wt.sum(1), (wt * grid.tanh_len).sum(1) + 1e-9
+    if fixed:
         det = h0 * h2 - h1**2
         d_a = jnp.concatenate([(h2 * g_a[:n] - h1 * g_a[n:]) / det, (h0 * g_a[n:] - h1 * g_a[:n]) / det])
-        return d_a, jnp.zeros_like(g), jnp.max(jnp.abs(g_a))
+        return d_a, jnp.zeros_like(g)
     h_aa = jnp.block([[jnp.diag(h0), jnp.diag(h1)], [jnp.diag(h1), jnp.diag(h2)]])
     b = jnp.concatenate([w, wt])  # (2 models, instructions) off-diagonal block
     d = w.sum(0) + 2 * ridge  # diagonal instruction block
     d_a = jnp.linalg.solve(h_aa - (b / d) @ b.T, g_a - b @ (g_g / d))
-    return d_a, (g_g - b.T @ d_a) / d, jnp.maximum(jnp.max(jnp.abs(g_a)), jnp.max(jnp.abs(g_g)))
+    return d_a, (g_g - b.T @ d_a) / d
 
 
 @partial(jax.jit, static_argnames=("fixed", "max_iter"))
@@ -182,7 +192,7 @@ def _solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixe
 
     def step(state):
         a, g, it, _ = state
-        d_a, d_g, _ = _difficulty_direction(grid, ridge, a, g, fixed)
+        d_a, d_g = _difficulty_direction(grid, ridge, a, g, fixed)
         f0 = loss(a, g)
 
         def worse(u):
@@ -190,9 +200,9 @@ def _solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixe
 
         u = jax.lax.while_loop(worse, lambda u: u * 0.5, 1.0)
         a, g = a - u * d_a, g - u * d_g
-        return a, g, it + 1, _difficulty_direction(grid, ridge, a, g, fixed)[2]
+        return a, g, it + 1, _gradient_norm(grid, ridge, a, g, fixed)
 
-    state = (a0, gamma0, 0, jnp.inf)
+    state = (a0, gamma0, 0, _gradient_norm(grid, ridge, a0, gamma0, fixed))
     a, g, _, gnorm = jax.lax.while_loop(lambda s: (s[3] >= tol) & (s[2] < max_iter), step, state)
     return a, g, gnorm
 
@@ -378,7 +388,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
     out = out[cols].sort_values("lc_win_rate", ascending=False, ignore_index=True)
     out.attrs.update(baseline=str(table["baseline"].iloc[0]), n_instructions=len(instructions),
                      length_prior_centre=float(fit["beta0"]),
-                     joint_length_coefs=pd.Series(np.asarray(fit["joint"][len(models):]), index=models),
+                     joint_length_coefs=dict(zip(models, np.asarray(fit["joint"][len(models):]).tolist(), strict=True)),
                      level=level, n_bootstrap=n_bootstrap, bootstrap_fallbacks=n_fallback,
                      bootstrap_unconverged=n_unconverged,
                      difficulty=pd.Series(np.asarray(gamma), index=instructions, name="difficulty"))

@@ -2,8 +2,8 @@
 
 15 annotation files (judge weighted_alpaca_eval_gpt4_turbo, baseline gpt4_1106_preview); 14 of the 15 models
 are on ``leaderboard.csv`` (``text_davinci_003`` is not). The official LC numbers also use a precomputed
-instruction-difficulty table and gamed rewrites of the baseline that are not in the data, so the check is
-rank agreement (Spearman >= 0.95), with the mean absolute difference measured and bounded loosely.
+instruction-difficulty table (from ~200 models) and gamed rewrites of the baseline that are not in the data;
+our joint fit and the length prior stand in for them, and must agree to mean |diff| <= 1 point, Spearman >= 0.98.
 """
 
 from __future__ import annotations
@@ -42,16 +42,28 @@ def test_raw_win_rate_and_se_equal_official(alpaca):
     assert np.abs(res["avg_length"][on_board] - off["avg_length"][on_board]).max() < 3
 
 
-def test_lc_ranks_like_official_lc(alpaca):
+def test_lc_agrees_with_official_lc(alpaca):
+    """Issue 11 item 8: before, ours ran high (mean signed +2.41, |diff| 2.51, higher for 12 of 14)."""
     res, off = alpaca
     on_board = off["length_controlled_winrate"].notna()
     ours, theirs = res["lc_win_rate"][on_board], off["length_controlled_winrate"][on_board]
     rho = spearmanr(ours, theirs).statistic
-    mad = float(np.mean(np.abs(ours - theirs)))
-    print(f"Spearman {rho:.3f}, mean |LC - official LC| = {mad:.2f} points")
-    assert rho >= 0.95
-    assert mad < 4.0  # measured 2.5 points
+    diff = ours - theirs
+    mad = float(np.mean(np.abs(diff)))
+    print(f"Spearman {rho:.3f}, mean |LC - official LC| = {mad:.2f}, mean signed {diff.mean():+.2f} points, "
+          f"ours higher for {(diff > 0).sum()} of {len(diff)}")
+    assert rho >= 0.98
+    assert mad <= 1.0  # measured 0.75
+    assert abs(float(diff.mean())) <= 1.0  # no systematic offset (measured -0.41)
     assert spearmanr(res["raw_win_rate"][on_board], theirs).statistic < rho  # LC moved towards the official LC
+
+
+def test_length_slopes_near_official_fits(alpaca):
+    """AlpacaEval's published fits (src/alpaca_eval/metrics/weights/.../baseline_gpt4_1106_preview.csv) put the
+    length slope of these 14 models at a median of 1.9 (1.05-2.98); the pooled-slope prior gave 2.21."""
+    res, off = alpaca
+    on_board = off["length_controlled_winrate"].notna()
+    assert 1.6 <= float(res["length_coef"][on_board].median()) <= 2.1
 
 
 @pytest.mark.parametrize("family", FAMILIES)
