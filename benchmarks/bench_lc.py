@@ -130,8 +130,8 @@ def main() -> None:
                 notes=f"Machine: {cpu} CPU cores shared with other jobs (load average {load:.1f} at the end), "
                       f"JAX {jax.__version__} on CPU, float64. Best of 2-20 runs. Bootstrap refits warm-start "
                       "from the full-data fit: the joint difficulty fit (length sd, gamma, per-model slopes) is refitted "
-                      "to convergence in every replicate, then 4 Newton steps per model (25 if the gradient "
-                      "stays above 1e-6).")
+                      "in every replicate (8 chord-Newton steps), then 4 Newton steps per model (damped Newton and 25 "
+                      "steps if a gradient stays large).")
 
 
 if __name__ == "__main__":
