@@ -16,6 +16,16 @@ import numpy as np
 import pandas as pd
 
 
+def _weights(tallies: pd.DataFrame) -> pd.Series:
+    """Votes per tally row: the ``n`` column of aggregated counts (:func:`voting.store.vote_tallies`), else 1."""
+    return tallies["n"] if "n" in tallies else pd.Series(1, index=tallies.index)
+
+
+def votes_per_item(tallies: pd.DataFrame) -> pd.Series:
+    """Votes per item id."""
+    return _weights(tallies).groupby(tallies["item_id"]).sum() if len(tallies) else pd.Series(dtype=int)
+
+
 @dataclass(frozen=True)
 class Round:
     """One thing to vote on: an item and the models shown left ("A") and right ("B")."""
@@ -29,8 +39,7 @@ def eligible_items(items: pd.DataFrame, seen: set[str], tallies: pd.DataFrame, o
     """Items not yet seen by this voter and, with ``overlap > 0``, still short of ``overlap`` votes."""
     out = items[~items["item_id"].isin(seen)]
     if overlap > 0 and len(tallies):
-        n = tallies["item_id"].value_counts()
-        out = out[out["item_id"].map(n).fillna(0) < overlap]
+        out = out[out["item_id"].map(votes_per_item(tallies)).fillna(0) < overlap]
     return out
 
 
@@ -40,8 +49,7 @@ def pair_counts(tallies: pd.DataFrame) -> dict[tuple[str, str], int]:
         return {}
     lo = tallies[["model_left", "model_right"]].min(axis=1)
     hi = tallies[["model_left", "model_right"]].max(axis=1)
-    return {k: int(v) for k, v in pd.Series(1, index=pd.MultiIndex.from_arrays([lo, hi])).groupby(level=[0, 1]).sum()
-            .items()}
+    return {k: int(v) for k, v in _weights(tallies).groupby([lo, hi]).sum().items()}
 
 
 def next_round(
@@ -50,8 +58,9 @@ def next_round(
 ) -> Round | None:
     """The next round for a voter, or None when nothing is left for them.
 
-    ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's votes
-    (``item_id, model_left, model_right, ...`` from :func:`voting.store.vote_tallies`).
+    ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's vote counts
+    (``item_id, model_left, model_right, outcome, winner_model, n`` from :func:`voting.store.vote_tallies`;
+    without ``n`` each row is one vote).
     """
     pool = eligible_items(items, seen, tallies, overlap)
     if pool.empty:
@@ -66,8 +75,7 @@ def next_round(
         picked = _active_pair(pool, tallies, rng)
         if picked is not None:
             return Round(*picked)  # next_pair already randomised the sides
-    per_item = tallies["item_id"].value_counts() if len(tallies) else pd.Series(dtype=int)
-    n_item = pool["item_id"].map(per_item).fillna(0).to_numpy()
+    n_item = pool["item_id"].map(votes_per_item(tallies)).fillna(0).to_numpy()
     fewest = np.flatnonzero(n_item == n_item.min())
     row = pool.iloc[int(rng.choice(fewest))]
     pairs = list(combinations(sorted(row["models"]), 2))
@@ -90,7 +98,7 @@ def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - ar
     t = tallies[tallies["model_left"].isin(index) & tallies["model_right"].isin(index)]
     outcome = vote_codes(t)
     return aggregate_codes(t["model_left"].map(index).to_numpy(), t["model_right"].map(index).to_numpy(),
-                           outcome, models)
+                           outcome, models, _weights(t).to_numpy(float))
 
 
 def _active_pair(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator) -> tuple[str, str, str] | None:
@@ -109,7 +117,6 @@ def _active_pair(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Gener
     i, j = next_pair(tally_counts(tallies, models), exclude=exclude, seed=rng)
     left, right = models[i], models[j]
     has_pair = pool[[left in ms and right in ms for ms in pool["models"]]]
-    per_item = tallies["item_id"].value_counts()
-    n_item = has_pair["item_id"].map(per_item).fillna(0).to_numpy()
+    n_item = has_pair["item_id"].map(votes_per_item(tallies)).fillna(0).to_numpy()
     item = has_pair["item_id"].iloc[int(rng.choice(np.flatnonzero(n_item == n_item.min())))]
     return item, left, right
