@@ -14,11 +14,12 @@ import json
 import streamlit as st
 import streamlit.components.v1 as components
 
-_SCRIPT = """
-<script>
-const w = window.parent, KEYS = %(keys)s;
-w.__preflabRun = %(run)s;
-if (!w.__preflabQueue) {
+# Runs in the app's page (the parent), installed once: code defined in the component's iframe would die with
+# the iframe, which every run replaces.
+_QUEUE = """
+(() => {
+  const w = window;
+  if (w.__preflabQueue) return;
   w.__preflabQueue = [];
   const doc = w.document;
   const note = (text) => {
@@ -54,17 +55,25 @@ if (!w.__preflabQueue) {
   };
   w.addEventListener("keydown", (e) => {
     const key = (e.key || "").toLowerCase();
-    if (!(key in w.__preflabKeys) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!w.__preflabKeys || !(key in w.__preflabKeys) || e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || (t && t.isContentEditable)) return;
     e.preventDefault(); e.stopImmediatePropagation();
     if (!e.repeat) { w.__preflabQueue.push(key); pump(); }
   }, true);
   w.setInterval(pump, 25);
-}
-w.__preflabKeys = KEYS;
-</script>
+})();
 """
+_SCRIPT = """<script>
+const w = window.parent;
+w.__preflabKeys = %(keys)s;
+w.__preflabRun = %(run)s;
+if (!w.__preflabQueue) {
+  const s = w.document.createElement("script");
+  s.textContent = %(queue)s;
+  w.document.head.appendChild(s);
+}
+</script>"""
 
 
 def keyboard_queue(keys: dict[str, str]) -> None:
@@ -74,4 +83,4 @@ def keyboard_queue(keys: dict[str, str]) -> None:
     """
     run = st.session_state["_key_run"] = st.session_state.get("_key_run", 0) + 1
     with st.container(key="keyboard_queue", height=1, border=False):
-        components.html(_SCRIPT % {"keys": json.dumps(keys), "run": run}, height=0)
+        components.html(_SCRIPT % {"keys": json.dumps(keys), "run": run, "queue": json.dumps(_QUEUE)}, height=0)

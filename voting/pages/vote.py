@@ -242,6 +242,8 @@ def render() -> None:
         return
     answers = cached_answers(dataset, rnd["item_id"])
     st.markdown("#### Prompt", anchors=False)
+    with st.container(key="item_marker"):  # what a voter quotes when reporting an item; tests wait on it
+        st.caption(f"Item {rnd['item_id']}")
     long_prompt = len(rnd["prompt"]) > 300 or rnd["prompt"].count("\n") > 4
     with st.container(border=True, height=PROMPT_HEIGHT if long_prompt else "content"):
         st.markdown(with_line_breaks(rnd["prompt"]), unsafe_allow_html=False)
