@@ -128,3 +128,29 @@ def test_undo_button_counts_down(monkeypatch, seeded_url):
     second = at.button(key="undo").label
     n1, n2 = (int(label.split("(")[1].split()[0]) for label in (first, second))
     assert 18 <= n1 <= 20 and n2 <= n1 - 2, (first, second)
+
+
+def test_leaderboard_from_database_counts_equals_the_fit_on_every_vote(tmp_path):
+    """The leaderboard page fits the SQL-counted cells; the same fit as on the loaded battles."""
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from arena.leaderboard import fit_leaderboard
+    from preflab.cli import app as cli
+    from voting.assign import tally_counts
+    from voting.store import pair_outcome_counts
+    from voting.votes import votes_to_battles
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
+    engine = open_store(url)
+    cells = pair_outcome_counts(engine, "demo")
+    filtered = pair_outcome_counts(engine, "demo", since=0.0)  # the GROUP BY path over the votes
+    key = ["model_left", "model_right", "outcome", "winner_model"]
+    assert cells.sort_values(key).fillna("").values.tolist() == filtered.sort_values(key).fillna("").values.tolist()
+    models = sorted(set(cells["model_left"]) | set(cells["model_right"]))
+    from_counts = fit_leaderboard(tally_counts(cells, models), n_bootstrap=50).table.set_index("model")
+    from_votes = fit_leaderboard(votes_to_battles(load_votes(engine, "demo")), n_bootstrap=50).table.set_index("model")
+    assert int(cells["n"].sum()) == count_rows(engine)
+    for col in ("rating", "lower", "upper", "battles", "wins", "ties"):
+        np.testing.assert_allclose(from_counts[col], from_votes.loc[from_counts.index, col], rtol=1e-6)
