@@ -29,6 +29,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -101,14 +102,21 @@ def start_server(url: str, app_root: Path, port: int) -> subprocess.Popen:
     return proc
 
 
-async def voter(browser, base: str, name: str, until: float, think: tuple[float, float], out: dict) -> None:  # noqa: ANN001
+async def voter(browser, base: str, name: str, clock: dict, think: tuple[float, float], out: dict) -> None:  # noqa: ANN001
     ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await ctx.new_page()
+    page.set_default_timeout(180_000)
     await page.goto(base)
     await page.get_by_label("Your name or id").fill(name)
     await page.get_by_role("button", name="Start voting").click()
-    item = await (await page.wait_for_function(FRESH_ITEM, arg=None, timeout=120_000)).json_value()
-    while time.monotonic() < until:
+    item = await (await page.wait_for_function(FRESH_ITEM, arg=None, timeout=180_000)).json_value()
+    clock["ready"] += 1
+    if clock["ready"] == clock["voters"]:  # the measured window starts when every voter is logged in
+        clock["until"] = time.monotonic() + clock["seconds"]
+        clock["on_go"]()
+        clock["go"].set()
+    await clock["go"].wait()
+    while time.monotonic() < clock["until"]:
         await asyncio.sleep(random.uniform(*think))
         t0 = time.perf_counter()
         await page.locator(".st-key-vote_A button").click()
@@ -124,14 +132,16 @@ async def voter(browser, base: str, name: str, until: float, think: tuple[float,
     await ctx.close()
 
 
-async def drive(base: str, n: int, seconds: float, think: tuple[float, float]) -> dict:
+async def drive(base: str, n: int, seconds: float, think: tuple[float, float], on_go) -> dict:  # noqa: ANN001
     from playwright.async_api import async_playwright
 
     out = {"vote": [], "next": [], "confirmed": 0}
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        until = time.monotonic() + seconds
-        await asyncio.gather(*(voter(browser, base, f"bench-{k}", until, think, out) for k in range(n)))
+        clock = {"ready": 0, "voters": n, "seconds": seconds, "go": asyncio.Event(), "until": 0.0,
+                 "on_go": on_go}
+        await asyncio.gather(*(voter(browser, base, f"bench-{k}", clock, think, out) for k in range(n)))
+        out["window"] = seconds
         await browser.close()
     return out
 
@@ -146,9 +156,10 @@ def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[flo
     try:
         server = psutil.Process(proc.pid)
         before = count_rows(open_store(url))
-        cpu0, t0 = server.cpu_times(), time.monotonic()
-        res = asyncio.run(drive(f"http://127.0.0.1:{port}", voters, seconds, think))
-        cpu1, wall = server.cpu_times(), time.monotonic() - t0
+        marks: dict = {}
+        res = asyncio.run(drive(f"http://127.0.0.1:{port}", voters, seconds, think,
+                                lambda: marks.update(cpu0=server.cpu_times(), t0=time.monotonic())))
+        cpu0, cpu1, wall = marks["cpu0"], server.cpu_times(), time.monotonic() - marks["t0"]
         stored = count_rows(open_store(url)) - before
     finally:
         proc.terminate()
@@ -157,6 +168,18 @@ def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[flo
     return {"votes": res["confirmed"], "stored": stored, "per_min": res["confirmed"] / wall * 60,
             "vote": res["vote"], "next": res["next"], "cpu_ms": 1000 * cpu / max(res["confirmed"], 1),
             "cpu_share": cpu / wall}
+
+
+def _package(file: str) -> str:
+    """The top-level package of a profiled function's file ("built-ins" for C functions)."""
+    if file == "~":
+        return "built-ins (C: sqlite3, I/O, locks)"
+    path = Path(file)
+    for marker in ("site-packages", "python3.11", "python3.12"):
+        if marker in path.parts:
+            rest = path.parts[path.parts.index(marker) + 1:]
+            return f"stdlib {rest[0].removesuffix('.py')}" if marker != "site-packages" else rest[0]
+    return path.relative_to(ROOT).parts[0] if path.is_relative_to(ROOT) else path.name
 
 
 def profile_one_vote(url: str) -> list[list[object]]:
@@ -170,16 +193,20 @@ def profile_one_vote(url: str) -> list[list[object]]:
     at.button(key="vote_A").click().run()  # warm: caches filled
     at.button(key="next").click().run()
     prof = cProfile.Profile()
-    prof.enable()
+
+    def on_thread(*_: object) -> None:  # AppTest runs the page script in its own thread: profile that one
+        sys.setprofile(None)
+        prof.enable()
+
+    threading.setprofile(on_thread)
     at.button(key="vote_A").click().run()
     at.button(key="next").click().run()
-    prof.disable()
+    threading.setprofile(None)
+    prof.create_stats()
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     by: dict[str, float] = {}
     for (file, _, _), (_, _, tottime, _, _) in stats.items():
-        key = next((k for k in ("voting", "arena", "sqlalchemy", "sqlite3", "pandas", "numpy", "streamlit",
-                                "google/protobuf", "tornado", "asyncio", "threading") if f"/{k}/" in file
-                    or file.endswith(f"{k}.py")), "other")
+        key = _package(file)
         by[key] = by.get(key, 0.0) + tottime
     total = sum(by.values())
     return [[k, f"{1000 * v:.1f}", f"{v / total:.0%}"] for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:8]]

@@ -154,3 +154,13 @@ def test_leaderboard_from_database_counts_equals_the_fit_on_every_vote(tmp_path)
     assert int(cells["n"].sum()) == count_rows(engine)
     for col in ("rating", "lower", "upper", "battles", "wins", "ties"):
         np.testing.assert_allclose(from_counts[col], from_votes.loc[from_counts.index, col], rtol=1e-6)
+
+
+def test_criteria_are_set_on_the_data_page(monkeypatch, seeded_url):
+    from voting.store import get_criteria
+
+    at = start(monkeypatch, seeded_url)
+    at.switch_page("voting/pages/data.py").run()
+    at.text_area(key="criteria_tiny").input("Be **strict**.")
+    at.button(key="criteria_save").click().run()
+    assert not at.exception and get_criteria(open_store(seeded_url), "tiny") == "Be **strict**."

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 # Runs in the app's page (the parent), installed once: code defined in the component's iframe would die with
 # the iframe, which every run replaces.
@@ -83,4 +82,10 @@ def keyboard_queue(keys: dict[str, str]) -> None:
     """
     run = st.session_state["_key_run"] = st.session_state.get("_key_run", 0) + 1
     with st.container(key="keyboard_queue", height=1, border=False):
-        components.html(_SCRIPT % {"keys": json.dumps(keys), "run": run, "queue": json.dumps(_QUEUE)}, height=0)
+        html = _SCRIPT % {"keys": json.dumps(keys), "run": run, "queue": json.dumps(_QUEUE)}
+        if hasattr(st, "iframe"):  # Streamlit >= 1.52 (components.v1.html is deprecated)
+            st.iframe(html, height=1)
+        else:
+            import streamlit.components.v1 as components
+
+            components.html(html, height=0)
