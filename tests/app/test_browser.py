@@ -101,20 +101,27 @@ FRESH_ITEM = """(old) => {
 }"""
 
 
-def shown_item(page, old: str | None = None, timeout: float = 30_000) -> str:  # noqa: ANN001
+def shown_item(page, old: str | None = None, timeout: float = 120_000) -> str:  # noqa: ANN001
     """Wait until the page shows a fresh round of an item other than ``old``; its id."""
     return page.wait_for_function(FRESH_ITEM, arg=old, timeout=timeout).json_value()
 
 
-def wait_revealed(page, said: str, timeout: float = 30_000) -> None:  # noqa: ANN001
+def wait_revealed(page, said: str, timeout: float = 120_000) -> None:  # noqa: ANN001
     """Wait for the after-vote panel of this vote (its message and a fresh Next button)."""
     page.get_by_text(f"Vote saved: {said}").wait_for(timeout=timeout)
     page.wait_for_function("""() => { const b = document.querySelector('.st-key-next button');
         return b && !b.closest("[data-stale='true']"); }""", timeout=timeout)
 
 
+def new_page(browser, viewport: dict | None = None):  # noqa: ANN001, ANN201
+    """A page in a fresh context; generous waits, so a busy machine is slow, not wrong."""
+    ctx = browser.new_context(viewport=viewport or {"width": 1400, "height": 1000})
+    ctx.set_default_timeout(120_000)
+    return ctx.new_page()
+
+
 def login(browser, base: str, voter: str, viewport: dict | None = None):  # noqa: ANN001, ANN201
-    page = browser.new_context(viewport=viewport or {"width": 1400, "height": 1000}).new_page()
+    page = new_page(browser, viewport)
     page.goto(base)
     page.get_by_label("Your name or id").fill(voter)
     page.get_by_role("button", name="Start voting").click()
@@ -161,7 +168,7 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
             break
         page.get_by_role("button", name=re.compile("Skip")).click()
         shown = shown_item(page, old=shown)
-    page.get_by_text("window.__pwned = 1").first.wait_for(timeout=30_000)  # the answers, not just the prompt
+    page.get_by_text("window.__pwned = 1").first.wait_for(timeout=120_000)  # the answers, not just the prompt
     visible = page.locator("[data-testid='stMarkdownContainer']").all_inner_texts()
     assert any("<script>window.__pwned = 1</script>" in t for t in visible), " | ".join(visible)
     assert any('onerror="window.__pwned = 2"' in t for t in visible)
@@ -215,7 +222,7 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
     page = login(browser, base, "poem-reader", viewport={"width": 1280, "height": 900})
     page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").click()
     page.get_by_role("option", name="zz-poems").click()
-    page.get_by_text("How to judge").wait_for(timeout=30_000)
+    page.get_by_text("How to judge").wait_for(timeout=120_000)
     assert "rhyme and metre first" in page.content()
     shot(page, "vote-criteria")
     page.get_by_role("button", name=re.compile("start voting")).click()
@@ -236,7 +243,7 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
     label = page.locator(".st-key-undo button")
     first = int(re.search(r"\((\d+) s left", label.inner_text()).group(1))
     page.wait_for_function(f"""() => {{ const m = document.querySelector('.st-key-undo button').innerText
-        .match(/\\((\\d+) s left/); return m && Number(m[1]) <= {first - 2}; }}""", timeout=30_000)
+        .match(/\\((\\d+) s left/); return m && Number(m[1]) <= {first - 2}; }}""", timeout=120_000)
 
 
 def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
@@ -244,12 +251,12 @@ def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
     bad = tmp_path / "broken.jsonl"
     bad.write_text('{"item_id": "a", "prompt": "p", "model": "m1", "answer": "x"}\n'
                    '{"item_id": "b", "prompt": "q", "model": "m1", "answer": "y"}\n')
-    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page = new_page(browser)
     page.goto(f"{base}/data")
     page.locator("input[type=file]").set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
     message = page.get_by_text("Nothing was imported")
-    message.wait_for(timeout=30_000)
+    message.wait_for(timeout=120_000)
     assert "broken.jsonl, line 1: field 'model': item 'a' has only one answer" in message.inner_text()
     assert count_rows(engine, "items") == 6 + 2  # tiny and zz-poems, nothing more
     shot(page, "data-bad-import")
