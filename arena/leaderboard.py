@@ -111,7 +111,7 @@ def _tie_summary(ties: str, x: np.ndarray, cov: np.ndarray | None, reps: np.ndar
 
 
 def fit_leaderboard(
-    battles: Battles | pd.DataFrame,
+    battles: Battles | pd.DataFrame | PairCounts,
     *,
     n_bootstrap: int = 1000,
     ci: CI = "bootstrap",
@@ -135,7 +135,10 @@ def fit_leaderboard(
     """Fit a BT leaderboard with sandwich and/or bootstrap intervals (see :func:`rank_battles`).
 
     ``cluster`` names a battle column (e.g. ``question_id``) whose values are the bootstrap's resampling
-    unit (style control only: the aggregated fit resamples battles)."""
+    unit (style control only: the aggregated fit resamples battles).
+    ``battles`` may also be their :class:`PairCounts` (e.g. counted by a database; the bootstrap resamples
+    cells, so the fit is the same), without style control or filters, which need the battles themselves.
+    """
     if ci not in ("bootstrap", "sandwich", "both"):
         raise ValueError(f"ci must be 'bootstrap', 'sandwich' or 'both', not {ci!r}")
     if ties not in bt.TIES:
@@ -149,15 +152,22 @@ def fit_leaderboard(
     if ci != "sandwich" and n_bootstrap < 2:
         raise ValueError("n_bootstrap must be at least 2 for bootstrap intervals (or use ci='sandwich')")
     dev = jax.devices(device)[0] if isinstance(device, str) else device
-    battles = _as_battles(battles)
     hygiene_report: list[str] = []
-    if filters is not None:
-        from arena.hygiene import apply_filters
+    if isinstance(battles, PairCounts):  # already aggregated (e.g. counted by a database): the same fit
+        if style_control or filters is not None:
+            raise ValueError("style control and filters need the battles themselves, not their counts")
+        counts = battles
+        if counts.count.sum() == 0:
+            raise ValueError("no battles to rank (every count is zero)")
+    else:
+        battles = _as_battles(battles)
+        if filters is not None:
+            from arena.hygiene import apply_filters
 
-        battles, hygiene_report = apply_filters(battles, filters)
-    if len(battles) == 0:
-        raise ValueError("no battles left to rank (empty input, or every battle was filtered out)")
-    counts = aggregate(battles)
+            battles, hygiene_report = apply_filters(battles, filters)
+        if len(battles) == 0:
+            raise ValueError("no battles left to rank (empty input, or every battle was filtered out)")
+        counts = aggregate(battles)
     notes = diagnostics.check_counts(counts, min_battles)
     sc = EloScale(scale, base, init)
     anchor_idx, anchor_rating = parse_anchor(anchor, counts.models, init)

@@ -18,6 +18,16 @@ import numpy as np
 import pandas as pd
 
 
+def _weights(tallies: pd.DataFrame) -> pd.Series:
+    """Votes per tally row: the ``n`` column of aggregated counts (:func:`voting.store.vote_tallies`), else 1."""
+    return tallies["n"] if "n" in tallies else pd.Series(1, index=tallies.index)
+
+
+def votes_per_item(tallies: pd.DataFrame) -> pd.Series:
+    """Votes per item id."""
+    return _weights(tallies).groupby(tallies["item_id"]).sum() if len(tallies) else pd.Series(dtype=int)
+
+
 @dataclass(frozen=True)
 class Round:
     """One thing to vote on: an item and the models shown left ("A") and right ("B")."""
@@ -31,8 +41,7 @@ def eligible_items(items: pd.DataFrame, seen: set[str], tallies: pd.DataFrame, o
     """Items not yet seen by this voter and, with ``overlap > 0``, still short of ``overlap`` votes."""
     out = items[~items["item_id"].isin(seen)]
     if overlap > 0 and len(tallies):
-        n = tallies["item_id"].value_counts()
-        out = out[out["item_id"].map(n).fillna(0) < overlap]
+        out = out[out["item_id"].map(votes_per_item(tallies)).fillna(0) < overlap]
     return out
 
 
@@ -42,8 +51,7 @@ def pair_counts(tallies: pd.DataFrame) -> dict[tuple[str, str], int]:
         return {}
     lo = tallies[["model_left", "model_right"]].min(axis=1)
     hi = tallies[["model_left", "model_right"]].max(axis=1)
-    return {k: int(v) for k, v in pd.Series(1, index=pd.MultiIndex.from_arrays([lo, hi])).groupby(level=[0, 1]).sum()
-            .items()}
+    return {k: int(v) for k, v in _weights(tallies).groupby([lo, hi]).sum().items()}
 
 
 #: Share of rounds drawn off-strategy (see the module docstring).
@@ -53,12 +61,15 @@ EXPLORE = 0.2
 def next_round(
     items: pd.DataFrame, seen: set[str], tallies: pd.DataFrame, rng: np.random.Generator,
     strategy: str = "balanced", overlap: int = 0, voter: str | None = None, explore: float = EXPLORE,
+    mine: pd.DataFrame | None = None,
 ) -> Round | None:
     """The next round for a voter, or None when nothing is left for them.
 
-    ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's votes
-    (``item_id, model_left, model_right, voter, ...`` from :func:`voting.store.vote_tallies`); ``voter``
-    selects the votes whose models ``balanced`` spreads evenly (None: no per-voter balance).
+    ``items`` has ``item_id`` and ``models`` (list of answering models); ``tallies`` the dataset's vote counts
+    (``item_id, model_left, model_right, outcome, winner_model, n`` from :func:`voting.store.vote_tallies`;
+    without ``n`` each row is one vote). ``mine`` holds this voter's own votes (``model_left, model_right``,
+    :func:`voting.store.voter_votes`), whose models ``balanced`` spreads evenly; without it, the rows of
+    ``tallies`` whose ``voter`` is ``voter`` (None: no per-voter balance).
     """
     pool = eligible_items(items, seen, tallies, overlap)
     if pool.empty:
@@ -73,7 +84,7 @@ def next_round(
         picked = _active_pair(pool, tallies, rng)
         if picked is not None:
             return Round(*picked)  # next_pair already randomised the sides
-    return _balanced(pool, tallies, rng, voter)
+    return _balanced(pool, tallies, rng, voter, mine)
 
 
 def near_fewest(counts: np.ndarray) -> np.ndarray:
@@ -84,14 +95,16 @@ def near_fewest(counts: np.ndarray) -> np.ndarray:
     return np.flatnonzero(counts <= low + np.sqrt(low))
 
 
-def _balanced(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator, voter: str | None) -> Round:
+def _balanced(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator, voter: str | None,
+              mine: pd.DataFrame | None = None) -> Round:
     """The least-voted item; among its pairs the one whose models this voter saw least, then the least-voted
     pair; remaining ties at random."""
-    per_item = tallies["item_id"].value_counts() if len(tallies) else pd.Series(dtype=int)
-    n_item = pool["item_id"].map(per_item).fillna(0).to_numpy()
+    n_item = pool["item_id"].map(votes_per_item(tallies)).fillna(0).to_numpy()
     row = pool.iloc[int(rng.choice(near_fewest(n_item)))]
     pairs = list(combinations(sorted(row["models"]), 2))
-    mine = tallies[tallies["voter"] == voter] if voter is not None and len(tallies) else tallies.iloc[:0]
+    if mine is None:
+        by_voter = voter is not None and len(tallies) and "voter" in tallies
+        mine = tallies[tallies["voter"] == voter] if by_voter else tallies.iloc[:0]
     exposure = pd.concat([mine["model_left"], mine["model_right"]]).value_counts() if len(mine) else {}
     by_pair = pair_counts(tallies)
     seen_by_voter = np.array([exposure.get(x, 0) + exposure.get(y, 0) for x, y in pairs])
@@ -115,7 +128,7 @@ def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - ar
     t = tallies[tallies["model_left"].isin(index) & tallies["model_right"].isin(index)]
     outcome = vote_codes(t)
     return aggregate_codes(t["model_left"].map(index).to_numpy(), t["model_right"].map(index).to_numpy(),
-                           outcome, models)
+                           outcome, models, _weights(t).to_numpy(float))
 
 
 def _active_pair(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator) -> tuple[str, str, str] | None:
@@ -134,7 +147,6 @@ def _active_pair(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Gener
     i, j = next_pair(tally_counts(tallies, models), exclude=exclude, seed=rng)
     left, right = models[i], models[j]
     has_pair = pool[[left in ms and right in ms for ms in pool["models"]]]
-    per_item = tallies["item_id"].value_counts()
-    n_item = has_pair["item_id"].map(per_item).fillna(0).to_numpy()
+    n_item = has_pair["item_id"].map(votes_per_item(tallies)).fillna(0).to_numpy()
     item = has_pair["item_id"].iloc[int(rng.choice(np.flatnonzero(n_item == n_item.min())))]
     return item, left, right

@@ -105,6 +105,47 @@ invites_t = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float),
 )
+# Vote counts per (item, shown pair, outcome), kept by database triggers in the transaction of every insert or
+# delete on ``votes`` (any writer, any process): the vote page and the leaderboard read these cells instead of
+# scanning every vote, so a click costs the same at 1k and 1M stored votes.
+counts_t = sa.Table(
+    "vote_counts", metadata,
+    sa.Column("dataset", _name, primary_key=True),
+    sa.Column("item_id", _name, primary_key=True),
+    sa.Column("model_left", _name, primary_key=True),
+    sa.Column("model_right", _name, primary_key=True),
+    sa.Column("outcome", sa.String(16), primary_key=True),
+    sa.Column("winner", _name, primary_key=True),  # winner_model, '' for ties (a key cannot be NULL)
+    sa.Column("n", sa.Integer, nullable=False),
+)
+_COUNT_KEY = "dataset, item_id, model_left, model_right, outcome, winner"
+_SQLITE_TRIGGERS = (
+    f"""CREATE TRIGGER IF NOT EXISTS vote_counts_ins AFTER INSERT ON votes BEGIN
+    INSERT INTO vote_counts ({_COUNT_KEY}, n) VALUES (NEW.dataset, NEW.item_id, NEW.model_left,
+        NEW.model_right, NEW.outcome, COALESCE(NEW.winner_model, ''), 1)
+    ON CONFLICT ({_COUNT_KEY}) DO UPDATE SET n = n + 1; END""",
+    """CREATE TRIGGER IF NOT EXISTS vote_counts_del AFTER DELETE ON votes BEGIN
+    UPDATE vote_counts SET n = n - 1 WHERE dataset = OLD.dataset AND item_id = OLD.item_id
+        AND model_left = OLD.model_left AND model_right = OLD.model_right AND outcome = OLD.outcome
+        AND winner = COALESCE(OLD.winner_model, ''); END""",
+)
+_PG_TRIGGERS = (
+    f"""CREATE OR REPLACE FUNCTION preflab_vote_counts() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO vote_counts ({_COUNT_KEY}, n) VALUES (NEW.dataset, NEW.item_id, NEW.model_left,
+        NEW.model_right, NEW.outcome, COALESCE(NEW.winner_model, ''), 1)
+    ON CONFLICT ({_COUNT_KEY}) DO UPDATE SET n = vote_counts.n + 1;
+    RETURN NEW;
+  END IF;
+  UPDATE vote_counts SET n = n - 1 WHERE dataset = OLD.dataset AND item_id = OLD.item_id
+      AND model_left = OLD.model_left AND model_right = OLD.model_right AND outcome = OLD.outcome
+      AND winner = COALESCE(OLD.winner_model, '');
+  RETURN OLD;
+END $$ LANGUAGE plpgsql""",
+    """CREATE OR REPLACE TRIGGER vote_counts_trg AFTER INSERT OR DELETE ON votes
+    FOR EACH ROW EXECUTE FUNCTION preflab_vote_counts()""",
+)
 meta_t = sa.Table("preflab_meta", metadata, sa.Column("key", _name, primary_key=True), sa.Column("value", sa.Text))
 
 
@@ -178,7 +219,15 @@ def _migrate(engine: Engine) -> None:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727208)")
         _rekey_undone(conn)
+        had_counts = sa.inspect(conn).has_table("vote_counts")
         metadata.create_all(conn)
+        if not had_counts:  # a store from before the counts table: count its votes once
+            conn.exec_driver_sql(
+                f"INSERT INTO vote_counts ({_COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, "
+                "outcome, COALESCE(winner_model, ''), COUNT(*) FROM votes GROUP BY dataset, item_id, model_left, "
+                "model_right, outcome, COALESCE(winner_model, '')")
+        for ddl in _PG_TRIGGERS if conn.dialect.name == "postgresql" else _SQLITE_TRIGGERS:
+            conn.exec_driver_sql(ddl)
         insp = sa.inspect(conn)
         for table in metadata.sorted_tables:
             have = {c["name"] for c in insp.get_columns(table.name)}
@@ -400,10 +449,109 @@ def seen_items(engine: Engine, voter: str, dataset: str, round: int = 1) -> set[
 
 
 def vote_tallies(engine: Engine, dataset: str) -> pd.DataFrame:
-    """``item_id, model_left, model_right, outcome, winner_model, voter`` of every vote on a dataset (narrow)."""
+    """Vote counts of a dataset: ``item_id, model_left, model_right, outcome, winner_model, n``.
+
+    One row per (item, shown pair, outcome) with votes, read from the trigger-kept ``vote_counts`` table, so
+    the result and its cost are bounded by the dataset's size, not by the number of votes (what pair
+    assignment and progress need; see :mod:`voting.assign`).
+    """
+    c = counts_t.c
+    winner = sa.case((c.winner == "", sa.null()), else_=c.winner).label("winner_model")
+    out = _frame(engine, sa.select(c.item_id, c.model_left, c.model_right, c.outcome, winner, c.n)
+                 .where(c.dataset == dataset, c.n > 0))
+    out["n"] = out["n"].astype(int)
+    return out
+
+
+def voter_votes(engine: Engine, voter: str, dataset: str) -> pd.DataFrame:
+    """``model_left, model_right`` of this voter's votes on a dataset (bounded by the voter's own votes:
+    what ``balanced`` assignment spreads evenly over models)."""
     c = votes_t.c
-    return _frame(engine, sa.select(c.item_id, c.model_left, c.model_right, c.outcome, c.winner_model, c.voter)
-                  .where(c.dataset == dataset))
+    return _frame(engine, sa.select(c.model_left, c.model_right).where(c.voter == voter, c.dataset == dataset))
+
+
+def voter_vote_count(engine: Engine, voter: str, dataset: str) -> int:
+    """How many votes this voter has cast on a dataset (all rounds; the unique index answers it)."""
+    c = votes_t.c
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).where(c.voter == voter, c.dataset == dataset))
+                   .scalar_one())
+
+
+def dataset_version(engine: Engine, dataset: str) -> tuple:
+    """Changes when a dataset's items change (their number and last import time): the key for caching
+    items, models and answers, which votes never change."""
+    c = items_t.c
+    with engine.connect() as conn:
+        n, last = conn.execute(sa.select(sa.func.count(), sa.func.max(c.imported_at)).where(c.dataset == dataset)).one()
+    return int(n), last
+
+
+def pair_outcome_counts(engine: Engine, dataset: str | None = None, voters: list[str] | None = None,
+                        since: float | None = None, until: float | None = None,
+                        categories: list[str] | None = None) -> pd.DataFrame:
+    """Votes as leaderboard cells ``model_left, model_right, outcome, winner_model, n``, counted by the database
+    (the ``vote_counts`` table when unfiltered, else a GROUP BY over the filtered votes): a result bounded by
+    the number of model pairs, with the same filters as :func:`load_votes` plus the items' ``categories``."""
+    if not (voters or categories or since is not None or until is not None):
+        c = counts_t.c
+        winner = sa.case((c.winner == "", sa.null()), else_=c.winner)
+        keys = (c.model_left, c.model_right, c.outcome, winner)
+        q = sa.select(*keys, sa.func.sum(c.n)).where(c.n > 0).group_by(*keys)
+        q = q.where(c.dataset == dataset) if dataset is not None else q
+    else:
+        v = votes_t.c
+        keys = (v.model_left, v.model_right, v.outcome, v.winner_model)
+        q = sa.select(*keys, sa.func.count()).where(*_vote_filters(dataset, voters, since, until))
+        if categories:
+            on = sa.and_(items_t.c.dataset == v.dataset, items_t.c.item_id == v.item_id)
+            q = q.select_from(votes_t.join(items_t, on)).where(items_t.c.category.in_(categories))
+        q = q.group_by(*keys)
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
+    out = pd.DataFrame(rows, columns=["model_left", "model_right", "outcome", "winner_model", "n"])
+    out["n"] = out["n"].astype(int)
+    return out[out["n"] > 0].reset_index(drop=True)
+
+
+def item_categories(engine: Engine, dataset: str | None = None) -> list[str]:
+    """The distinct item categories of a dataset (all datasets for None), sorted."""
+    q = sa.select(items_t.c.category).where(items_t.c.category.is_not(None)).distinct()
+    q = q.where(items_t.c.dataset == dataset) if dataset is not None else q
+    with engine.connect() as conn:
+        return sorted(str(r[0]) for r in conn.execute(q))
+
+
+def votes_stamp(engine: Engine) -> tuple[int, int]:
+    """(number of votes, highest vote id): changes whenever a vote is cast or undone; cheap (counts table, key)."""
+    with engine.connect() as conn:
+        total = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(counts_t.c.n), 0))).scalar_one()
+        last = conn.execute(sa.select(sa.func.max(votes_t.c.id))).scalar_one()
+    return int(total), int(last or 0)
+
+
+def vote_summary(engine: Engine, dataset: str | None = None) -> dict:
+    """Voters (sorted) and the first and last ``voted_at`` of the stored votes, computed in SQL."""
+    c = votes_t.c
+    conds = _vote_filters(dataset, None, None, None)
+    with engine.connect() as conn:
+        lo, hi = conn.execute(sa.select(sa.func.min(c.voted_at), sa.func.max(c.voted_at)).where(*conds)).one()
+        voters = conn.execute(sa.select(c.voter).where(*conds).distinct().order_by(c.voter)).scalars().all()
+    return {"voters": list(voters), "first": lo, "last": hi}
+
+
+def _vote_filters(dataset: str | None, voters: list[str] | None, since: float | None,
+                  until: float | None) -> list:
+    c, out = votes_t.c, []
+    if dataset is not None:
+        out.append(c.dataset == dataset)
+    if voters:
+        out.append(c.voter.in_(voters))
+    if since is not None:
+        out.append(c.voted_at >= since)
+    if until is not None:
+        out.append(c.voted_at < until)
+    return out
 
 
 def load_votes(
@@ -413,16 +561,8 @@ def load_votes(
     """Stored votes (all columns, plus the item's ``category``), optionally filtered by dataset, voters and
     a ``voted_at`` window."""
     on = sa.and_(items_t.c.dataset == votes_t.c.dataset, items_t.c.item_id == votes_t.c.item_id)
-    q = sa.select(votes_t, items_t.c.category).select_from(votes_t.outerjoin(items_t, on)).order_by(votes_t.c.id)
-    if dataset is not None:
-        q = q.where(votes_t.c.dataset == dataset)
-    if voters:
-        q = q.where(votes_t.c.voter.in_(voters))
-    if since is not None:
-        q = q.where(votes_t.c.voted_at >= since)
-    if until is not None:
-        q = q.where(votes_t.c.voted_at < until)
-    return _frame(engine, q)
+    q = sa.select(votes_t, items_t.c.category).select_from(votes_t.outerjoin(items_t, on))
+    return _frame(engine, q.where(*_vote_filters(dataset, voters, since, until)).order_by(votes_t.c.id))
 
 
 def count_rows(engine: Engine, table: str = "votes") -> int:
@@ -430,3 +570,23 @@ def count_rows(engine: Engine, table: str = "votes") -> int:
     t = metadata.tables[table]
     with engine.connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one())
+
+
+def get_criteria(engine: Engine, dataset: str) -> str:
+    """The dataset's judging criteria (Markdown shown to voters), '' when none were set."""
+    with engine.connect() as conn:
+        text = conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == f"criteria:{dataset}")).scalar()
+    return text or ""
+
+
+def set_criteria(engine: Engine, dataset: str, text: str) -> None:
+    """Set (or with '' clear) the dataset's judging criteria, in one transaction."""
+    key = f"criteria:{dataset}"
+
+    def attempt() -> None:
+        with _writing(engine) as conn:
+            conn.execute(meta_t.delete().where(meta_t.c.key == key))
+            if text.strip():
+                conn.execute(meta_t.insert().values(key=key, value=text.strip()))
+
+    _retry(attempt)

@@ -2,7 +2,12 @@
 
 Checks: vote by mouse and by keyboard shortcut (rows land in the database), no model name anywhere in the
 page HTML before the vote, model output shown as text (no script runs, no <img onerror>), two voters in
-two browser contexts at once, a bad import shows a clear message. Screenshots go to ``test-artifacts/``.
+two browser contexts at once, key presses made during a redraw are not lost, answers keep their line
+breaks in equal-height scroll boxes with the vote bar on a 1280x900 screen, the judging criteria, a bad
+import shows a clear message. Screenshots go to ``test-artifacts/``.
+
+Every wait is on state only the new page has (the shown item's id, fresh buttons), never on a button the
+old page also had, so the tests hold on a busy machine.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.app.conftest import MODELS, tiny_items, wait_for
 from tests.app.pg_server import free_port
 from voting.items import load_items
-from voting.store import count_rows, import_items, load_votes, open_store
+from voting.store import count_rows, import_items, load_votes, open_store, set_criteria
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +51,8 @@ def server(tmp_path_factory):
     url = f"sqlite:///{db}"
     engine = open_store(url)
     import_items(engine, load_items(tiny_items(6)), "tiny")
+    import_items(engine, load_items(poem_items()), "zz-poems")
+    set_criteria(engine, "zz-poems", "Judge the **poem**: rhyme and metre first.")
     port = free_port()
     env = {**os.environ, "PREFLAB_DB": url, "PREFLAB_STRATEGY": "uniform"}
     log = open(db.parent / "streamlit.log", "w")  # noqa: SIM115
@@ -82,12 +90,50 @@ def invite_link(base: str, voter: str) -> str:
     return invite_url(base, issue_invite(ENGINES[base], voter))
 
 
-def login(browser, base: str, voter: str):  # noqa: ANN001, ANN201
-    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+LIMERICK = ("A model that answered in rhyme\nWas asked for the date and the time\nIt said with a grin\n"
+            "Let the metre begin\nAnd forgot what you asked every time")
+
+
+def poem_items() -> pd.DataFrame:
+    """Two items: a limerick (line breaks must survive) against a long answer (must scroll in its box)."""
+    long = "\n\n".join(f"Paragraph {k}: " + "words " * 40 for k in range(40))
+    return pd.DataFrame([{"item_id": f"p{i}", "prompt": f"Write a limerick number {i}.", "model": m, "answer": a}
+                         for i in range(2) for m, a in (("lyra-poet", LIMERICK), ("vega-prose", long))])
+
+
+FRESH_ITEM = """(old) => {
+  const box = document.querySelector('.st-key-item_marker');
+  const vote = document.querySelector('.st-key-vote_A button');
+  if (!box || !vote || box.querySelector("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
+  const id = box.innerText.replace(/^\\s*Item\\s+/, '').trim();
+  return id && id !== old ? id : null;
+}"""
+
+
+def shown_item(page, old: str | None = None, timeout: float = 120_000) -> str:  # noqa: ANN001
+    """Wait until the page shows a fresh round of an item other than ``old``; its id."""
+    return page.wait_for_function(FRESH_ITEM, arg=old, timeout=timeout).json_value()
+
+
+def wait_revealed(page, said: str, timeout: float = 120_000) -> None:  # noqa: ANN001
+    """Wait for the after-vote panel of this vote (its message and a fresh Next button)."""
+    page.get_by_text(f"Vote saved: {said}").wait_for(timeout=timeout)
+    page.wait_for_function("""() => { const b = document.querySelector('.st-key-next button');
+        return b && !b.closest("[data-stale='true']"); }""", timeout=timeout)
+
+
+def new_page(browser, viewport: dict | None = None):  # noqa: ANN001, ANN201
+    """A page in a fresh context; generous waits, so a busy machine is slow, not wrong."""
+    ctx = browser.new_context(viewport=viewport or {"width": 1400, "height": 1000})
+    ctx.set_default_timeout(120_000)
+    return ctx.new_page()
+
+
+def login(browser, base: str, voter: str, viewport: dict | None = None):  # noqa: ANN001, ANN201
+    page = new_page(browser, viewport)
     page.goto(invite_link(base, voter))
-    page.get_by_text(f"Voting as {voter}").wait_for(timeout=60_000)
-    page.get_by_text("Prompt", exact=True).wait_for(timeout=60_000)
-    page.get_by_role("button", name=re.compile("A is better")).wait_for()
+    page.get_by_text(f"Voting as {voter}").wait_for()
+    shown_item(page)
     return page
 
 
@@ -99,39 +145,38 @@ def shot(page, name: str) -> None:  # noqa: ANN001
 def test_vote_by_mouse_then_by_keyboard(server, browser):
     base, engine = server
     page = login(browser, base, "mouse-voter")
+    first = shown_item(page)
     html = page.content()
     assert "Prompt number" in html
     assert not [m for m in MODELS if m in html], "a model name is in the page before the vote"
     shot(page, "vote-before")
     page.get_by_role("button", name=re.compile("A is better")).click()
-    page.get_by_text("Vote saved: A is better.").wait_for(timeout=60_000)
+    wait_revealed(page, "A is better.")
     row = wait_for(lambda: load_votes(engine).query("voter == 'mouse-voter'").to_dict("records"))[0]
-    assert row["winner_model"] == row["model_left"] and row["outcome"] == "win"
+    assert row["winner_model"] == row["model_left"] and row["outcome"] == "win" and row["item_id"] == first
     page.get_by_text(row["model_left"]).first.wait_for()  # revealed after the vote
     shot(page, "vote-revealed")
     page.get_by_role("button", name=re.compile("Next")).click()
-    page.get_by_role("button", name=re.compile("B is better")).wait_for()
+    second_item = shown_item(page, old=first)  # the new round, not the old page's buttons
     assert not [m for m in MODELS if m in page.content()]
     page.locator("body").press("2")  # keyboard shortcut: B is better
-    page.get_by_text("Vote saved: B is better.").wait_for(timeout=30_000)
+    wait_revealed(page, "B is better.")
     rows = wait_for(lambda: (v := load_votes(engine).query("voter == 'mouse-voter'").to_dict("records"))[1:] and v)
     second = rows[1]
-    assert second["winner_model"] == second["model_right"] and second["item_id"] != row["item_id"]
+    assert second["winner_model"] == second["model_right"] and second["item_id"] == second_item != first
     shot(page, "vote-keyboard")
 
 
 def test_model_output_is_text_and_runs_nothing(server, browser):
     base, engine = server
     page = login(browser, base, "xss-voter")
-    prompt = page.get_by_text(re.compile(r"^Prompt number \d+\?$"))
-    for _ in range(6):  # skip until the item with the HTML attack (prompt 0) is on screen
-        shown = prompt.inner_text()
-        if shown == "Prompt number 0?":
+    shown = shown_item(page)
+    for _ in range(6):  # skip until the item with the HTML attack (q000) is on screen
+        if shown == "q000":
             break
         page.get_by_role("button", name=re.compile("Skip")).click()
-        page.get_by_text(shown, exact=True).wait_for(state="detached", timeout=30_000)
-        prompt.wait_for(timeout=30_000)
-    page.get_by_text("window.__pwned = 1").first.wait_for(timeout=30_000)  # the answers, not just the prompt
+        shown = shown_item(page, old=shown)
+    page.get_by_text("window.__pwned = 1").first.wait_for(timeout=120_000)  # the answers, not just the prompt
     visible = page.locator("[data-testid='stMarkdownContainer']").all_inner_texts()
     assert any("<script>window.__pwned = 1</script>" in t for t in visible), " | ".join(visible)
     assert any('onerror="window.__pwned = 2"' in t for t in visible)
@@ -145,18 +190,68 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
 def test_two_voters_at_once_every_vote_lands(server, browser):
     base, engine = server
     pages = [login(browser, base, f"parallel-{k}") for k in range(2)]
+    items = [shown_item(p) for p in pages]
     for round_ in range(3):
         for page in pages:  # both clicks go out before either result is awaited
             page.get_by_role("button", name=re.compile("Tie")).click(no_wait_after=True)
-        for page in pages:
-            page.get_by_text("Vote saved: a tie.").wait_for(timeout=30_000)
+        for k, page in enumerate(pages):
+            wait_revealed(page, "a tie.")
             if round_ < 2:
                 page.get_by_role("button", name=re.compile("Next")).click()
-                page.get_by_role("button", name=re.compile("Tie")).wait_for()
+                items[k] = shown_item(page, old=items[k])
     votes = load_votes(engine)
     for k in range(2):
         mine = votes[votes["voter"] == f"parallel-{k}"]
         assert len(mine) == 3 and mine["item_id"].is_unique and (mine["outcome"] == "tie").all()
+
+
+def test_key_presses_during_a_redraw_are_not_lost(server, browser):
+    """``1``, ``n``, ``2``, ``n``, ``3``, ``n``, ``4`` 50 ms apart: four votes, in that order, on four items."""
+    base, engine = server
+    page = login(browser, base, "fast-keys")
+    first = shown_item(page)
+    for key in "1n2n3n4":
+        page.keyboard.press(key)
+        page.wait_for_timeout(50)
+    wait_for(lambda: len(load_votes(engine).query("voter == 'fast-keys'")) >= 4, timeout=90)
+    votes = load_votes(engine).query("voter == 'fast-keys'")
+    wait_revealed(page, "both are bad.")
+    said = ["A" if w == left else "B" if w == right else o
+            for w, left, right, o in votes[["winner_model", "model_left", "model_right", "outcome"]].values]
+    assert said == ["A", "B", "tie", "tie (bothbad)"] and votes["item_id"].is_unique
+    assert votes["item_id"].iloc[0] == first and len(load_votes(engine).query("voter == 'fast-keys'")) == 4
+    shot(page, "vote-fast-keys")
+
+
+def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server, browser):
+    """At 1280x900: criteria first, the limerick's five lines, equal boxes, the long answer scrolls inside
+    its box, the vote bar on screen without scrolling, the Undo button counting down."""
+    base, engine = server
+    page = login(browser, base, "poem-reader", viewport={"width": 1280, "height": 900})
+    page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").click()
+    page.get_by_role("option", name="zz-poems").click()
+    page.get_by_text("How to judge").wait_for(timeout=120_000)
+    assert "rhyme and metre first" in page.content()
+    shot(page, "vote-criteria")
+    page.get_by_role("button", name=re.compile("start voting")).click()
+    item = shown_item(page)
+    assert item in ("p0", "p1")
+    boxes = [page.locator(f".st-key-answer_{side}") for side in "AB"]
+    texts = [b.inner_text() for b in boxes]
+    assert any("in rhyme\nWas asked" in t for t in texts), texts  # a line break, not one paragraph
+    heights = [b.bounding_box()["height"] for b in boxes]
+    assert abs(heights[0] - heights[1]) < 2, heights
+    scrolls = [b.evaluate("e => e.scrollHeight > e.clientHeight + 10") for b in boxes]
+    assert sorted(scrolls) == [False, True]  # the long answer scrolls inside its box, the limerick does not
+    bar = page.locator(".st-key-vote_A button").bounding_box()
+    assert bar["y"] + bar["height"] <= 900, bar
+    shot(page, "vote-poems-1280x900")
+    page.locator(".st-key-vote_A button").click()
+    wait_revealed(page, "A is better.")
+    label = page.locator(".st-key-undo button")
+    first = int(re.search(r"\((\d+) s left", label.inner_text()).group(1))
+    page.wait_for_function(f"""() => {{ const m = document.querySelector('.st-key-undo button').innerText
+        .match(/\\((\\d+) s left/); return m && Number(m[1]) <= {first - 2}; }}""", timeout=120_000)
 
 
 def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
@@ -164,14 +259,14 @@ def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
     bad = tmp_path / "broken.jsonl"
     bad.write_text('{"item_id": "a", "prompt": "p", "model": "m1", "answer": "x"}\n'
                    '{"item_id": "b", "prompt": "q", "model": "m1", "answer": "y"}\n')
-    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page = new_page(browser)
     page.goto(f"{base}/data")
     page.locator("input[type=file]").set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
     message = page.get_by_text("Nothing was imported")
-    message.wait_for(timeout=30_000)
+    message.wait_for(timeout=120_000)
     assert "broken.jsonl, line 1: field 'model': item 'a' has only one answer" in message.inner_text()
-    assert count_rows(engine, "items") == 6
+    assert count_rows(engine, "items") == 6 + 2  # tiny and zz-poems, nothing more
     shot(page, "data-bad-import")
 
 

@@ -96,3 +96,42 @@ def test_export_votes_feeds_the_arena(seeded_url, tmp_path):
         [MODELS[0], MODELS[1], "model_b", "ann"], [MODELS[1], MODELS[2], "tie", "bob"]]
     bad = CliRunner().invoke(app, ["export-votes", str(tmp_path / "x"), "--db", seeded_url, "--as", "xml"])
     assert bad.exit_code == 2 and "use one of battles, votes, labels" in bad.output
+
+
+@pytest.mark.slow
+def test_idle_app_server_is_quiet(tmp_path):
+    """``preflab app`` with no voter: under 2% of a core over 20 s (the file watcher is off)."""
+    psutil = pytest.importorskip("psutil")
+    port, url = free_port(), f"sqlite:///{tmp_path / 'app.db'}"
+    (tmp_path / "many").mkdir()
+    for k in range(2000):  # files a watcher would walk
+        (tmp_path / "many" / f"f{k}.py").write_text("x = 1\n")
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("preflab")), "app", "--db", url, "--port", str(port)],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ})
+    base = f"http://127.0.0.1:{port}"
+
+    def health() -> bool:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                return r.read().strip() == b"ok"
+        except OSError:
+            return proc.poll() is not None
+
+    try:
+        wait_for(health, timeout=90, every=0.3)
+        assert proc.poll() is None
+        server = psutil.Process(proc.pid)  # execve: the preflab process became the server
+        assert "--runner.postScriptGC" in server.cmdline() and "none" in server.cmdline()
+        urllib.request.urlopen(base, timeout=5).read()
+        import time
+
+        time.sleep(3)  # start-up work done
+        before, t0 = server.cpu_times(), time.monotonic()
+        time.sleep(20)
+        after, t1 = server.cpu_times(), time.monotonic()
+        share = (after.user + after.system - before.user - before.system) / (t1 - t0)
+        assert share <= 0.02, f"idle server used {share:.1%} of a core"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)

@@ -167,3 +167,33 @@ def pick_dataset(engine: Engine, key: str = "dataset") -> str | None:
     current = st.session_state.get(key)
     index = names.index(current) if current in names else 0
     return st.sidebar.selectbox("Dataset", names, index=index, key=key)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _items(url: str, dataset: str, version: tuple) -> tuple:
+    from voting.store import load_items_frame
+
+    items = load_items_frame(get_engine(), dataset)
+    return items, dict(zip(items["item_id"], items["prompt"], strict=True))
+
+
+def cached_items(dataset: str) -> tuple:
+    """``(items frame, {item_id: prompt})`` of a dataset, read once per process and dataset version
+    (:func:`voting.store.dataset_version`: votes never change them). Shared: do not modify."""
+    from voting.store import dataset_version
+
+    return _items(get_config().db_url, dataset, dataset_version(get_engine(), dataset))
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def _answers(url: str, dataset: str, item_id: str, version: tuple) -> dict[str, str]:
+    from voting.store import load_answers
+
+    return load_answers(get_engine(), dataset, item_id)
+
+
+def cached_answers(dataset: str, item_id: str) -> dict[str, str]:
+    """``{model: answer}`` of one item, cached per dataset version like :func:`cached_items`."""
+    from voting.store import dataset_version
+
+    return _answers(get_config().db_url, dataset, item_id, dataset_version(get_engine(), dataset))

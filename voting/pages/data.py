@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from voting.items import ItemDataError, load_items
 from voting.pages.common import get_engine, require_admin
-from voting.store import import_items, list_datasets, load_items_frame, load_votes
+from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
 from voting.votes import agreement, export_bytes
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
@@ -98,6 +98,17 @@ def _invite_section(engine: Engine) -> None:
         st.dataframe(pd.DataFrame(links, columns=["voter", "link"]), hide_index=True, key="invite_links")
 
 
+def _criteria_section(engine: Engine, dataset: str) -> None:
+    st.subheader(f"Judging criteria for {dataset!r}")
+    st.caption("Markdown shown to voters before their first vote on this dataset and on demand in the sidebar "
+               "(empty: a generic note, and no screen before the first vote).")
+    text = st.text_area("Criteria (Markdown)", get_criteria(engine, dataset), key=f"criteria_{dataset}",
+                        max_chars=5000)
+    if st.button("Save criteria", key="criteria_save"):
+        set_criteria(engine, dataset, text)
+        st.success("Saved.")
+
+
 def render() -> None:
     """The page."""
     st.title("Data")
@@ -110,6 +121,7 @@ def render() -> None:
         st.dataframe(summary, hide_index=True)
         dataset = st.selectbox("Dataset to export", datasets, key="export_dataset")
         _export_section(engine, dataset)
+        _criteria_section(engine, dataset)
     else:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
     _import_section(engine)

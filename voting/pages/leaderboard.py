@@ -1,5 +1,9 @@
 """Leaderboard page: Bradley-Terry ratings with intervals from the collected votes (the arena's fit),
-forest plot, win-rate heatmap and battle counts; filters by dataset, voter and date; style control."""
+forest plot, win-rate heatmap and battle counts; filters by dataset, voter and date; style control.
+
+The database counts the votes (per model pair and outcome, :func:`voting.store.pair_outcome_counts`), so the
+page reads a few hundred rows whether 1k or 1M votes are stored; only style control, which needs each vote's
+answer lengths, loads the votes themselves."""
 
 from __future__ import annotations
 
@@ -9,8 +13,16 @@ import pandas as pd
 import streamlit as st
 
 from arena.plots import forest_figure, heatmap_figure
+from voting.assign import tally_counts
 from voting.pages.common import get_config, get_engine, require_admin
-from voting.store import list_datasets, load_votes
+from voting.store import (
+    item_categories,
+    list_datasets,
+    load_votes,
+    pair_outcome_counts,
+    vote_summary,
+    votes_stamp,
+)
 from voting.votes import votes_to_battles
 
 #: Library words in diagnostics -> the control on this page that does the same.
@@ -25,13 +37,18 @@ def app_words(note: str) -> str:
     return note
 
 
+def without_models(cells: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Vote cells (or votes) without the battles that show an excluded model."""
+    if not exclude:
+        return cells
+    return cells[~cells["model_left"].isin(exclude) & ~cells["model_right"].isin(exclude)]
+
+
 def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> pd.DataFrame:
     """Votes on the chosen categories (all when empty), without battles that show an excluded model."""
     if categories:
         votes = votes[votes["category"].isin(categories)]
-    if exclude:
-        votes = votes[~votes["model_left"].isin(exclude) & ~votes["model_right"].isin(exclude)]
-    return votes
+    return without_models(votes, exclude)
 
 
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
@@ -41,27 +58,33 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
     """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive)."""
     from arena.leaderboard import fit_leaderboard
 
-    votes = keep(load_votes(get_engine(), dataset, list(voters), since, until), categories, exclude)
-    lb = fit_leaderboard(votes_to_battles(votes, "votes"), n_bootstrap=n_bootstrap, style_control=bool(style),
-                         style_features=style or None)
+    engine = get_engine()
+    if style:  # style control needs each vote's answer lengths
+        votes = keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude)
+        data = votes_to_battles(votes, "votes")
+    else:
+        cells = without_models(pair_outcome_counts(engine, dataset, list(voters), since, until, list(categories)),
+                               exclude)
+        data = tally_counts(cells, sorted(set(cells["model_left"]) | set(cells["model_right"])))
+    lb = fit_leaderboard(data, n_bootstrap=n_bootstrap, style_control=bool(style), style_features=style or None)
     return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
             "notes": list(lb.diagnostics), "style": lb.style}
 
 
 def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None, tuple[str, ...]]:  # noqa: ANN001
+    """Sidebar filters; the date window is None while it spans every vote (the unfiltered counts serve it)."""
     datasets = list_datasets(engine)
     dataset = st.sidebar.selectbox("Dataset", ["(all)", *datasets], key="lb_dataset")
     dataset = None if dataset == "(all)" else dataset
-    everyone = load_votes(engine, dataset)
-    present = sorted(everyone["category"].dropna().unique()) if "category" in everyone else []
-    categories = tuple(st.sidebar.multiselect("Categories (empty = all)", present, key="lb_categories"))
-    voters = st.sidebar.multiselect("Voters (empty = all)", sorted(everyone["voter"].unique()), key="lb_voters")
+    summary = vote_summary(engine, dataset)
+    categories = tuple(st.sidebar.multiselect("Categories (empty = all)", item_categories(engine, dataset),
+                                              key="lb_categories"))
+    voters = st.sidebar.multiselect("Voters (empty = all)", summary["voters"], key="lb_voters")
     since = until = None
-    if len(everyone):
-        lo = dt.date.fromtimestamp(everyone["voted_at"].min())
-        hi = dt.date.fromtimestamp(everyone["voted_at"].max())
+    if summary["first"] is not None:
+        lo, hi = dt.date.fromtimestamp(summary["first"]), dt.date.fromtimestamp(summary["last"])
         span = st.sidebar.date_input("Dates", (lo, hi), min_value=lo, max_value=hi, key="lb_dates")
-        if isinstance(span, tuple) and len(span) == 2:
+        if isinstance(span, tuple) and len(span) == 2 and (span[0] > lo or span[1] < hi):
             since = dt.datetime.combine(span[0], dt.time()).timestamp()
             until = dt.datetime.combine(span[1] + dt.timedelta(days=1), dt.time()).timestamp()
     return dataset, tuple(voters), since, until, categories
@@ -74,12 +97,13 @@ def render() -> None:
         return
     engine, cfg = get_engine(), get_config()
     dataset, voters, since, until, categories = _filters(engine)
-    votes = keep(load_votes(engine, dataset, list(voters), since, until), categories)
-    models = sorted(set(votes["model_left"]) | set(votes["model_right"]))
+    cells = pair_outcome_counts(engine, dataset, list(voters), since, until, list(categories))
+    models = sorted(set(cells["model_left"]) | set(cells["model_right"]))
     exclude = tuple(st.multiselect("Exclude models", models, key="lb_exclude", placeholder="none",
                                    help="Leave these models out: their battles are dropped before the fit."))
-    votes = keep(votes, (), exclude)
-    if votes["model_left"].nunique() + votes["model_right"].nunique() < 2 or len(votes) < 2:
+    cells = without_models(cells, exclude)
+    n_votes = int(cells["n"].sum())
+    if n_votes < 2 or len(set(cells["model_left"]) | set(cells["model_right"])) < 2:
         st.warning("Not enough votes for a leaderboard yet: collect some on the Vote page, or run "
                    "`preflab demo-seed`.")
         return
@@ -92,14 +116,15 @@ def render() -> None:
         help="Chatbot Arena's style control: ratings with these style features held fixed. Start with length; "
              "markdown counts that one model alone uses cannot be told apart from the model."))
     n_boot = c2.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=200, key="lb_boot")
-    stamp = (len(votes), int(votes["id"].max()))
+    stamp = (votes_stamp(engine), n_votes)
     try:
         fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude)
     except (ImportError, ValueError) as e:
         st.error(f"Could not fit the leaderboard: {e}")
         return
     table: pd.DataFrame = fit["table"]
-    st.caption(f"{len(votes)} votes from {votes['voter'].nunique()} voters; 95% bootstrap intervals "
+    who = f"{len(voters)} chosen voters" if voters else "all voters"
+    st.caption(f"{n_votes} votes from {who}; 95% bootstrap intervals "
                f"({n_boot} resamples); rank = 1 + models whose interval lies wholly above.")
     shown = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
     st.dataframe(table[shown].round(1), hide_index=True, width="stretch")
@@ -115,11 +140,13 @@ def render() -> None:
     if fit["style"] is not None:
         st.markdown("**Style coefficients**")
         st.dataframe(fit["style"], width="stretch")
-    judge_vs_human(votes, table, n_boot)
+    judge_vs_human(lambda: keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude),
+                   table, n_boot)
 
 
-def judge_vs_human(votes: pd.DataFrame, human_table: pd.DataFrame, n_boot: int) -> None:
-    """A verdict file's ratings beside the human ones on the same items."""
+def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noqa: ANN001
+    """A verdict file's ratings beside the human ones on the same items (``load()`` gives the filtered votes,
+    read only once a verdict file is picked)."""
     from voting.pages.calibration import verdict_files
 
     st.subheader("Judge vs human")
@@ -139,7 +166,7 @@ def judge_vs_human(votes: pd.DataFrame, human_table: pd.DataFrame, n_boot: int) 
     except (InputError, OSError, ValueError) as e:
         st.error(f"Could not read the verdicts: {e}")
         return
-    human_b = votes_to_battles(votes, "votes").df
+    human_b = votes_to_battles(load(), "votes").df
     human_b, judged = shared_items(human_b.assign(question_id=human_b["question_id"].astype(str)), judged)
     if len(judged) < 2 or len(human_b) < 2:
         st.warning("The verdict file and the votes share no items (or too few): pick the file judged on this "

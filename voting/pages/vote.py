@@ -1,7 +1,12 @@
 """The blind voting page: a prompt, answers "A" and "B" on randomised sides, names only after the vote.
 
 Keyboard: 1 = A is better, 2 = B is better, 3 = tie, 4 = both are bad, S = skip; after the vote
-U = undo, N = next. Answers are rendered as Markdown with raw HTML disabled (shown as text).
+U = undo, N = next (queued in the browser, so no key press is lost while the page redraws; see
+:mod:`voting.pages.keyboard`). Answers are rendered as Markdown with raw HTML disabled (shown as text), with
+their line breaks kept, in equal-height boxes that scroll.
+
+Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
+outcome) and this voter's own items; items, models and answers are cached per dataset version.
 """
 
 from __future__ import annotations
@@ -12,44 +17,67 @@ import time
 import numpy as np
 import streamlit as st
 
-from voting.assign import next_round
+from voting.assign import next_round, votes_per_item
 from voting.pages.common import (
     AppConfig,
+    cached_answers,
+    cached_items,
     code_span,
     get_config,
     get_engine,
     guarded,
     pick_dataset,
 )
+from voting.pages.keyboard import keyboard_queue
 from voting.pages.voter_gate import open_rate_ok, voter_gate
 from voting.store import (
     DuplicateVote,
     Vote,
-    load_answers,
-    load_items_frame,
+    get_criteria,
     record_skip,
     record_vote,
     seen_items,
     undo_vote,
     vote_tallies,
+    voter_votes,
 )
 from voting.votes import style_meta
 
 BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is better", "2", ":material/arrow_forward:"),
            ("tie", "Tie", "3", ":material/drag_handle:"), ("bothbad", "Both are bad", "4", ":material/thumb_down:"))
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
+KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
+ANSWER_HEIGHT = 300  # px: both answers in equal boxes that scroll, the vote bar still on a 1280x900 screen
+PROMPT_HEIGHT = 130  # px, for prompts longer than fit in a few lines
+GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: correct, helpful, clear. "
+                    "Length is not a virtue by itself. Use **Tie** when they are equally good and **Both are "
+                    "bad** when neither is acceptable.")
 
 
-def _new_round(cfg: AppConfig, dataset: str, voter: str) -> dict | None:
+def with_line_breaks(text: str) -> str:
+    """Markdown that keeps the text's single line breaks (a limerick stays five lines): a hard break
+    (two trailing spaces) on every line followed by another non-empty line, outside fenced code blocks."""
+    lines, out, fence = text.split("\n"), [], None
+    for k, line in enumerate(lines):
+        mark = line.lstrip()[:3]
+        if mark in ("```", "~~~"):
+            fence = None if fence == mark else (fence or mark)
+        nxt = lines[k + 1] if k + 1 < len(lines) else ""
+        hard = fence is None and mark not in ("```", "~~~") and line.strip() and nxt.strip()
+        out.append(line.rstrip() + "  " if hard else line)
+    return "\n".join(out)
+
+
+def _new_round(cfg: AppConfig, dataset: str, voter: str, tallies) -> dict | None:  # noqa: ANN001
     engine = get_engine()
     rng = st.session_state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
-    items = load_items_frame(engine, dataset)
-    rnd = next_round(items, seen_items(engine, voter, dataset, cfg.round), vote_tallies(engine, dataset), rng,
-                     cfg.strategy, cfg.overlap, voter=voter)
+    items, prompts = cached_items(dataset)
+    rnd = next_round(items, seen_items(engine, voter, dataset, cfg.round), tallies, rng, cfg.strategy, cfg.overlap,
+                     voter=voter, mine=voter_votes(engine, voter, dataset))
     if rnd is None:
         return None
     return dict(dataset=dataset, item_id=rnd.item_id, left=rnd.model_left, right=rnd.model_right,
-                prompt=items.set_index("item_id").at[rnd.item_id, "prompt"], shown_at=time.time())
+                prompt=prompts[rnd.item_id], shown_at=time.time())
 
 
 @guarded
@@ -63,7 +91,7 @@ def _cast(choice: str) -> None:
         state["round"] = rnd
         state["flash"] = "That is fast: take a moment to read both answers, then vote again."
         return
-    answers = load_answers(get_engine(), rnd["dataset"], rnd["item_id"])
+    answers = cached_answers(rnd["dataset"], rnd["item_id"])
     vote = Vote(state["voter"], rnd["dataset"], rnd["item_id"], rnd["left"], rnd["right"], choice,  # type: ignore[arg-type]
                 rnd["shown_at"], state.get("reason", "").strip(), cfg.round,
                 style_meta(answers[rnd["left"]], answers[rnd["right"]]))
@@ -108,19 +136,52 @@ def _next() -> None:
     st.session_state.pop("last_vote", None)
 
 
-def _progress(cfg: AppConfig, dataset: str, voter: str) -> None:
+def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object]:
+    """Progress bars (this voter's items, the dataset's coverage); returns how many items the voter has done
+    and the vote counts (read once per run, reused for the next pair)."""
     engine = get_engine()
-    items = load_items_frame(engine, dataset)
+    items, _ = cached_items(dataset)
     tallies = vote_tallies(engine, dataset)
     mine = len(seen_items(engine, voter, dataset, cfg.round))
     n = max(len(items), 1)
     st.progress(min(mine / n, 1.0), text=f"You: {mine} of {len(items)} items")
+    total = int(tallies["n"].sum()) if len(tallies) else 0
     if cfg.overlap:
-        done, want = min(len(tallies), n * cfg.overlap), n * cfg.overlap
-        st.progress(done / want, text=f"Dataset: {done} of {want} votes ({cfg.overlap} per item)")
+        done = int(votes_per_item(tallies).clip(upper=cfg.overlap).sum()) if total else 0
+        want = n * cfg.overlap
+        st.progress(min(done / want, 1.0), text=f"Dataset: {done} of {want} votes ({cfg.overlap} per item)")
     else:
-        covered = tallies["item_id"].nunique() if len(tallies) else 0
-        st.progress(covered / n, text=f"Dataset: {covered} of {len(items)} items have votes ({len(tallies)} votes)")
+        covered = tallies["item_id"].nunique() if total else 0
+        st.progress(covered / n, text=f"Dataset: {covered} of {len(items)} items have votes ({total} votes)")
+    return mine, tallies
+
+
+def _criteria(dataset: str, mine: int) -> bool:
+    """The dataset's judging criteria: in the sidebar on demand, and before the voter's first vote.
+    True when the page should wait for the voter to read them."""
+    text = get_criteria(get_engine(), dataset)
+    with st.sidebar.expander("Judging criteria", icon=":material/rule:"):
+        st.markdown(text or GENERIC_CRITERIA)
+    key = f"criteria_read:{dataset}"
+    if not text or mine or st.session_state.get(key):
+        return False
+    st.markdown("#### How to judge", anchors=False)
+    with st.container(border=True):
+        st.markdown(text)
+    if st.button("I have read this: start voting", type="primary", key="criteria_ok"):
+        st.session_state[key] = True
+        st.rerun()
+    return True
+
+
+def _undo_button(cfg: AppConfig, at: float) -> None:
+    left = cfg.undo_seconds - (time.time() - at)
+    if st.button(f"Undo ({left:.0f} s left)" if left > 0 else "Undo (window closed)", on_click=_undo,
+                 shortcut="u", disabled=left <= 0, key="undo", icon=":material/undo:"):
+        st.rerun(scope="app")  # a click inside the fragment reruns only the fragment; the vote form comes back
+    if left <= 0 and st.session_state.get("_undo_ticking"):
+        st.session_state["_undo_ticking"] = False
+        st.rerun()  # the whole page, so the once-a-second redraw stops
 
 
 def _after_vote(cfg: AppConfig) -> None:
@@ -131,10 +192,11 @@ def _after_vote(cfg: AppConfig) -> None:
         a, b = st.columns(2)
         a.markdown(f"**A** was {code_span(rnd['left'])}")
         b.markdown(f"**B** was {code_span(rnd['right'])}")
-    left = cfg.undo_seconds - (time.time() - last["at"])
     c1, c2 = st.columns(2)
-    c1.button(f"Undo ({max(left, 0):.0f} s window)", on_click=_undo, shortcut="u", disabled=left <= 0, key="undo",
-              icon=":material/undo:")
+    ticking = cfg.undo_seconds - (time.time() - last["at"]) > 0
+    st.session_state["_undo_ticking"] = ticking
+    with c1:  # the Undo button counts its window down (redrawn once a second while the window is open)
+        st.fragment(_undo_button, run_every=1.0 if ticking else None)(cfg, last["at"])
     c2.button("Next", on_click=_next, shortcut="n", type="primary", key="next", icon=":material/skip_next:")
 
 
@@ -152,27 +214,33 @@ def render() -> None:
     state = st.session_state
     if msg := state.pop("flash", None):
         st.toast(msg)
-    _progress(cfg, dataset, voter)
+    keyboard_queue(KEYS)
+    mine, tallies = _progress(cfg, dataset, voter)
+    if _criteria(dataset, mine):
+        return
     if state.get("last_vote"):
         _after_vote(cfg)
         return
     rnd = state.get("round")
     if rnd is None or rnd["dataset"] != dataset:
-        rnd = state["round"] = _new_round(cfg, dataset, voter)
+        rnd = state["round"] = _new_round(cfg, dataset, voter, tallies)
     if rnd is None:
         state.pop("round", None)
         st.success("You have seen every item available to you. Thank you for voting!")
         return
-    answers = load_answers(engine, dataset, rnd["item_id"])
+    answers = cached_answers(dataset, rnd["item_id"])
     st.markdown("#### Prompt", anchors=False)
-    with st.container(border=True):
-        st.markdown(rnd["prompt"], unsafe_allow_html=False)
+    with st.container(key="item_marker"):  # what a voter quotes when reporting an item; tests wait on it
+        st.caption(f"Item {rnd['item_id']}")
+    long_prompt = len(rnd["prompt"]) > 300 or rnd["prompt"].count("\n") > 4
+    with st.container(border=True, height=PROMPT_HEIGHT if long_prompt else "content"):
+        st.markdown(with_line_breaks(rnd["prompt"]), unsafe_allow_html=False)
     cols = st.columns(2)
     for col, side, model in ((cols[0], "A", rnd["left"]), (cols[1], "B", rnd["right"])):
         with col:
             st.markdown(f"#### {side}", anchors=False)
-            with st.container(border=True):
-                st.markdown(answers[model], unsafe_allow_html=False)
+            with st.container(border=True, height=ANSWER_HEIGHT, key=f"answer_{side}"):
+                st.markdown(with_line_breaks(answers[model]), unsafe_allow_html=False)
     cols = st.columns(len(BUTTONS) + 1)
     for col, (choice, label, key, icon) in zip(cols, BUTTONS, strict=False):  # Streamlit shows the shortcut key
         col.button(label, on_click=_cast, args=(choice,), shortcut=key, key=f"vote_{choice}", icon=icon,

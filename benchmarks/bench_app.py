@@ -1,0 +1,317 @@
+"""The voting app under real voters: Chromium through Playwright, one browser context per voter, think time.
+
+Per step (voters x stored votes): votes/min, vote -> confirmed and Next -> new pair p50/p95 (seconds, in the
+browser: from the click until the page shows the new state, never a state the old page also had), the app
+server's CPU per confirmed vote (ms, from the server process's CPU times), and lost votes (confirmed in the
+browser but not stored). Then a profile of one vote (two reruns) in-process, by package. Optionally the
+leaderboard page's render time with many votes in PostgreSQL.
+
+SQLite store with the bundled demo dataset; ``--stored`` adds synthetic votes first (1k / 100k / 1M).
+The server is ``streamlit run`` with the flags of ``preflab app`` (``--app-root`` serves another checkout,
+e.g. main, with its own flags: a before/after on the same machine).
+
+    python -m benchmarks.bench_app --voters 1,5,10,20,30 --stored 1000,100000,1000000 --seconds 120
+    python -m benchmarks.bench_app --voters 5 --stored 1000 --seconds 30          # a smoke run
+    python -m benchmarks.bench_app --voters 0 --leaderboard 1000000               # leaderboard on PostgreSQL
+
+Prints Markdown tables (and writes benchmarks/results/bench_app.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import pstats
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import write_table
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+FRESH_ITEM = """(old) => {
+  const box = document.querySelector('.st-key-item_marker');
+  const vote = document.querySelector('.st-key-vote_A button');
+  if (!box || !vote || box.querySelector("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
+  const id = box.innerText.replace(/^\\s*Item\\s+/, '').trim();
+  return id && id !== old ? id : null;
+}"""
+FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');
+  return b && !b.closest("[data-stale='true']") && document.body.innerText.includes('Vote saved'); }"""
+
+
+def seed(url: str, stored: int) -> None:
+    """The demo dataset and its votes, then synthetic votes up to ``stored`` (one voter each, like the tests)."""
+    from voting.store import count_rows, open_store, votes_t
+    from voting.votes import seed_demo
+
+    engine = open_store(url)
+    seed_demo(engine, ROOT / "data" / "demo" / "items.jsonl", ROOT / "data" / "demo" / "battles.jsonl")
+    have = count_rows(engine)
+    items = [r[0] for r in engine.connect().exec_driver_sql("SELECT item_id FROM items").fetchall()]
+    models = ("atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded", "ember-balanced")
+    rng = np.random.default_rng(0)
+    for start in range(have, stored, 50_000):
+        rows = []
+        for k in range(start, min(stored, start + 50_000)):
+            a, b = rng.choice(5, 2, replace=False)
+            rows.append(dict(voter=f"bulk-{k}", dataset="demo", item_id=items[k % len(items)], round=1,
+                             model_left=models[a], model_right=models[b], shown_order="xy" if a < b else "yx",
+                             outcome="win", winner_model=models[a if k % 2 else b], voted_at=1.7e9 + k,
+                             source="bench"))
+        with engine.begin() as conn:
+            conn.execute(votes_t.insert(), rows)
+    engine.dispose()
+
+
+def _healthy(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+            return r.read().strip() == b"ok"
+    except OSError:
+        return False
+
+
+def start_server(url: str, app_root: Path, port: int) -> subprocess.Popen:
+    env = {**os.environ, "PREFLAB_DB": url, "PYTHONPATH": str(app_root)}
+    flags = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json; from preflab.cli.voting_cmds import STREAMLIT_FLAGS as F; "
+                               "print(json.dumps(F))"], env=env, capture_output=True, text=True, check=True).stdout)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app_root / "app.py"), *flags,
+                             "--server.address", "127.0.0.1", "--server.port", str(port)], cwd=app_root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    end = time.monotonic() + 120
+    while not _healthy(base):
+        if proc.poll() is not None or time.monotonic() > end:
+            raise RuntimeError("the app server did not start")
+        time.sleep(0.3)
+    return proc
+
+
+async def voter(browser, base: str, name: str, clock: dict, think: tuple[float, float], out: dict) -> None:  # noqa: ANN001
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await ctx.new_page()
+    page.set_default_timeout(180_000)
+    await page.goto(base)
+    await page.get_by_label("Your name or id").fill(name)
+    await page.get_by_role("button", name="Start voting").click()
+    item = await (await page.wait_for_function(FRESH_ITEM, arg=None, timeout=180_000)).json_value()
+    clock["ready"] += 1
+    if clock["ready"] == clock["voters"]:  # the measured window starts when every voter is logged in
+        clock["until"] = time.monotonic() + clock["seconds"]
+        clock["on_go"]()
+        clock["go"].set()
+    await clock["go"].wait()
+    while time.monotonic() < clock["until"]:
+        await asyncio.sleep(random.uniform(*think))
+        t0 = time.perf_counter()
+        await page.locator(".st-key-vote_A button").click()
+        await page.wait_for_function(FRESH_NEXT, timeout=120_000)
+        out["vote"].append(time.perf_counter() - t0)
+        out["confirmed"] += 1
+        await asyncio.sleep(random.uniform(0.2, 0.6))
+        t0 = time.perf_counter()
+        await page.locator(".st-key-next button").click()
+        handle = await page.wait_for_function(FRESH_ITEM, arg=item, timeout=120_000)
+        item = await handle.json_value()
+        out["next"].append(time.perf_counter() - t0)
+    await ctx.close()
+
+
+async def drive(base: str, n: int, seconds: float, think: tuple[float, float], on_go) -> dict:  # noqa: ANN001
+    from playwright.async_api import async_playwright
+
+    out = {"vote": [], "next": [], "confirmed": 0}
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        clock = {"ready": 0, "voters": n, "seconds": seconds, "go": asyncio.Event(), "until": 0.0,
+                 "on_go": on_go}
+        await asyncio.gather(*(voter(browser, base, f"bench-{k}", clock, think, out) for k in range(n)))
+        out["window"] = seconds
+        await browser.close()
+    return out
+
+
+def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[float, float]) -> dict:
+    import psutil
+
+    from voting.store import count_rows, open_store
+
+    port = random.randint(20_000, 40_000)
+    proc = start_server(url, app_root, port)
+    try:
+        server = psutil.Process(proc.pid)
+        before = count_rows(open_store(url))
+        marks: dict = {}
+        res = asyncio.run(drive(f"http://127.0.0.1:{port}", voters, seconds, think,
+                                lambda: marks.update(cpu0=server.cpu_times(), t0=time.monotonic())))
+        cpu0, cpu1, wall = marks["cpu0"], server.cpu_times(), time.monotonic() - marks["t0"]
+        stored = count_rows(open_store(url)) - before
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    cpu = (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)
+    return {"votes": res["confirmed"], "stored": stored, "per_min": res["confirmed"] / wall * 60,
+            "vote": res["vote"], "next": res["next"], "cpu_ms": 1000 * cpu / max(res["confirmed"], 1),
+            "cpu_share": cpu / wall}
+
+
+def _package(file: str) -> str:
+    """The top-level package of a profiled function's file ("built-ins" for C functions)."""
+    if file == "~":
+        return "built-ins (C: sqlite3, I/O, locks)"
+    path = Path(file)
+    for marker in ("site-packages", "python3.11", "python3.12"):
+        if marker in path.parts:
+            rest = path.parts[path.parts.index(marker) + 1:]
+            return f"stdlib {rest[0].removesuffix('.py')}" if marker != "site-packages" else rest[0]
+    return path.relative_to(ROOT).parts[0] if path.is_relative_to(ROOT) else path.name
+
+
+def profile_one_vote(url: str) -> list[list[object]]:
+    """cProfile of one vote and Next (two reruns) through AppTest, in this process: own time by package."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["PREFLAB_DB"] = url
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.text_input[0].input("profiler")
+    at.button[0].click().run()
+    at.button(key="vote_A").click().run()  # warm: caches filled
+    at.button(key="next").click().run()
+    prof = cProfile.Profile()
+
+    def on_thread(*_: object) -> None:  # AppTest runs the page script in its own thread: profile that one
+        sys.setprofile(None)
+        prof.enable()
+
+    threading.setprofile(on_thread)
+    at.button(key="vote_A").click().run()
+    at.button(key="next").click().run()
+    threading.setprofile(None)
+    prof.create_stats()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    by: dict[str, float] = {}
+    for (file, _, _), (_, _, tottime, _, _) in stats.items():
+        key = _package(file)
+        by[key] = by.get(key, 0.0) + tottime
+    total = sum(by.values())
+    return [[k, f"{1000 * v:.1f}", f"{v / total:.0%}"] for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:8]]
+
+
+RERUN_SCRIPT = """
+import os, sys, time, statistics
+from streamlit.testing.v1 import AppTest
+os.environ["PREFLAB_DB"] = sys.argv[1]
+at = AppTest.from_file(os.path.join(sys.argv[2], "app.py"), default_timeout=300).run()
+at.text_input[0].input("rerun-timer"); at.button[0].click().run()
+times = []
+for k in range(int(sys.argv[3]) + 1):
+    t0 = time.process_time()
+    at.button(key="vote_A").click().run(); at.button(key="next").click().run()
+    times.append(time.process_time() - t0)
+print(1000 * statistics.median(times[1:]))
+"""
+
+
+def rerun_cost(url: str, app_root: Path, votes: int = 8) -> float:
+    """Median CPU ms of one vote + Next (two reruns, AppTest in a fresh process) of ``app_root``'s app:
+    the per-click cost without browsers, comparable across checkouts (before/after)."""
+    env = {**os.environ, "PYTHONPATH": str(app_root)}
+    out = subprocess.run([sys.executable, "-c", RERUN_SCRIPT, url, str(app_root), str(votes)], env=env,
+                         capture_output=True, text=True, check=True, cwd=app_root)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def leaderboard_render(n_votes: int) -> list[list[object]]:
+    """The leaderboard page (AppTest) over ``n_votes`` votes in a throw-away PostgreSQL: first and second render."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.pg_server import temporary_postgres
+
+    rows = []
+    with temporary_postgres() as url:
+        t0 = time.perf_counter()
+        seed(url, n_votes)
+        t_seed = time.perf_counter() - t0
+        os.environ["PREFLAB_DB"] = url
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
+        for label in ("first render (JIT compile, fit)", "second render (cached fit)"):
+            t0 = time.perf_counter()
+            at.switch_page("voting/pages/leaderboard.py").run()
+            assert not at.exception, at.exception
+            rows.append([f"{n_votes:,}", label, f"{time.perf_counter() - t0:.2f}", f"{t_seed:.0f}"])
+    return rows
+
+
+def pct(xs: list[float], q: float) -> str:
+    return f"{np.percentile(xs, q):.2f}" if xs else "-"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--voters", default="1,5,10,20,30", help="comma-separated voter counts (0 = none)")
+    ap.add_argument("--stored", default="1000,100000,1000000", help="comma-separated stored-vote counts")
+    ap.add_argument("--seconds", type=float, default=120, help="duration of each step")
+    ap.add_argument("--think", default="2,6", help="think time before a vote, min,max seconds")
+    ap.add_argument("--app-root", type=Path, default=ROOT, help="checkout whose app to serve (before/after)")
+    ap.add_argument("--leaderboard", type=int, default=0, help="also time the leaderboard with this many votes "
+                                                               "in PostgreSQL")
+    ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--rerun-cost", action="store_true", help="only the CPU ms of one vote + Next per stored count "
+                                                             "(AppTest, no browser), for --app-root")
+    args = ap.parse_args()
+    think = tuple(float(x) for x in args.think.split(","))
+    voters = [int(v) for v in args.voters.split(",") if int(v) > 0]
+    rows, profile = [], []
+    if args.rerun_cost:
+        cost = []
+        for stored in [int(s) for s in args.stored.split(",")]:
+            with tempfile.TemporaryDirectory() as tmp:
+                seed(f"sqlite:///{tmp}/bench.db", stored)
+                cost.append([f"{stored:,}", f"{rerun_cost(f'sqlite:///{tmp}/bench.db', args.app_root):.0f}"])
+        write_table("bench_app_rerun", f"CPU of one vote + Next (two reruns, AppTest) of {args.app_root}",
+                    ["stored votes", "CPU ms (median)"], cost)
+        return
+    for stored in [int(s) for s in args.stored.split(",")] if voters else []:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{tmp}/bench.db"
+            seed(url, stored)
+            for n in voters:
+                r = step(url, args.app_root, n, args.seconds, think)
+                rows.append([f"{stored:,}", n, f"{r['per_min']:.0f}", f"{pct(r['vote'], 50)} / {pct(r['vote'], 95)}",
+                             f"{pct(r['next'], 50)} / {pct(r['next'], 95)}", f"{r['cpu_ms']:.0f}",
+                             f"{r['cpu_share']:.0%}", r["votes"] - r["stored"]])
+            if not args.no_profile and args.app_root == ROOT:
+                profile = profile_one_vote(url)
+    text = ""
+    if rows:
+        text += write_table("bench_app", f"Voting app, real Chromium voters ({args.seconds:.0f} s per step, think "
+                            f"{args.think} s, SQLite, demo dataset, {os.cpu_count()} cores)",
+                            ["stored votes", "voters", "votes/min", "vote → confirmed p50 / p95 (s)",
+                             "Next → new pair p50 / p95 (s)", "server CPU per vote (ms)", "server CPU",
+                             "lost votes"], rows)
+    if profile:
+        text += write_table("bench_app_profile", "Where one vote's two reruns spend server CPU (cProfile, own time)",
+                            ["package", "ms", "share"], profile)
+    if args.leaderboard:
+        text += write_table("bench_app_leaderboard", "Leaderboard page on PostgreSQL (AppTest, 200 bootstrap)",
+                            ["stored votes", "render", "seconds", "seeding (s)"], leaderboard_render(args.leaderboard))
+    (Path(__file__).parent / "results" / "bench_app.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

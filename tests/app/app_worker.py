@@ -1,0 +1,46 @@
+"""One app process for the multi-process tests: Streamlit voting sessions (AppTest, the real page script and
+the process's cached engine) casting votes against a shared store.
+
+``python -m tests.app.app_worker URL N VOTER [VOTER ...]`` runs one session per voter and, round-robin, has
+each vote ``A`` then press Next ``N`` times; prints one JSON line: per voter the items whose vote the page
+confirmed ("Vote saved"), the rounds where it said another tab had voted first, and any exception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def main(url: str, n: int, voters: list[str]) -> dict:
+    os.environ["PREFLAB_DB"] = url
+    sessions, out = {}, {v: {"confirmed": [], "duplicates": 0, "errors": []} for v in voters}
+    for v in voters:
+        at = AppTest.from_file(APP, default_timeout=120).run()
+        at.text_input[0].input(v)
+        at.button[0].click().run()
+        sessions[v] = at
+    for _ in range(n):
+        for v, at in sessions.items():
+            rnd = at.session_state["round"] if "round" in at.session_state else None
+            if not rnd or not [b for b in at.button if b.key == "vote_A"]:
+                continue
+            at.button(key="vote_A").click().run()
+            if at.exception:
+                out[v]["errors"].append(str(at.exception[0].value))
+            if any("Vote saved" in s.value for s in at.success):
+                out[v]["confirmed"].append(rnd["item_id"])
+                at.button(key="next").click().run()
+            elif any("already voted" in t.value for t in at.toast):
+                out[v]["duplicates"] += 1
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], int(sys.argv[2]), sys.argv[3:])), flush=True)
