@@ -75,6 +75,7 @@ class Moments(NamedTuple):
     s_hf: jax.Array
     s_fl: jax.Array
     s_fu: jax.Array
+    s_fa: jax.Array
 
 
 class PPIFit(NamedTuple):
@@ -84,6 +85,20 @@ class PPIFit(NamedTuple):
     covariance_human: np.ndarray
     h: np.ndarray
     converged: bool
+
+
+def _pad(a: np.ndarray, size: int) -> np.ndarray:
+    return np.concatenate([a, np.zeros((size - len(a),) + a.shape[1:], a.dtype)])
+
+
+def pad_items(items: Items) -> Items:
+    """Pad the cell arrays to powers of two with empty cells (multiplicity 0: they add nothing), so that
+    repeated fits on different data reuse a handful of compiled shapes."""
+    nl, nu = (1 << max(len(a) - 1, 0).bit_length() for a in (items.l_mult, items.u_mult))
+    return items._replace(l_pair=_pad(items.l_pair, nl), l_human=_pad(items.l_human, nl),
+                          l_judge=_pad(items.l_judge, nl), l_mult=_pad(items.l_mult, nl),
+                          u_pair=_pad(items.u_pair, nu), u_judge=_pad(items.u_judge, nu),
+                          u_mult=_pad(items.u_mult, nu))
 
 
 def sizes(items: Items, include_labelled: bool) -> tuple[float, float, float]:
@@ -135,7 +150,7 @@ def weighted_cov(i: jax.Array, j: jax.Array, size: int, w: jax.Array, u: tuple, 
 
     su, sv = vec(u), vec(v)
     outer = bt.assemble(i, j, size, w * u[0] * v[0], w * (u[0] * v[1] + u[1] * v[0]) / 2, w * u[1] * v[1])
-    centre = (jnp.outer(su, sv) + jnp.outer(sv, su)) / 2 / tot
+    centre = (jnp.outer(su, sv) + jnp.outer(sv, su)) / 2 / jnp.maximum(tot, 1.0)
     return (outer - centre) / jnp.maximum(tot - 1, 1.0)
 
 
@@ -158,16 +173,23 @@ def moments(x: jax.Array, li: jax.Array, lj: jax.Array, l_human: jax.Array, l_ju
     if ties == "half":
         h, h_lab = h.at[-1, -1].add(1.0), h_lab.at[-1, -1].add(1.0)
     return Moments(h, h_lab, weighted_cov(li, lj, size, l_mult, g_h, g_h), weighted_cov(li, lj, size, l_mult, g_h, g_f),
-                   weighted_cov(li, lj, size, l_mult, g_f, g_f), weighted_cov(ui, uj, size, u_mult, g_u, g_u))
+                   weighted_cov(li, lj, size, l_mult, g_f, g_f), weighted_cov(ui, uj, size, u_mult, g_u, g_u),
+                   weighted_cov(jnp.r_[li, ui], jnp.r_[lj, uj], size, jnp.r_[l_mult, u_mult],
+                                tuple(jnp.r_[p, q] for p, q in zip(g_f, g_u, strict=True)),
+                                tuple(jnp.r_[p, q] for p, q in zip(g_f, g_u, strict=True))))
 
 
-def variance_terms(mom: Moments, n: float, m: float, big_n: float, include_labelled: bool):
-    """``V(lam) = v0 + lam v1 + lam^2 v2`` for the per-item-average rectified gradient (two strata)."""
+def variance_terms(mom: Moments, n: float, m: float, big_n: float, include_labelled: bool, pooled: bool = False):
+    """``V(lam) = v0 + lam v1 + lam^2 v2`` for the per-item-average rectified gradient (two strata).
+
+    ``pooled``: one judge-score covariance over all items in both strata (a steadier estimate; what PPI++
+    and ``ppi_py`` use to tune lam), else each stratum's own (the variance that is reported)."""
     b = (1.0 / big_n if (include_labelled and big_n) else 0.0) - 1.0 / n
     g = 1.0 / big_n if big_n else 0.0
     v0 = mom.s_hh / n
     v1 = 2.0 * b * mom.s_hf
-    v2 = n * b * b * mom.s_fl + (m * g * g * mom.s_fu if m > 1 else 0.0)
+    s_fl, s_fu = (mom.s_fa, mom.s_fa) if pooled else (mom.s_fl, mom.s_fu)
+    v2 = n * b * b * s_fl + (m * g * g * s_fu if m > 1 else 0.0)
     return v0, v1, v2
 
 
@@ -176,9 +198,13 @@ def _sandwich(h_inv: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (cov + cov.T) / 2
 
 
-def optimal_lambda(h_inv: np.ndarray, v1: np.ndarray, v2: np.ndarray, n_models: int) -> float:
-    """Trace-optimal lam (PPI++ eq. 8) over the centred strengths, clipped to [0, 1] (lam = 0: judge unused)."""
-    m = bt.elo_matrix(n_models)
+def optimal_lambda(h_inv: np.ndarray, v1: np.ndarray, v2: np.ndarray, n_models: int,
+                   contrasts: np.ndarray | None = None) -> float:
+    """Trace-optimal lam (PPI++ eq. 8), clipped to [0, 1] (lam = 0: judge unused).
+
+    The trace is over ``contrasts @ theta`` (default: the centred strengths, what the leaderboard reports;
+    ``ppi_py`` on a design without model 0 minimises over ``theta_k - theta_0``)."""
+    m = bt.elo_matrix(n_models) if contrasts is None else np.asarray(contrasts)
     t1 = np.trace(m @ _sandwich(h_inv, v1)[:n_models, :n_models] @ m.T)
     t2 = np.trace(m @ _sandwich(h_inv, v2)[:n_models, :n_models] @ m.T)
     if not t2 > 0:
@@ -208,7 +234,7 @@ def fit_items(items: Items, lam: float, ties: str = "half", include_labelled: bo
 
 
 def fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include_labelled: bool = True,
-            ridge: float = bt.DEFAULT_RIDGE) -> PPIFit:
+            ridge: float = bt.DEFAULT_RIDGE, contrasts: np.ndarray | None = None) -> PPIFit:
     """PPI++ fit: lam tuned (``None``: fit at lam = 1, tune at that fit, refit; as ``ppi_py``) or fixed.
 
     Returns strengths, lam, the PPI++ sandwich covariance and the human-only one (the classical sandwich at
@@ -222,8 +248,8 @@ def fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include_
     if lam is None:
         x1, _, _ = fit_items(items, 1.0, ties, include_labelled, ridge)
         mom = item_moments(x1, items, ties)
-        _, v1, v2 = variance_terms(mom, n, m, big_n, include_labelled)
-        lam = optimal_lambda(np.linalg.inv(bt.condition(mom.h, k)), v1, v2, k)
+        _, v1, v2 = variance_terms(mom, n, m, big_n, include_labelled, pooled=True)
+        lam = optimal_lambda(np.linalg.inv(bt.condition(mom.h, k)), v1, v2, k, contrasts)
     x0, ok0, _ = fit_items(items, 0.0, ties, include_labelled, ridge)
     mom0 = item_moments(x0, items, ties)
     cov0 = _sandwich(np.linalg.inv(bt.condition(mom0.h_l, k)), mom0.s_hh / n)
