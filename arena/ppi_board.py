@@ -15,8 +15,9 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt, ppi
-from arena.data import A_WINS, B_WINS, WINNERS, BattleDataError, Battles
+from arena.data import A_WINS, B_WINS, WINNERS, Battles
 from arena.leaderboard import CI, EloScale, _sandwich_interval
+from preflab.errors import InputError
 
 PROB_COLUMNS = ("p_a", "p_b", "p_tie")
 """Soft judge labels: probabilities that model_a wins, model_b wins, tie (rows are normalised)."""
@@ -26,7 +27,7 @@ def _item_key(frame: pd.DataFrame, source: str) -> pd.Series:
     for col in ("question_id", "item_id"):
         if col in frame.columns and frame[col].notna().all():
             return frame[col].astype(str)
-    raise BattleDataError(source, None, "question_id", "missing or blank on some rows",
+    raise InputError(source, None, "question_id", "missing or blank on some rows",
                           "PPI matches human and judge rows by question_id (or item_id) and the model pair; "
                           "give every row one")
 
@@ -50,7 +51,7 @@ def human_items(battles: Battles) -> pd.DataFrame:
     """One row per item: ``qid, lo, hi`` (model codes, lo < hi) and vote counts ``h0, h1, h2``."""
     df = battles.df
     qid = _item_key(df, battles.source)
-    lo, hi, lab = _oriented(df["model_a"].cat.codes.to_numpy(), df["model_b"].cat.codes.to_numpy(),
+    lo, hi, lab = _oriented(df["model_a"].cat.codes.to_numpy(np.int64), df["model_b"].cat.codes.to_numpy(np.int64),
                             _one_hot(battles.outcome.astype(np.int64)))
     frame = pd.DataFrame({"qid": qid.to_numpy(), "lo": lo, "hi": hi, "h0": lab[:, 0], "h1": lab[:, 1],
                           "h2": lab[:, 2]})
@@ -67,13 +68,13 @@ def judge_items(judge: Battles | pd.DataFrame, models: list[str], source: str = 
         source, judge = judge.source, judge.df
     for col in ("model_a", "model_b"):
         if col not in judge.columns:
-            raise BattleDataError(source, None, col, "column missing", "judge rows need model_a, model_b, "
+            raise InputError(source, None, col, "column missing", "judge rows need model_a, model_b, "
                                   "question_id and winner or p_a/p_b/p_tie")
     soft = all(c in judge.columns for c in PROB_COLUMNS) and labels != "hard"
     if labels == "soft" and not soft:
-        raise BattleDataError(source, None, "p_a", "no probability columns", "soft labels need p_a, p_b, p_tie")
+        raise InputError(source, None, "p_a", "no probability columns", "soft labels need p_a, p_b, p_tie")
     if not soft and "winner" not in judge.columns:
-        raise BattleDataError(source, None, "winner", "column missing", "give winner or p_a/p_b/p_tie")
+        raise InputError(source, None, "winner", "column missing", "give winner or p_a/p_b/p_tie")
     qid = _item_key(judge, source).to_numpy()
     index = {m: i for i, m in enumerate(models)}
     a = judge["model_a"].astype(str).map(index).to_numpy(dtype=float)
@@ -85,7 +86,7 @@ def judge_items(judge: Battles | pd.DataFrame, models: list[str], source: str = 
         code = pd.Categorical(judge["winner"].astype(str), categories=list(WINNERS)).codes.astype(np.int64)
         if (code < 0).any():
             bad = judge["winner"][code < 0].iloc[0]
-            raise BattleDataError(source, int(np.flatnonzero(code < 0)[0]) + 1, "winner",
+            raise InputError(source, int(np.flatnonzero(code < 0)[0]) + 1, "winner",
                                   f"unknown winner {bad!r}", f"use one of {WINNERS}")
         lab = _one_hot(code)
     unknown = np.isnan(a) | np.isnan(b)

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from arena import ppi, ppi_board
-from arena.data import BattleDataError, load_battles
+from arena.data import load_battles
 from arena.leaderboard import fit_leaderboard
+from preflab.errors import InputError
 
 K = 5
 STRENGTHS = np.array([1.0, 0.5, 0.2, 0.0, -0.6])
@@ -132,7 +133,7 @@ def test_items_match_by_question_and_unordered_pair():
 
 def test_missing_question_id_is_an_input_error():
     human = pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"]})
-    with pytest.raises(BattleDataError, match="question_id"):
+    with pytest.raises(InputError, match="question_id"):
         ppi_board.build_items(load_battles(human), human)
 
 
