@@ -94,8 +94,10 @@ def _pad(a: np.ndarray, size: int) -> np.ndarray:
 def pad_items(items: Items) -> Items:
     """Pad the cell arrays to powers of two with empty cells (multiplicity 0: they add nothing), so that
     repeated fits on different data reuse a handful of compiled shapes."""
-    nl, nu = (1 << max(len(a) - 1, 0).bit_length() for a in (items.l_mult, items.u_mult))
-    return items._replace(l_pair=_pad(items.l_pair, nl), l_human=_pad(items.l_human, nl),
+    nl, nu, npairs = (1 << max(len(a) - 1, 0).bit_length() for a in (items.l_mult, items.u_mult, items.pair_i))
+    extra = npairs - len(items.pair_i)  # empty pairs (0, 1): no cell points at them, so their counts stay 0
+    return items._replace(pair_i=np.r_[items.pair_i, np.zeros(extra, np.int32)],
+                          pair_j=np.r_[items.pair_j, np.ones(extra, np.int32)], l_pair=_pad(items.l_pair, nl), l_human=_pad(items.l_human, nl),
                           l_judge=_pad(items.l_judge, nl), l_mult=_pad(items.l_mult, nl),
                           u_pair=_pad(items.u_pair, nu), u_judge=_pad(items.u_judge, nu),
                           u_mult=_pad(items.u_mult, nu))
@@ -205,8 +207,7 @@ def optimal_lambda(h_inv: np.ndarray, v1: np.ndarray, v2: np.ndarray, n_models: 
     The trace is over ``contrasts @ theta`` (default: the centred strengths, what the leaderboard reports;
     ``ppi_py`` on a design without model 0 minimises over ``theta_k - theta_0``)."""
     m = bt.elo_matrix(n_models) if contrasts is None else np.asarray(contrasts)
-    t1 = np.trace(m @ _sandwich(h_inv, v1)[:n_models, :n_models] @ m.T)
-    t2 = np.trace(m @ _sandwich(h_inv, v2)[:n_models, :n_models] @ m.T)
+    t1, t2 = _trace(_sandwich(h_inv, v1), m), _trace(_sandwich(h_inv, v2), m)
     if not t2 > 0:
         return 0.0
     return float(np.clip(-t1 / (2 * t2), 0.0, 1.0))
@@ -225,41 +226,139 @@ def item_moments(x: np.ndarray, items: Items, ties: str) -> Moments:
     return Moments(*(np.asarray(a) for a in mom))
 
 
+def pair_information_weights(items: Items) -> np.ndarray:
+    """Human votes per pair behind the expected information, scaled to the n labelled items' total: the
+    labelled items' votes plus ``judge_scale`` per unlabelled item, times n / (n + m)."""
+    w = np.zeros(len(items.pair_i))
+    np.add.at(w, items.l_pair, items.l_mult * items.l_human.sum(1))
+    np.add.at(w, items.u_pair, items.u_mult * items.judge_scale)
+    return w * items.n_labelled / max(items.n_labelled + items.n_unlabelled, 1.0)
+
+
+@partial(jax.jit, static_argnames=("ties",))
+def fisher_information(x: jax.Array, i: jax.Array, j: jax.Array, weights: jax.Array, ties: str = "half",
+                       ridge: float = bt.DEFAULT_RIDGE) -> jax.Array:
+    """Expected information of the pairs at ``x`` (``weights`` votes each), ridge added, conditioned."""
+    info = cell_information(x[i] - x[j], x[-1], ties)
+    h = bt.assemble(i, j, x.shape[0], *(weights * a for a in info))
+    h = h + ridge * jnp.diag(jnp.ones(x.shape[0]).at[-1].set(0.0))
+    h = h.at[-1, -1].add(1.0) if ties == "half" else h
+    return bt.condition(h, x.shape[0] - 1)
+
+
+@partial(jax.jit, static_argnames=("ties", "max_iter"))
+def fisher_scoring(x0: jax.Array, data: bt.PairData, weights: jax.Array, ties: str = "half",
+                   ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 200):
+    """Solve ``grad L_lam = 0`` by Fisher scoring ``x <- x - I(x)^-1 grad`` (Osborne 1992, Int. Stat. Rev.
+    60:99) from the human-only fit. The rectified loss has negative counts where the judge is corrected, so
+    it can be unbounded below on sparse designs; Newton would descend there, while the expected information
+    is positive definite and scoring finds the root of the estimating equation (the PPI++ estimator)."""
+    scale = tol * (1.0 + jnp.sum(jnp.abs(data.counts)))
+
+    def step(state):
+        x, it, _ = state
+        x = x - jnp.linalg.solve(fisher_information(x, data.i, data.j, weights, ties, ridge),
+                                 bt.gradient(x, data, ties, ridge))
+        return x, it + 1, jnp.max(jnp.abs(bt.gradient(x, data, ties, ridge))) < scale
+
+    def go(state):
+        return (~state[2]) & (state[1] < max_iter) & jnp.all(jnp.isfinite(state[0]))
+
+    x, it, done = jax.lax.while_loop(go, step, (jnp.asarray(x0, jnp.float64), 0, False))
+    return x, done
+
+
 def fit_items(items: Items, lam: float, ties: str = "half", include_labelled: bool = True,
               ridge: float = bt.DEFAULT_RIDGE) -> tuple[np.ndarray, bool, bt.PairData]:
-    """Minimise the rectified loss at a fixed ``lam``: (x, converged, the combined pair data)."""
+    """Solve the rectified estimating equation at a fixed ``lam``: (x, converged, the combined pair data).
+
+    lam = 0 is the human-only BT fit (Newton, :func:`arena.bt.fit`); otherwise Fisher scoring from it."""
+    human = bt.PairData(items.pair_i, items.pair_j, combined_counts(items, 0.0, include_labelled))
+    res = bt.fit(bt.initial_x(human, items.n_models, ties), human, ties, ridge)
+    if lam == 0:
+        return np.asarray(res.x), bool(res.converged), human
     data = bt.PairData(items.pair_i, items.pair_j, combined_counts(items, lam, include_labelled))
-    res = bt.fit(bt.initial_x(data, items.n_models, ties), data, ties, ridge)
-    return np.asarray(res.x), bool(res.converged), data
+    x, ok = fisher_scoring(res.x, data, pair_information_weights(items), ties, ridge)
+    return np.asarray(x), bool(ok), data
+
+
+def _trace(cov: np.ndarray, m: np.ndarray) -> float:
+    k = m.shape[1]
+    return float(np.trace(m @ cov[:k, :k] @ m.T))
+
+
+def exact_bread(x: np.ndarray, items: Items, lam: float, ties: str, include_labelled: bool,
+                ridge: float = bt.DEFAULT_RIDGE) -> np.ndarray:
+    """The Jacobian of the per-item rectified estimating equation at ``x``: the Hessian of ``L_lam``
+    (:func:`arena.bt.hessian` on the combined counts, divided by n). At lam = 0 it is the classical bread."""
+    data = bt.PairData(items.pair_i, items.pair_j, combined_counts(items, lam, include_labelled))
+    return np.asarray(bt.hessian(jnp.asarray(x), data, ties, ridge)) / items.n_labelled
+
+
+def _positive_definite(h: np.ndarray, k: int) -> bool:
+    return bool(np.linalg.eigvalsh(bt.condition(h, k)).min() > 0)
 
 
 def fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include_labelled: bool = True,
-            ridge: float = bt.DEFAULT_RIDGE, contrasts: np.ndarray | None = None) -> PPIFit:
-    """PPI++ fit: lam tuned (``None``: fit at lam = 1, tune at that fit, refit; as ``ppi_py``) or fixed.
+            ridge: float = bt.DEFAULT_RIDGE, contrasts: np.ndarray | None = None, bread: str = "pooled",
+            grid: int = 51, guard: bool = True) -> PPIFit:
+    """PPI++ fit: lam tuned (``None``) or fixed; strengths, lam, the PPI++ sandwich and the human-only one.
 
-    Returns strengths, lam, the PPI++ sandwich covariance and the human-only one (the classical sandwich at
-    the lam = 0 fit, labelled bread). The bread averages the information over all items, except at lam = 0
-    where it is the labelled items' (the classical interval; ``ppi_py`` does the same).
+    ``bread="pooled"`` (default; PPI++ paper, ``ppi_py``): the expected information averaged over all items,
+    lam in closed form at the lam = 1 fit (``ppi_py``'s recipe). ``bread="exact"``: the Jacobian of the
+    rectified equation (:func:`exact_bread`), which is the classical bread at lam = 0 and follows the design
+    actually labelled (on sparse designs the pooled one does not); lam minimises the estimated total variance
+    over a grid on [0, 1] that includes 0, so the estimated gain is never below 1 at the tuning point.
+    ``guard`` (tuned lam only): return the human-only fit (lam = 0) when the PPI total variance at the final fit exceeds the
+    human-only one, so a judge never widens the intervals. The human-only covariance is the classical sandwich (lam = 0 fit, labelled bread). When the rectified
+    equation has no root, the human-only fit is returned with lam = 0 and ``converged`` False.
     """
     n, m, big_n = sizes(items, include_labelled)
     if n < 2:
         raise ValueError(f"PPI needs at least 2 items with both human votes and a judge label; got {n:g}")
+    if bread not in ("exact", "pooled"):
+        raise ValueError(f"bread must be 'exact' or 'pooled', not {bread!r}")
     k = items.n_models
-    if lam is None:
-        x1, _, _ = fit_items(items, 1.0, ties, include_labelled, ridge)
-        mom = item_moments(x1, items, ties)
-        _, v1, v2 = variance_terms(mom, n, m, big_n, include_labelled, pooled=True)
-        lam = optimal_lambda(np.linalg.inv(bt.condition(mom.h, k)), v1, v2, k, contrasts)
+    mat = bt.elo_matrix(k) if contrasts is None else np.asarray(contrasts)
+
+    def inv(h):  # pinv: a model that never lost (no finite MLE) makes the information singular
+        return np.linalg.pinv(bt.condition(h, k), hermitian=True)
+
     x0, ok0, _ = fit_items(items, 0.0, ties, include_labelled, ridge)
     mom0 = item_moments(x0, items, ties)
-    cov0 = _sandwich(np.linalg.inv(bt.condition(mom0.h_l, k)), mom0.s_hh / n)
-    if lam == 0:
-        return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0)
-    x, ok, _ = fit_items(items, lam, ties, include_labelled, ridge)
-    mom = item_moments(x, items, ties)
-    v0, v1, v2 = variance_terms(mom, n, m, big_n, include_labelled)
-    h_inv = np.linalg.inv(bt.condition(mom.h, k))
-    return PPIFit(x, float(lam), _sandwich(h_inv, v0 + lam * v1 + lam**2 * v2), cov0, mom.h, ok)
+    cov0 = _sandwich(inv(mom0.h_l), mom0.s_hh / n)
+    tuned = lam is None
+    if lam is None:
+        x1, ok1, _ = fit_items(items, 1.0, ties, include_labelled, ridge)
+        xt = x1 if ok1 else x0  # tune at the human fit if lam = 1 has no root
+        mom = item_moments(xt, items, ties)
+        v0, v1, v2 = variance_terms(mom, n, m, big_n, include_labelled, pooled=True)
+        if bread == "pooled":
+            lam = optimal_lambda(inv(mom.h), v1, v2, k, contrasts)
+        else:
+            h0 = exact_bread(xt, items, 0.0, ties, include_labelled, ridge)
+            h1 = exact_bread(xt, items, 1.0, ties, include_labelled, ridge) - h0
+            best = (np.inf, 0.0)
+            for t in np.linspace(0.0, 1.0, grid):
+                h = h0 + t * h1
+                if _positive_definite(h, k):
+                    best = min(best, (_trace(_sandwich(inv(h), v0 + t * v1 + t * t * v2), mat), float(t)))
+            lam = best[1]
+    if lam > 0:
+        x, ok, _ = fit_items(items, lam, ties, include_labelled, ridge)
+        if ok:
+            mom = item_moments(x, items, ties)
+            v0, v1, v2 = variance_terms(mom, n, m, big_n, include_labelled)
+            h = mom.h if bread == "pooled" else exact_bread(x, items, lam, ties, include_labelled, ridge)
+            cov = _sandwich(inv(h), v0 + lam * v1 + lam**2 * v2)
+            # keep the judge only if it narrows the estimated intervals at the final fit: on sparse designs
+            # the moments at the tuning fit can mislead (a selection between two estimators; see docs/ppi.md)
+            narrower = not (guard and tuned) or _trace(cov, mat) <= _trace(cov0, mat)
+            if (bread == "pooled" or _positive_definite(h, k)) and narrower:
+                return PPIFit(x, float(lam), cov, cov0, h, True)
+            return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0)
+    # lam = 0, or the rectified equation has no root (sparse human data): the human-only fit
+    return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0 and lam == 0)
 
 
 # ------------------------------------------------------------------------------------------- bootstrap
@@ -294,7 +393,9 @@ def bootstrap_ppi(items: Items, x_hat: np.ndarray, lam: float, *, n_bootstrap: i
     s_u = _stratum_matrix(items.u_pair, (r * c) * items.u_judge, n_pairs)
     full = bt.PairData(items.pair_i, items.pair_j, combined_counts(items, lam, include_labelled))
     d_data = bt.PairData(jnp.asarray(full.i), jnp.asarray(full.j), jnp.asarray(full.counts))
-    h_inv = jnp.asarray(np.linalg.inv(np.asarray(bt.conditioned_hessian(jnp.asarray(x_hat), d_data, ties, ridge))))
+    # chord steps with the expected information: positive definite even where the rectified loss is not convex
+    fisher = fisher_information(jnp.asarray(x_hat), d_data.i, d_data.j, pair_information_weights(items), ties, ridge)
+    h_inv = jnp.asarray(np.linalg.inv(np.asarray(fisher)))
     xh = jnp.asarray(x_hat)
     out, n_fallback = [], 0
     for start in range(0, n_bootstrap, chunk):
