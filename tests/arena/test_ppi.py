@@ -62,7 +62,8 @@ def test_matches_ppi_py_logistic(logistic_case, lam):
     ppi_py = pytest.importorskip("ppi_py")
     (a, b, y, yh), (au, bu, _, yhu), items = logistic_case
     # ppi_py's form: the judge term over unlabelled items only, lam minimising the variance of theta_k - theta_0
-    fit = ppi.fit_ppi(items, lam, include_labelled=False, contrasts=REFERENCE_CONTRASTS, guard=False)
+    fit = ppi.fit_ppi(items, lam, include_labelled=False, contrasts=REFERENCE_CONTRASTS, guard=False,
+                      bread="pooled")
     est, se = _contrasts(fit)
     ref = ppi_py.ppi_logistic_pointestimate(_design(a, b), y, yh, _design(au, bu), yhu, lam=lam)
     lo, hi = ppi_py.ppi_logistic_ci(_design(a, b), y, yh, _design(au, bu), yhu, alpha=0.05, lam=lam)
@@ -82,7 +83,7 @@ def test_tuned_lambda_matches_ppi_py(logistic_case):
     x1 = ppi_py.ppi_logistic_pointestimate(_design(a, b), y, yh, _design(au, bu), yhu, lam=1.0)
     stats = _logistic_get_stats(x1, _design(a, b), y, yh, _design(au, bu), yhu, np.ones(len(y)), np.ones(len(yhu)))
     ref = _calc_lam_glm(*stats, clip=True)
-    assert ppi.fit_ppi(items, None, include_labelled=False, contrasts=REFERENCE_CONTRASTS).lam == pytest.approx(
+    assert ppi.fit_ppi(items, None, include_labelled=False, contrasts=REFERENCE_CONTRASTS, bread="pooled").lam == pytest.approx(
         ref, rel=0.02)
 
 
