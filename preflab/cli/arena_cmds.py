@@ -352,8 +352,14 @@ def rank(
                                                 "fails; default: none (1e-6 numerical pin only).")] = None,
     style_features: Annotated[str | None, typer.Option(
         "--style-features", help="Comma list from length,headers,lists,bold (default all).")] = None,
+    judge_battles: Annotated[Path | None, typer.Option(
+        "--judge-battles", help="Judge battles or a `preflab judge run` verdict file: PPI++ leaderboard.")] = None,
+    judge_labels: Annotated[str, typer.Option("--judge-labels", help="auto | hard | soft judge labels.")] = "auto",
 ) -> None:
-    """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals."""
+    """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
+
+    With --judge-battles, judge verdicts sharpen the human ratings by prediction-powered inference (PPI++):
+    items are matched by question_id (or item_id) and the model pair; the table adds `ess`."""
     import warnings
 
     from arena.hygiene import parse_filters
@@ -362,6 +368,12 @@ def rank(
     from preflab.io import write_table
 
     battles = load_or_exit(path, layout, skip_bad_rows)
+    if judge_battles is not None:  # issue 15: judge-assisted leaderboard
+        from preflab.cli.judge_assist import rank_with_judge
+
+        return rank_with_judge(battles, judge_battles, layout=layout, skip_bad_rows=skip_bad_rows,
+                               labels=judge_labels, ci=ci, bootstrap=bootstrap, ties=ties, level=level, seed=seed,
+                               scale=scale, base=base, init=init, output=output, top=top)
     feats = tuple(f.strip() for f in style_features.split(",")) if style_features else None
     try:
         with bootstrap_progress(bootstrap if ci != "sandwich" else 0, enabled=err.is_terminal) as advance, \
