@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import arena  # noqa: F401  (x64 + compilation cache)
+import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
 
 

@@ -1,7 +1,7 @@
 """One app process for the multi-process tests: Streamlit voting sessions (AppTest, the real page script and
 the process's cached engine) casting votes against a shared store.
 
-``python -m tests.app.app_worker URL N VOTER [VOTER ...]`` runs one session per voter and, round-robin, has
+``python -m tests.app.app_worker URL N VOTER=INVITE_CODE [...]`` runs one session per voter and, round-robin, has
 each vote ``A`` then press Next ``N`` times; prints one JSON line: per voter the items whose vote the page
 confirmed ("Vote saved"), the rounds where it said another tab had voted first, and any exception.
 """
@@ -18,12 +18,13 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def main(url: str, n: int, voters: list[str]) -> dict:
+def main(url: str, n: int, voter_codes: list[str]) -> dict:
     os.environ["PREFLAB_DB"] = url
-    sessions, out = {}, {v: {"confirmed": [], "duplicates": 0, "errors": []} for v in voters}
-    for v in voters:
+    codes = dict(vc.split("=", 1) for vc in voter_codes)
+    sessions, out = {}, {v: {"confirmed": [], "duplicates": 0, "errors": []} for v in codes}
+    for v, code in codes.items():
         at = AppTest.from_file(APP, default_timeout=120).run()
-        at.text_input[0].input(v)
+        at.text_input(key="invite_code").input(code)  # signed in by the voter's invite, as in a browser
         at.button[0].click().run()
         sessions[v] = at
     for _ in range(n):

@@ -23,7 +23,11 @@ def test_two_app_processes_share_one_postgresql(pg_clean_url):
     engine = open_store(pg_clean_url)
     import_items(engine, load_items(tiny_items(8)), "tiny")
     env = {**os.environ, "PREFLAB_STRATEGY": "balanced", "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.app.app_worker", pg_clean_url, "5", *voters],
+    from voting.access import issue_invite
+
+    codes = {v: issue_invite(engine, v) for v in ("p0-a", "p0-b", "p1-a", "p1-b", "both")}  # one invite each
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.app.app_worker", pg_clean_url, "5",
+                               *(f"{v}={codes[v]}" for v in voters)],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for voters in (["p0-a", "p0-b", "both"], ["p1-a", "p1-b", "both"])]
     results = []
