@@ -51,3 +51,22 @@ def test_judge_metrics_and_runner_load_no_jax() -> None:
     code = "import judge.calibrate, judge.run, judge.pairs, sys; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_every_module_that_loads_jax_turns_on_float64() -> None:
+    """arena's package init loads no JAX, so a computing module must import ``arena._jax`` (x64 and the
+    compilation cache), itself or through what it imports; else its fits would silently run in float32.
+    Each module is imported alone, in a fresh interpreter."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"arena.{f.stem}" for f in modules("arena") if f.stem not in ("__init__", "_jax")]
+    code = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
+            "print('jax' in sys.modules and not sys.modules['jax'].config.jax_enable_x64)")
+
+    def float32(name: str) -> bool:
+        out = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, cwd=ROOT)
+        return out.stdout.strip() != "False"
+
+    with ThreadPoolExecutor(4) as pool:
+        bad = [n for n, b in zip(names, pool.map(float32, names), strict=True) if b]
+    assert bad == []
