@@ -4,7 +4,7 @@ Streamlit's button shortcuts act only on buttons on screen, so a key pressed whi
 (``1`` then ``n`` 150 ms later) hit nothing. This script (our own, in a same-origin component iframe; model
 output never becomes HTML) takes the shortcut keys in the capture phase, queues them and presses the next
 queued key's button only once a new run has drawn the page and that button is on screen, enabled and not
-stale. A key whose button does not come within 3 s is dropped with a visible note.
+stale. A key whose button does not come within 20 s (a very busy server) is dropped with a visible note.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ _QUEUE = """
   const pump = () => {
     const q = w.__preflabQueue;
     if (!q.length) { note(""); return; }
-    // the last press has not redrawn the page yet (give up waiting after 5 s: a run that drew nothing)
-    if (waitRun !== null && w.__preflabRun === waitRun && Date.now() - clickedAt < 5000) return;
+    // the last press has not redrawn the page yet (give up waiting after 20 s: a run that drew nothing)
+    if (waitRun !== null && w.__preflabRun === waitRun && Date.now() - clickedAt < 20000) return;
     const b = target(q[0]);
     if (!b) {
       if (!since) since = Date.now();
-      if (Date.now() - since > 3000) { note("Key '" + q.shift() + "' did nothing here"); since = 0; }
+      if (Date.now() - since > 20000) { note("Key '" + q.shift() + "' did nothing here"); since = 0; }
       else note("Queued: " + q.join(" "));
       return;
     }
