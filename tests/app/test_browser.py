@@ -210,6 +210,8 @@ def test_key_presses_during_a_redraw_are_not_lost(server, browser):
     base, engine = server
     page = login(browser, base, "fast-keys")
     first = shown_item(page)
+    # the queue is installed by a component iframe that can load after the item on a busy machine
+    page.wait_for_function("() => Array.isArray(window.__preflabQueue) && !!window.__preflabKeys")
     for key in "1n2n3n4":
         page.keyboard.press(key)
         page.wait_for_timeout(50)
