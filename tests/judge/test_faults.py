@@ -69,12 +69,13 @@ def test_2000_calls_through_faults_every_verdict_exactly_once(reference_table):
     assert not df.duplicated(KEY).any()
     assert df["error"].isna().all() and stats.failed == 0
     assert stats.calls == 2 * N_PAIRS
-    # every request the server saw ended in exactly one success or one retry
-    assert sum(outcomes.values()) == 2 * N_PAIRS + stats.retries
     reasons = stats.retry_reasons
     assert reasons["timeout"] >= outcomes["slow"]  # 3 s answers against a 1 s timeout
     # on a loaded machine an ordinary answer can also arrive after the timeout; only those can repeat a call
     late = reasons["timeout"] - outcomes["slow"]
+    # every request the server saw ended in exactly one success or one retry; a late timeout may be a request
+    # the server never got to see (it timed out while queued on a busy machine)
+    assert 2 * N_PAIRS + stats.retries - late <= sum(outcomes.values()) <= 2 * N_PAIRS + stats.retries
     faults_sent = outcomes["429"] + outcomes["500"] + outcomes["malformed"] + outcomes["drop"]
     seen_as_kind = reasons["429"] + reasons["500"] + reasons["malformed"] + reasons["connection"]
     assert seen_as_kind <= faults_sent <= seen_as_kind + late  # each fault seen as itself, or as a late timeout
