@@ -427,10 +427,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         np.append(pd.Index(WINNERS).get_indexer(labels["winner"]), -1)[codes["winner"]], list(WINNERS))
     if "tstamp" in df:
         checks += _number_checks(df["tstamp"], "tstamp", "seconds since the epoch", 0.0, 1e11)
-    if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
-        for col, values in _style_from_metadata(df["conv_metadata"]).items():
-            if col not in df:
-                df[col] = values
+    _fill_style_columns(df)
     for col in STYLE_COLUMNS:
         if col in df:
             checks += _number_checks(df[col], col, "a style count", 0.0, 1e12)
@@ -492,10 +489,7 @@ def _finalise(df: pd.DataFrame) -> pd.DataFrame:
     if "conv_metadata" in df:  # dict or None, whatever the source's spelling of "missing"
         df["conv_metadata"] = pd.Series([v if isinstance(v, Mapping) else None for v in df["conv_metadata"]],
                                         index=df.index, dtype=object)
-    if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
-        for col, values in _style_from_metadata(df["conv_metadata"]).items():
-            if col not in df:
-                df[col] = values
+    _fill_style_columns(df)
     for col in STYLE_COLUMNS:
         if col in df:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
@@ -553,6 +547,14 @@ def _total(v: object) -> object:
         return float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return v if v is not None else float("nan")
+
+
+def _fill_style_columns(df: pd.DataFrame) -> None:
+    """Add the flat style columns missing from ``df`` from its nested ``conv_metadata`` (in place)."""
+    if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
+        for col, values in _style_from_metadata(df["conv_metadata"]).items():
+            if col not in df:
+                df[col] = values
 
 
 def _style_from_metadata(meta: pd.Series) -> dict[str, np.ndarray]:
