@@ -413,12 +413,21 @@ def import_battles(engine: Engine, battles: Battles, dataset: str, source: str) 
 def _frame(engine: Engine, query: sa.Select) -> pd.DataFrame:
     with engine.connect() as conn:
         res = conn.execute(query)
-        return pd.DataFrame(res.fetchall(), columns=list(res.keys()))
+        columns, rows = list(res.keys()), res.fetchall()
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    # column lists, not Row objects: pandas probes each Row's attributes, which costs more than the query
+    return pd.DataFrame(dict(zip(columns, map(list, zip(*rows, strict=True)), strict=True)), columns=columns)
+
+
+def _scalars(engine: Engine, query: sa.Select) -> list:
+    with engine.connect() as conn:
+        return list(conn.execute(query).scalars())
 
 
 def list_datasets(engine: Engine) -> list[str]:
     """Dataset names that have items, sorted."""
-    return list(_frame(engine, sa.select(items_t.c.dataset).distinct().order_by(items_t.c.dataset))["dataset"])
+    return _scalars(engine, sa.select(items_t.c.dataset).distinct().order_by(items_t.c.dataset))
 
 
 def load_items_frame(engine: Engine, dataset: str) -> pd.DataFrame:
@@ -435,17 +444,16 @@ def load_answers(engine: Engine, dataset: str, item_id: str) -> dict[str, str]:
     """``{model: answer}`` for one item."""
     q = sa.select(answers_t.c.model, answers_t.c.answer).where(
         answers_t.c.dataset == dataset, answers_t.c.item_id == item_id)
-    return dict(_frame(engine, q).itertuples(index=False, name=None))
+    with engine.connect() as conn:
+        return {model: answer for model, answer in conn.execute(q)}
 
 
 def seen_items(engine: Engine, voter: str, dataset: str, round: int = 1) -> set[str]:
     """Items this voter already voted on, skipped or undid (in this round): an undone item does not come
     back, since the voter may have seen which models it showed."""
-    out: set[str] = set()
-    for t in (votes_t, skips_t, undone_t):
-        q = sa.select(t.c.item_id).where(t.c.voter == voter, t.c.dataset == dataset, t.c.round == round)
-        out |= set(_frame(engine, q)["item_id"])
-    return out
+    q = sa.union(*(sa.select(t.c.item_id).where(t.c.voter == voter, t.c.dataset == dataset, t.c.round == round)
+                   for t in (votes_t, skips_t, undone_t)))
+    return set(_scalars(engine, q))
 
 
 def vote_tallies(engine: Engine, dataset: str) -> pd.DataFrame:
