@@ -53,15 +53,14 @@ def test_demo_seed_reports_bad_items(tmp_path):
     assert out.exit_code == 2 and "has only one answer" in " ".join(out.output.split())
 
 
-@pytest.mark.slow
-def test_preflab_app_serves_the_voting_page(tmp_path):
-    port = free_port()
-    url = f"sqlite:///{tmp_path / 'app.db'}"
+def _serve(cwd: Path, url: str, port: int, **popen: object) -> tuple[subprocess.Popen, str]:
+    """``preflab app`` on ``url`` in its own process group, and its base URL."""
     proc = subprocess.Popen([str(Path(sys.executable).with_name("preflab")), "app", "--db", url, "--port", str(port)],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env={**os.environ})
-    base = f"http://127.0.0.1:{port}"
+                            cwd=cwd, start_new_session=True, env={**os.environ}, **popen)
+    return proc, f"http://127.0.0.1:{port}"
 
+
+def _wait_healthy(proc: subprocess.Popen, base: str) -> None:
     def health() -> bool:
         try:
             with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
@@ -69,8 +68,16 @@ def test_preflab_app_serves_the_voting_page(tmp_path):
         except OSError:
             return proc.poll() is not None
 
+    wait_for(health, timeout=90, every=0.3)
+
+
+@pytest.mark.slow
+def test_preflab_app_serves_the_voting_page(tmp_path):
+    port = free_port()
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    proc, base = _serve(tmp_path, url, port, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_for(health, timeout=90, every=0.3)
+        _wait_healthy(proc, base)
         assert proc.poll() is None
         with urllib.request.urlopen(base, timeout=5) as r:
             assert r.status == 200 and b"<div id=\"root\">" in r.read()
@@ -106,20 +113,9 @@ def test_idle_app_server_is_quiet(tmp_path):
     (tmp_path / "many").mkdir()
     for k in range(2000):  # files a watcher would walk
         (tmp_path / "many" / f"f{k}.py").write_text("x = 1\n")
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("preflab")), "app", "--db", url, "--port", str(port)],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, env={**os.environ})
-    base = f"http://127.0.0.1:{port}"
-
-    def health() -> bool:
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                return r.read().strip() == b"ok"
-        except OSError:
-            return proc.poll() is not None
-
+    proc, base = _serve(tmp_path, url, port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(health, timeout=90, every=0.3)
+        _wait_healthy(proc, base)
         assert proc.poll() is None
         server = psutil.Process(proc.pid)  # execve: the preflab process became the server
         assert "--runner.postScriptGC" in server.cmdline() and "none" in server.cmdline()
