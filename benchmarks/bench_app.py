@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from benchmarks.common import write_table
 
@@ -53,28 +54,42 @@ FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');
   return b && !b.closest("[data-stale='true']") && document.body.innerText.includes('Vote saved'); }"""
 
 
-def seed(url: str, stored: int) -> None:
-    """The demo dataset and its votes, then synthetic votes up to ``stored`` (one voter each, like the tests)."""
-    from voting.store import count_rows, open_store, votes_t
+def synthetic_votes(items: list[str], start: int, stop: int, n_voters: int = 1000) -> pd.DataFrame:
+    """Votes ``start`` .. ``stop - 1`` on ``items`` by ``n_voters`` synthetic voters (vote k: voter k mod
+    n_voters, its (k // n_voters)-th item, a new round each time the voter has seen every item, so the unique
+    key holds), random pairs of the demo's five models, the left side winning every other vote."""
+    models = np.array(["atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded", "ember-balanced"])
+    k = np.arange(start, stop)
+    rng = np.random.default_rng(start)
+    a = rng.integers(0, 5, len(k))
+    b = (a + rng.integers(1, 5, len(k))) % 5
+    turn = k // n_voters
+    left, right = models[a], models[b]
+    return pd.DataFrame({
+        "voter": np.char.add("bulk-", (k % n_voters).astype(str)), "dataset": "demo",
+        "item_id": np.asarray(items, dtype=object)[turn % len(items)], "round": turn // len(items) + 1,
+        "model_left": left, "model_right": right, "shown_order": np.where(left < right, "xy", "yx"),
+        "outcome": "win", "winner_model": np.where(k % 2 == 1, left, right), "voted_at": 1.7e9 + k,
+        "source": "bench"})
+
+
+def seed(url: str, stored: int) -> float:
+    """The demo dataset and its votes, then synthetic votes up to ``stored`` (:func:`synthetic_votes`, bulk
+    loaded: :func:`voting.bulk.bulk_insert_votes`); returns the seconds it took."""
+    from voting.bulk import bulk_insert_votes
+    from voting.store import count_rows, open_store
     from voting.votes import seed_demo
 
+    t0 = time.perf_counter()
     engine = open_store(url)
     seed_demo(engine, ROOT / "data" / "demo" / "items.jsonl", ROOT / "data" / "demo" / "battles.jsonl")
     have = count_rows(engine)
-    items = [r[0] for r in engine.connect().exec_driver_sql("SELECT item_id FROM items").fetchall()]
-    models = ("atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded", "ember-balanced")
-    rng = np.random.default_rng(0)
-    for start in range(have, stored, 50_000):
-        rows = []
-        for k in range(start, min(stored, start + 50_000)):
-            a, b = rng.choice(5, 2, replace=False)
-            rows.append(dict(voter=f"bulk-{k}", dataset="demo", item_id=items[k % len(items)], round=1,
-                             model_left=models[a], model_right=models[b], shown_order="xy" if a < b else "yx",
-                             outcome="win", winner_model=models[a if k % 2 else b], voted_at=1.7e9 + k,
-                             source="bench"))
-        with engine.begin() as conn:
-            conn.execute(votes_t.insert(), rows)
+    with engine.connect() as conn:
+        items = [r[0] for r in conn.exec_driver_sql("SELECT item_id FROM items ORDER BY item_id")]
+    if stored > have:
+        bulk_insert_votes(engine, synthetic_votes(items, have, stored))
     engine.dispose()
+    return time.perf_counter() - t0
 
 
 def _healthy(base: str) -> bool:

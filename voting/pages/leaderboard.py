@@ -1,9 +1,11 @@
 """Leaderboard page: Bradley-Terry ratings with intervals from the collected votes (the arena's fit),
 forest plot, win-rate heatmap and battle counts; filters by dataset, voter and date; style control.
 
-The database counts the votes (per model pair and outcome, :func:`voting.store.pair_outcome_counts`), so the
-page reads a few hundred rows whether 1k or 1M votes are stored; only style control, which needs each vote's
-answer lengths, loads the votes themselves."""
+The database counts the votes (per model pair and outcome, :func:`voting.store.pair_outcome_counts`; the
+filters go into its WHERE), and the voters and date range come from index probes (:func:`voting.store.
+vote_summary`, at most ``MAX_VOTER_OPTIONS`` voters listed, else typed), so the page reads a few hundred rows
+whether 1k or 1M votes are stored; only style control, which needs each vote's answer lengths, and the
+judge-vs-human view, once a verdict file is picked, load the votes themselves."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from arena.plots import forest_figure, heatmap_figure
+from voting import store
 from voting.assign import tally_counts
 from voting.pages.common import get_config, get_engine, require_admin
 from voting.store import (
@@ -79,7 +82,12 @@ def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float |
     summary = vote_summary(engine, dataset)
     categories = tuple(st.sidebar.multiselect("Categories (empty = all)", item_categories(engine, dataset),
                                               key="lb_categories"))
-    voters = st.sidebar.multiselect("Voters (empty = all)", summary["voters"], key="lb_voters")
+    if summary["more_voters"]:  # too many to list: typed ids (a list of them all would be the slow part)
+        typed = st.sidebar.text_input(f"Voters (ids, comma-separated; empty = all; over {store.MAX_VOTER_OPTIONS:,}"
+                                      " voters)", key="lb_voter_ids")
+        voters = sorted({v.strip() for v in typed.split(",") if v.strip()})
+    else:
+        voters = st.sidebar.multiselect("Voters (empty = all)", summary["voters"], key="lb_voters")
     since = until = None
     if summary["first"] is not None:
         lo, hi = dt.date.fromtimestamp(summary["first"]), dt.date.fromtimestamp(summary["last"])
