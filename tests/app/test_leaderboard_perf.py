@@ -193,3 +193,27 @@ def test_leaderboard_page_rows_do_not_grow_with_stored_votes_and_equal_the_fit_o
         np.testing.assert_allclose(shown[col], expect.loc[shown.index, col], atol=0.051)
     for col in ("battles", "wins", "ties"):
         np.testing.assert_array_equal(shown[col], expect.loc[shown.index, col])
+
+
+def test_the_date_range_follows_new_votes_until_the_voter_narrows_it(monkeypatch, seeded_url):
+    """Old code: the widget kept the first render's range, so a later day's votes fell outside it (left out of
+    the leaderboard) and the page counted every vote row by row."""
+    engine = open_store(seeded_url)
+    bulk_insert_votes(engine, votes_frame(200, voters=20))  # 10 days from T0
+    at = _page(monkeypatch, seeded_url)
+    assert "200 votes" in at.caption[0].value
+    late = votes_frame(30, start=500, voters=3).assign(voter=lambda d: "late-" + d["voter"],
+                                                       voted_at=lambda d: d["voted_at"] + 20 * DAY)
+    bulk_insert_votes(engine, late)
+    at.run()
+    assert not at.exception and "230 votes" in at.caption[0].value
+    assert at.date_input(key="lb_dates").value[1] == dt.date.fromtimestamp(late["voted_at"].max())
+    narrowed = (dt.date.fromtimestamp(T0), dt.date.fromtimestamp(T0 + 4 * DAY))
+    at.date_input(key="lb_dates").set_value(narrowed).run()
+    n_narrow = int(at.caption[0].value.split()[0])
+    assert 0 < n_narrow < 200
+    bulk_insert_votes(engine, late.assign(voter=lambda d: "later-" + d["voter"],
+                                          voted_at=lambda d: d["voted_at"] + 5 * DAY))
+    at.run()  # a narrowed range stays as chosen
+    assert at.date_input(key="lb_dates").value == narrowed and int(at.caption[0].value.split()[0]) == n_narrow
+    engine.dispose()

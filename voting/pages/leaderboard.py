@@ -57,8 +57,9 @@ def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[s
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
 def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: float | None, until: float | None,
               style: tuple[str, ...], n_bootstrap: int, stamp: tuple, categories: tuple[str, ...] = (),
-              exclude: tuple[str, ...] = ()) -> dict:
-    """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive)."""
+              exclude: tuple[str, ...] = (), cells: pd.DataFrame | None = None) -> dict:
+    """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive): the page's counted
+    ``cells`` (already filtered, so not counted twice), or with ``style`` the filtered votes themselves."""
     from arena.leaderboard import fit_leaderboard
 
     engine = get_engine()
@@ -66,8 +67,9 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
         votes = keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude)
         data = votes_to_battles(votes, "votes")
     else:
-        cells = without_models(pair_outcome_counts(engine, dataset, list(voters), since, until, list(categories)),
-                               exclude)
+        if cells is None:
+            cells = without_models(pair_outcome_counts(engine, dataset, list(voters), since, until,
+                                                       list(categories)), exclude)
         data = tally_counts(cells, sorted(set(cells["model_left"]) | set(cells["model_right"])))
     lb = fit_leaderboard(data, n_bootstrap=n_bootstrap, style_control=bool(style), style_features=style or None)
     return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
@@ -91,11 +93,25 @@ def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float |
     since = until = None
     if summary["first"] is not None:
         lo, hi = dt.date.fromtimestamp(summary["first"]), dt.date.fromtimestamp(summary["last"])
-        span = st.sidebar.date_input("Dates", (lo, hi), min_value=lo, max_value=hi, key="lb_dates")
+        span = _date_range(lo, hi)
         if isinstance(span, tuple) and len(span) == 2 and (span[0] > lo or span[1] < hi):
             since = dt.datetime.combine(span[0], dt.time()).timestamp()
             until = dt.datetime.combine(span[1] + dt.timedelta(days=1), dt.time()).timestamp()
     return dataset, tuple(voters), since, until, categories
+
+
+def _date_range(lo: dt.date, hi: dt.date):  # noqa: ANN202 - what st.date_input returns
+    """The date range widget over ``lo`` .. ``hi``. While the voter has not narrowed it, it follows the votes'
+    range (a widget keeps its old value: a new day's votes would otherwise fall outside it, unseen, and the
+    page would count every vote row by row); a narrowed range is kept, clipped to the votes' range."""
+    state = st.session_state
+    shown = state.get("lb_dates")
+    if shown is None or tuple(shown) == state.get("lb_dates_full"):
+        state["lb_dates"] = (lo, hi)
+    elif isinstance(shown, tuple | list) and shown:
+        state["lb_dates"] = tuple(min(max(d, lo), hi) for d in shown)
+    state["lb_dates_full"] = (lo, hi)
+    return st.sidebar.date_input("Dates", min_value=lo, max_value=hi, key="lb_dates")
 
 
 def render() -> None:
@@ -126,7 +142,8 @@ def render() -> None:
     n_boot = c2.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=200, key="lb_boot")
     stamp = (votes_stamp(engine), n_votes)
     try:
-        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude)
+        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude,
+                        None if style else cells.reset_index(drop=True))
     except (ImportError, ValueError) as e:
         st.error(f"Could not fit the leaderboard: {e}")
         return
