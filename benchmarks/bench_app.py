@@ -4,15 +4,16 @@ Per step (voters x stored votes): votes/min, vote -> confirmed and Next -> new p
 browser: from the click until the page shows the new state, never a state the old page also had), the app
 server's CPU per confirmed vote (ms, from the server process's CPU times), and lost votes (confirmed in the
 browser but not stored). Then a profile of one vote (two reruns) in-process, by package. Optionally the
-leaderboard page's render time with many votes in PostgreSQL.
+leaderboard page's render times with many stored votes (``--leaderboard``).
 
-SQLite store with the bundled demo dataset; ``--stored`` adds synthetic votes first (1k / 100k / 1M).
-The server is ``streamlit run`` with the flags of ``preflab app`` (``--app-root`` serves another checkout,
-e.g. main, with its own flags: a before/after on the same machine).
+The demo dataset in SQLite or a throw-away PostgreSQL (``--db sqlite,postgresql``); ``--stored`` adds
+synthetic votes first (1k / 100k / 1M, 1,000 voters; bulk loaded, about 30 s for 1M). Voters sign in with invite
+links. The server is ``streamlit run`` with the flags of ``preflab app`` (``--app-root`` serves another
+checkout, e.g. main, with its own flags: a before/after on the same machine).
 
-    python -m benchmarks.bench_app --voters 1,5,10,20,30 --stored 1000,100000,1000000 --seconds 120
-    python -m benchmarks.bench_app --voters 5 --stored 1000 --seconds 30          # a smoke run
-    python -m benchmarks.bench_app --voters 0 --leaderboard 1000000               # leaderboard on PostgreSQL
+    python -m benchmarks.bench_app --voters 1,5,10,20,30 --stored 1000,100000,1000000 --db sqlite,postgresql
+    python -m benchmarks.bench_app --voters 1 --stored 1000 --seconds 20 --db sqlite,postgresql   # a smoke run
+    python -m benchmarks.bench_app --voters 0 --leaderboard 1000000 --leaderboard-db postgresql,sqlite
 
 Prints Markdown tables (and writes benchmarks/results/bench_app.md).
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import os
@@ -35,6 +37,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from benchmarks.common import write_table
 
@@ -53,28 +56,42 @@ FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');
   return b && !b.closest("[data-stale='true']") && document.body.innerText.includes('Vote saved'); }"""
 
 
-def seed(url: str, stored: int) -> None:
-    """The demo dataset and its votes, then synthetic votes up to ``stored`` (one voter each, like the tests)."""
-    from voting.store import count_rows, open_store, votes_t
+def synthetic_votes(items: list[str], start: int, stop: int, n_voters: int = 1000) -> pd.DataFrame:
+    """Votes ``start`` .. ``stop - 1`` on ``items`` by ``n_voters`` synthetic voters (vote k: voter k mod
+    n_voters, its (k // n_voters)-th item, a new round each time the voter has seen every item, so the unique
+    key holds), random pairs of the demo's five models, the left side winning every other vote."""
+    models = np.array(["atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded", "ember-balanced"])
+    k = np.arange(start, stop)
+    rng = np.random.default_rng(start)
+    a = rng.integers(0, 5, len(k))
+    b = (a + rng.integers(1, 5, len(k))) % 5
+    turn = k // n_voters
+    left, right = models[a], models[b]
+    return pd.DataFrame({
+        "voter": np.char.add("bulk-", (k % n_voters).astype(str)), "dataset": "demo",
+        "item_id": np.asarray(items, dtype=object)[turn % len(items)], "round": turn // len(items) + 1,
+        "model_left": left, "model_right": right, "shown_order": np.where(left < right, "xy", "yx"),
+        "outcome": "win", "winner_model": np.where(k % 2 == 1, left, right), "voted_at": 1.7e9 + k,
+        "source": "bench"})
+
+
+def seed(url: str, stored: int) -> float:
+    """The demo dataset and its votes, then synthetic votes up to ``stored`` (:func:`synthetic_votes`, bulk
+    loaded: :func:`voting.bulk.bulk_insert_votes`); returns the seconds it took."""
+    from voting.bulk import bulk_insert_votes
+    from voting.store import count_rows, open_store
     from voting.votes import seed_demo
 
+    t0 = time.perf_counter()
     engine = open_store(url)
     seed_demo(engine, ROOT / "data" / "demo" / "items.jsonl", ROOT / "data" / "demo" / "battles.jsonl")
     have = count_rows(engine)
-    items = [r[0] for r in engine.connect().exec_driver_sql("SELECT item_id FROM items").fetchall()]
-    models = ("atlas-terse", "beacon-verbose", "comet-sloppy", "delta-padded", "ember-balanced")
-    rng = np.random.default_rng(0)
-    for start in range(have, stored, 50_000):
-        rows = []
-        for k in range(start, min(stored, start + 50_000)):
-            a, b = rng.choice(5, 2, replace=False)
-            rows.append(dict(voter=f"bulk-{k}", dataset="demo", item_id=items[k % len(items)], round=1,
-                             model_left=models[a], model_right=models[b], shown_order="xy" if a < b else "yx",
-                             outcome="win", winner_model=models[a if k % 2 else b], voted_at=1.7e9 + k,
-                             source="bench"))
-        with engine.begin() as conn:
-            conn.execute(votes_t.insert(), rows)
+    with engine.connect() as conn:
+        items = [r[0] for r in conn.exec_driver_sql("SELECT item_id FROM items ORDER BY item_id")]
+    if stored > have:
+        bulk_insert_votes(engine, synthetic_votes(items, have, stored))
     engine.dispose()
+    return time.perf_counter() - t0
 
 
 def _healthy(base: str) -> bool:
@@ -106,9 +123,7 @@ async def voter(browser, base: str, name: str, clock: dict, think: tuple[float, 
     ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await ctx.new_page()
     page.set_default_timeout(180_000)
-    await page.goto(base)
-    await page.get_by_label("Your name or id").fill(name)
-    await page.get_by_role("button", name="Start voting").click()
+    await page.goto(f"{base}/?invite={name}")  # an invite link (``name`` is the token): signed in on load
     item = await (await page.wait_for_function(FRESH_ITEM, arg=None, timeout=180_000)).json_value()
     clock["ready"] += 1
     if clock["ready"] == clock["voters"]:  # the measured window starts when every voter is logged in
@@ -132,15 +147,16 @@ async def voter(browser, base: str, name: str, clock: dict, think: tuple[float, 
     await ctx.close()
 
 
-async def drive(base: str, n: int, seconds: float, think: tuple[float, float], on_go) -> dict:  # noqa: ANN001
+async def drive(base: str, tokens: list[str], seconds: float, think: tuple[float, float], on_go) -> dict:  # noqa: ANN001
     from playwright.async_api import async_playwright
 
     out = {"vote": [], "next": [], "confirmed": 0}
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        n = len(tokens)
         clock = {"ready": 0, "voters": n, "seconds": seconds, "go": asyncio.Event(), "until": 0.0,
                  "on_go": on_go}
-        await asyncio.gather(*(voter(browser, base, f"bench-{k}", clock, think, out) for k in range(n)))
+        await asyncio.gather(*(voter(browser, base, tokens[k], clock, think, out) for k in range(n)))
         out["window"] = seconds
         await browser.close()
     return out
@@ -149,15 +165,19 @@ async def drive(base: str, n: int, seconds: float, think: tuple[float, float], o
 def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[float, float]) -> dict:
     import psutil
 
+    from voting.access import issue_invite
     from voting.store import count_rows, open_store
 
+    engine = open_store(url)
+    tokens = [issue_invite(engine, f"bench-{k}") for k in range(voters)]  # invited voters (no rate limit)
+    engine.dispose()
     port = random.randint(20_000, 40_000)
     proc = start_server(url, app_root, port)
     try:
         server = psutil.Process(proc.pid)
         before = count_rows(open_store(url))
         marks: dict = {}
-        res = asyncio.run(drive(f"http://127.0.0.1:{port}", voters, seconds, think,
+        res = asyncio.run(drive(f"http://127.0.0.1:{port}", tokens, seconds, think,
                                 lambda: marks.update(cpu0=server.cpu_times(), t0=time.monotonic())))
         cpu0, cpu1, wall = marks["cpu0"], server.cpu_times(), time.monotonic() - marks["t0"]
         stored = count_rows(open_store(url)) - before
@@ -187,8 +207,11 @@ def profile_one_vote(url: str) -> list[list[object]]:
     from streamlit.testing.v1 import AppTest
 
     os.environ["PREFLAB_DB"] = url
+    from voting.access import issue_invite
+    from voting.store import open_store
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
-    at.text_input[0].input("profiler")
+    at.text_input(key="invite_code").input(issue_invite(open_store(url), "profiler"))
     at.button[0].click().run()
     at.button(key="vote_A").click().run()  # warm: caches filled
     at.button(key="next").click().run()
@@ -217,7 +240,13 @@ import os, sys, time, statistics
 from streamlit.testing.v1 import AppTest
 os.environ["PREFLAB_DB"] = sys.argv[1]
 at = AppTest.from_file(os.path.join(sys.argv[2], "app.py"), default_timeout=300).run()
-at.text_input[0].input("rerun-timer"); at.button[0].click().run()
+try:  # invite sessions (an older checkout: a free-text name)
+    from voting.access import issue_invite
+    from voting.store import open_store
+    at.text_input(key="invite_code").input(issue_invite(open_store(sys.argv[1]), "rerun-timer"))
+except ImportError:
+    at.text_input[0].input("rerun-timer")
+at.button[0].click().run()
 times = []
 for k in range(int(sys.argv[3]) + 1):
     t0 = time.process_time()
@@ -236,24 +265,53 @@ def rerun_cost(url: str, app_root: Path, votes: int = 8) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def leaderboard_render(n_votes: int) -> list[list[object]]:
-    """The leaderboard page (AppTest) over ``n_votes`` votes in a throw-away PostgreSQL: first and second render."""
+def _date_window(at) -> None:  # noqa: ANN001 - one day: the first
+    at.multiselect(key="lb_voters").set_value([])
+    first = at.date_input(key="lb_dates").value[0]
+    at.date_input(key="lb_dates").set_value((first, first)).run()
+
+
+#: What the leaderboard benchmark does, one after another: (label, action on the page).
+LEADERBOARD_STEPS = (
+    ("first render (fresh process: imports, JIT compile, fit)",
+     lambda at, _: at.switch_page("voting/pages/leaderboard.py").run()),
+    ("again (cached fit)", lambda at, _: at.switch_page("voting/pages/leaderboard.py").run()),
+    ("after a new vote (refit)", lambda at, _: at.run()),
+    ("category filter", lambda at, _: at.multiselect(key="lb_categories").set_value(
+        [at.multiselect(key="lb_categories").options[0]]).run()),
+    ("+ one voter", lambda at, voter: at.multiselect(key="lb_voters").set_value([voter]).run()),
+    ("- voter, + one-day window", lambda at, _: _date_window(at)),
+    ("+ exclude a model", lambda at, _: at.multiselect(key="lb_exclude").set_value(["comet-sloppy"]).run()),
+)
+
+
+def leaderboard_render(n_votes: int, kinds: tuple[str, ...] = ("postgresql",)) -> list[list[object]]:
+    """The leaderboard page (AppTest, this process) over ``n_votes`` stored votes: the first render in a fresh
+    process (imports, JIT compile, fit), again (cached fit), after a new vote (refit), and with each filter
+    (a new fit each); wall and this process's CPU seconds (the database server's CPU is not in it)."""
     from streamlit.testing.v1 import AppTest
 
     from tests.app.pg_server import temporary_postgres
+    from voting.store import Vote, open_store, record_vote, vote_summary
 
     rows = []
-    with temporary_postgres() as url:
-        t0 = time.perf_counter()
-        seed(url, n_votes)
-        t_seed = time.perf_counter() - t0
-        os.environ["PREFLAB_DB"] = url
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
-        for label in ("first render (JIT compile, fit)", "second render (cached fit)"):
-            t0 = time.perf_counter()
-            at.switch_page("voting/pages/leaderboard.py").run()
-            assert not at.exception, at.exception
-            rows.append([f"{n_votes:,}", label, f"{time.perf_counter() - t0:.2f}", f"{t_seed:.0f}"])
+    for kind in kinds:
+        with tempfile.TemporaryDirectory() as tmp, (temporary_postgres() if kind == "postgresql"
+                                                     else contextlib.nullcontext(f"sqlite:///{tmp}/lb.db")) as url:
+            t_seed = seed(url, n_votes)
+            os.environ["PREFLAB_DB"] = url
+            engine = open_store(url)
+            voter = vote_summary(engine)["voters"][-1]
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
+            for label, act in LEADERBOARD_STEPS:
+                if label.startswith("after a new vote"):
+                    record_vote(engine, Vote("lb-bench", "demo", "demo-001", "atlas-terse", "comet-sloppy", "A"))
+                t0, c0 = time.perf_counter(), time.process_time()
+                act(at, voter)
+                assert not at.exception, at.exception
+                rows.append([kind, f"{n_votes:,}", label, f"{time.perf_counter() - t0:.2f}",
+                             f"{time.process_time() - c0:.2f}", f"{t_seed:.0f}"])
+            engine.dispose()
     return rows
 
 
@@ -265,18 +323,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--voters", default="1,5,10,20,30", help="comma-separated voter counts (0 = none)")
     ap.add_argument("--stored", default="1000,100000,1000000", help="comma-separated stored-vote counts")
+    ap.add_argument("--db", default="sqlite", help="stores for the voter table: sqlite,postgresql (a throw-away "
+                                                   "PostgreSQL server each)")
     ap.add_argument("--seconds", type=float, default=120, help="duration of each step")
     ap.add_argument("--think", default="2,6", help="think time before a vote, min,max seconds")
     ap.add_argument("--app-root", type=Path, default=ROOT, help="checkout whose app to serve (before/after)")
     ap.add_argument("--leaderboard", type=int, default=0, help="also time the leaderboard with this many votes "
                                                                "in PostgreSQL")
+    ap.add_argument("--leaderboard-db", default="postgresql", help="stores for --leaderboard: postgresql,sqlite")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--rerun-cost", action="store_true", help="only the CPU ms of one vote + Next per stored count "
                                                              "(AppTest, no browser), for --app-root")
     args = ap.parse_args()
     think = tuple(float(x) for x in args.think.split(","))
     voters = [int(v) for v in args.voters.split(",") if int(v) > 0]
-    rows, profile = [], []
+    rows, profile, load0 = [], [], os.getloadavg()[0]
     if args.rerun_cost:
         cost = []
         for stored in [int(s) for s in args.stored.split(",")]:
@@ -286,31 +347,39 @@ def main() -> None:
         write_table("bench_app_rerun", f"CPU of one vote + Next (two reruns, AppTest) of {args.app_root}",
                     ["stored votes", "CPU ms (median)"], cost)
         return
-    for stored in [int(s) for s in args.stored.split(",")] if voters else []:
-        with tempfile.TemporaryDirectory() as tmp:
-            url = f"sqlite:///{tmp}/bench.db"
-            seed(url, stored)
+    from tests.app.pg_server import temporary_postgres
+
+    steps = [(db, int(s)) for db in args.db.split(",") for s in args.stored.split(",")] if voters else []
+    for db, stored in steps:
+        with tempfile.TemporaryDirectory() as tmp, (temporary_postgres() if db == "postgresql"
+                                                     else contextlib.nullcontext(f"sqlite:///{tmp}/bench.db")) as url:
+            t_seed = seed(url, stored)
+            print(f"{db}: {stored:,} stored votes seeded in {t_seed:.1f} s", flush=True)
             for n in voters:
                 r = step(url, args.app_root, n, args.seconds, think)
-                rows.append([f"{stored:,}", n, f"{r['per_min']:.0f}", f"{pct(r['vote'], 50)} / {pct(r['vote'], 95)}",
+                rows.append([db, f"{stored:,}", n, f"{r['per_min']:.0f}", f"{pct(r['vote'], 50)} / {pct(r['vote'], 95)}",
                              f"{pct(r['next'], 50)} / {pct(r['next'], 95)}", f"{r['cpu_ms']:.0f}",
                              f"{r['cpu_share']:.0%}", r["votes"] - r["stored"]])
-            if not args.no_profile and args.app_root == ROOT:
+            if not args.no_profile and args.app_root == ROOT:  # the last step's (most stored votes) is kept
                 profile = profile_one_vote(url)
     text = ""
     if rows:
         text += write_table("bench_app", f"Voting app, real Chromium voters ({args.seconds:.0f} s per step, think "
-                            f"{args.think} s, SQLite, demo dataset, {os.cpu_count()} cores)",
-                            ["stored votes", "voters", "votes/min", "vote → confirmed p50 / p95 (s)",
+                            f"{args.think} s, demo dataset, {os.cpu_count()} cores, load {load0:.1f} at the start)",
+                            ["store", "stored votes", "voters", "votes/min", "vote → confirmed p50 / p95 (s)",
                              "Next → new pair p50 / p95 (s)", "server CPU per vote (ms)", "server CPU",
                              "lost votes"], rows)
     if profile:
         text += write_table("bench_app_profile", "Where one vote's two reruns spend server CPU (cProfile, own time)",
                             ["package", "ms", "share"], profile)
     if args.leaderboard:
-        text += write_table("bench_app_leaderboard", "Leaderboard page on PostgreSQL (AppTest, 200 bootstrap)",
-                            ["stored votes", "render", "seconds", "seeding (s)"], leaderboard_render(args.leaderboard))
-    (Path(__file__).parent / "results" / "bench_app.md").write_text(text)
+        kinds = tuple(args.leaderboard_db.split(","))
+        text += write_table("bench_app_leaderboard", f"Leaderboard page (AppTest, 200 bootstrap resamples, "
+                            f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start)",
+                            ["store", "stored votes", "render", "wall s", "CPU s (app process)", "seeding (s)"],
+                            leaderboard_render(args.leaderboard, kinds))
+    if rows:  # the voter table with the profile and leaderboard beside it
+        (Path(__file__).parent / "results" / "bench_app.md").write_text(text)
 
 
 if __name__ == "__main__":

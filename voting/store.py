@@ -76,6 +76,7 @@ votes_t = sa.Table(
     sa.Column("conv_metadata", sa.Text),  # JSON style counts per side (Chatbot Arena's), when known
     sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_votes_voter_item_round"),
     sa.Index("ix_votes_dataset_item", "dataset", "item_id"),
+    sa.Index("ix_votes_dataset_time", "dataset", "voted_at"),  # the leaderboard's date range and window
     sqlite_autoincrement=True,  # never reuse the id of an undone vote (SQLite's default reuses max(id) + 1)
 )
 # Undone votes are moved here, not dropped: the audit trail of what voters took back. Its own key: a vote
@@ -221,6 +222,8 @@ def _migrate(engine: Engine) -> None:
         _rekey_undone(conn)
         had_counts = sa.inspect(conn).has_table("vote_counts")
         metadata.create_all(conn)
+        for index in votes_t.indexes:  # create_all adds no index to a table that exists already
+            index.create(conn, checkfirst=True)
         if not had_counts:  # a store from before the counts table: count its votes once
             conn.exec_driver_sql(
                 f"INSERT INTO vote_counts ({_COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, "
@@ -499,14 +502,18 @@ def pair_outcome_counts(engine: Engine, dataset: str | None = None, voters: list
                         since: float | None = None, until: float | None = None,
                         categories: list[str] | None = None) -> pd.DataFrame:
     """Votes as leaderboard cells ``model_left, model_right, outcome, winner_model, n``, counted by the database
-    (the ``vote_counts`` table when unfiltered, else a GROUP BY over the filtered votes): a result bounded by
-    the number of model pairs, with the same filters as :func:`load_votes` plus the items' ``categories``."""
-    if not (voters or categories or since is not None or until is not None):
+    (the ``vote_counts`` table, joined to the items for ``categories``, unless voters or a time window need
+    each vote: then a GROUP BY over the votes those filters select): a result bounded by the number of model
+    pairs, with the same filters as :func:`load_votes` plus the items' ``categories``."""
+    if not (voters or since is not None or until is not None):
         c = counts_t.c
         winner = sa.case((c.winner == "", sa.null()), else_=c.winner)
         keys = (c.model_left, c.model_right, c.outcome, winner)
         q = sa.select(*keys, sa.func.sum(c.n)).where(c.n > 0).group_by(*keys)
         q = q.where(c.dataset == dataset) if dataset is not None else q
+        if categories:
+            on = sa.and_(items_t.c.dataset == c.dataset, items_t.c.item_id == c.item_id)
+            q = q.select_from(counts_t.join(items_t, on)).where(items_t.c.category.in_(categories))
     else:
         v = votes_t.c
         keys = (v.model_left, v.model_right, v.outcome, v.winner_model)
@@ -538,14 +545,40 @@ def votes_stamp(engine: Engine) -> tuple[int, int]:
     return int(total), int(last or 0)
 
 
-def vote_summary(engine: Engine, dataset: str | None = None) -> dict:
-    """Voters (sorted) and the first and last ``voted_at`` of the stored votes, computed in SQL."""
-    c = votes_t.c
-    conds = _vote_filters(dataset, None, None, None)
+#: The leaderboard's voter filter lists at most this many voters (beyond it the voter ids are typed).
+MAX_VOTER_OPTIONS = 2000
+# Distinct voters by a walk down the unique (voter, dataset, ...) index, one step per voter ("loose index
+# scan", https://wiki.postgresql.org/wiki/Loose_indexscan): its cost grows with the voters, not the votes.
+_VOTERS_SQL = """WITH RECURSIVE v(voter) AS (
+  SELECT (SELECT voter FROM votes WHERE {cond} ORDER BY voter LIMIT 1)
+  UNION ALL
+  SELECT (SELECT voter FROM votes WHERE voter > v.voter AND {cond} ORDER BY voter LIMIT 1) FROM v
+  WHERE v.voter IS NOT NULL)
+SELECT voter FROM v WHERE voter IS NOT NULL LIMIT :limit"""
+
+
+def vote_summary(engine: Engine, dataset: str | None = None, max_voters: int | None = None) -> dict:
+    """Voters (sorted, at most ``max_voters``; ``more_voters`` says there were more) and the first and last
+    ``voted_at`` of the stored votes, from the indexes: a few index probes per dataset and per voter, not a
+    scan of the votes. ``max_voters`` defaults to :data:`MAX_VOTER_OPTIONS`."""
+    c, max_voters = votes_t.c, MAX_VOTER_OPTIONS if max_voters is None else max_voters
     with engine.connect() as conn:
-        lo, hi = conn.execute(sa.select(sa.func.min(c.voted_at), sa.func.max(c.voted_at)).where(*conds)).one()
-        voters = conn.execute(sa.select(c.voter).where(*conds).distinct().order_by(c.voter)).scalars().all()
-    return {"voters": list(voters), "first": lo, "last": hi}
+        if dataset is None:
+            datasets = conn.execute(sa.select(counts_t.c.dataset).where(counts_t.c.n > 0).distinct()).scalars().all()
+        else:
+            datasets = [dataset]
+        spans = [conn.execute(sa.select(sa.func.min(c.voted_at), sa.func.max(c.voted_at))
+                              .where(c.dataset == d)).one() for d in datasets]
+        # SQLite: the unary + keeps the planner off the dataset indexes (which would sort every vote of the
+        # dataset for each step) and on the unique index, in voter order
+        col = "+dataset" if conn.dialect.name == "sqlite" else "dataset"
+        cond, params = (f"{col} = :dataset", {"dataset": dataset}) if dataset is not None else ("1 = 1", {})
+        voters = conn.execute(sa.text(_VOTERS_SQL.format(cond=cond)),
+                              {**params, "limit": max_voters + 1}).scalars().all()
+    los = [lo for lo, _ in spans if lo is not None]
+    his = [hi for _, hi in spans if hi is not None]
+    return {"voters": list(voters[:max_voters]), "more_voters": len(voters) > max_voters,
+            "first": min(los) if los else None, "last": max(his) if his else None}
 
 
 def _vote_filters(dataset: str | None, voters: list[str] | None, since: float | None,

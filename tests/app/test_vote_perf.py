@@ -45,7 +45,7 @@ class RowCounter:
         sa.event.remove(sa.engine.Engine, "after_cursor_execute", self._seen)
 
     def _seen(self, conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
-        if statement.lstrip().upper().startswith("SELECT"):
+        if statement.lstrip().upper().startswith(("SELECT", "WITH")):
             self.statements.append((statement, parameters))
 
     def rows(self, url: str) -> list[int]:

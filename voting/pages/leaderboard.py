@@ -1,9 +1,11 @@
 """Leaderboard page: Bradley-Terry ratings with intervals from the collected votes (the arena's fit),
 forest plot, win-rate heatmap and battle counts; filters by dataset, voter and date; style control.
 
-The database counts the votes (per model pair and outcome, :func:`voting.store.pair_outcome_counts`), so the
-page reads a few hundred rows whether 1k or 1M votes are stored; only style control, which needs each vote's
-answer lengths, loads the votes themselves."""
+The database counts the votes (per model pair and outcome, :func:`voting.store.pair_outcome_counts`; the
+filters go into its WHERE), and the voters and date range come from index probes (:func:`voting.store.
+vote_summary`, at most ``MAX_VOTER_OPTIONS`` voters listed, else typed), so the page reads a few hundred rows
+whether 1k or 1M votes are stored; only style control, which needs each vote's answer lengths, and the
+judge-vs-human view, once a verdict file is picked, load the votes themselves."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from arena.plots import forest_figure, heatmap_figure
+from voting import store
 from voting.assign import tally_counts
 from voting.pages.common import get_config, get_engine, require_admin
 from voting.store import (
@@ -54,8 +57,9 @@ def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[s
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
 def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: float | None, until: float | None,
               style: tuple[str, ...], n_bootstrap: int, stamp: tuple, categories: tuple[str, ...] = (),
-              exclude: tuple[str, ...] = ()) -> dict:
-    """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive)."""
+              exclude: tuple[str, ...] = (), cells: pd.DataFrame | None = None) -> dict:
+    """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive): the page's counted
+    ``cells`` (already filtered, so not counted twice), or with ``style`` the filtered votes themselves."""
     from arena.leaderboard import fit_leaderboard
 
     engine = get_engine()
@@ -63,8 +67,9 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
         votes = keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude)
         data = votes_to_battles(votes, "votes")
     else:
-        cells = without_models(pair_outcome_counts(engine, dataset, list(voters), since, until, list(categories)),
-                               exclude)
+        if cells is None:
+            cells = without_models(pair_outcome_counts(engine, dataset, list(voters), since, until,
+                                                       list(categories)), exclude)
         data = tally_counts(cells, sorted(set(cells["model_left"]) | set(cells["model_right"])))
     lb = fit_leaderboard(data, n_bootstrap=n_bootstrap, style_control=bool(style), style_features=style or None)
     return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
@@ -79,15 +84,34 @@ def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float |
     summary = vote_summary(engine, dataset)
     categories = tuple(st.sidebar.multiselect("Categories (empty = all)", item_categories(engine, dataset),
                                               key="lb_categories"))
-    voters = st.sidebar.multiselect("Voters (empty = all)", summary["voters"], key="lb_voters")
+    if summary["more_voters"]:  # too many to list: typed ids (a list of them all would be the slow part)
+        typed = st.sidebar.text_input(f"Voters (ids, comma-separated; empty = all; over {store.MAX_VOTER_OPTIONS:,}"
+                                      " voters)", key="lb_voter_ids")
+        voters = sorted({v.strip() for v in typed.split(",") if v.strip()})
+    else:
+        voters = st.sidebar.multiselect("Voters (empty = all)", summary["voters"], key="lb_voters")
     since = until = None
     if summary["first"] is not None:
         lo, hi = dt.date.fromtimestamp(summary["first"]), dt.date.fromtimestamp(summary["last"])
-        span = st.sidebar.date_input("Dates", (lo, hi), min_value=lo, max_value=hi, key="lb_dates")
+        span = _date_range(lo, hi)
         if isinstance(span, tuple) and len(span) == 2 and (span[0] > lo or span[1] < hi):
             since = dt.datetime.combine(span[0], dt.time()).timestamp()
             until = dt.datetime.combine(span[1] + dt.timedelta(days=1), dt.time()).timestamp()
     return dataset, tuple(voters), since, until, categories
+
+
+def _date_range(lo: dt.date, hi: dt.date):  # noqa: ANN202 - what st.date_input returns
+    """The date range widget over ``lo`` .. ``hi``. While the voter has not narrowed it, it follows the votes'
+    range (a widget keeps its old value: a new day's votes would otherwise fall outside it, unseen, and the
+    page would count every vote row by row); a narrowed range is kept, clipped to the votes' range."""
+    state = st.session_state
+    shown = state.get("lb_dates")
+    if shown is None or tuple(shown) == state.get("lb_dates_full"):
+        state["lb_dates"] = (lo, hi)
+    elif isinstance(shown, tuple | list) and shown:
+        state["lb_dates"] = tuple(min(max(d, lo), hi) for d in shown)
+    state["lb_dates_full"] = (lo, hi)
+    return st.sidebar.date_input("Dates", min_value=lo, max_value=hi, key="lb_dates")
 
 
 def render() -> None:
@@ -118,7 +142,8 @@ def render() -> None:
     n_boot = c2.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=200, key="lb_boot")
     stamp = (votes_stamp(engine), n_votes)
     try:
-        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude)
+        fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude,
+                        None if style else cells.reset_index(drop=True))
     except (ImportError, ValueError) as e:
         st.error(f"Could not fit the leaderboard: {e}")
         return
