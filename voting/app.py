@@ -7,15 +7,34 @@ environment variables (see :func:`voting.pages.common.config_from_env`).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 PAGES = Path(__file__).resolve().parent / "pages"
+_warm = threading.Lock()
+warm_thread: threading.Thread | None = None
+
+
+def warm_imports() -> threading.Thread:
+    """Import the leaderboard's statistics (JAX and the arena fit, ~1 s of CPU) once per server process in a
+    background thread, so the first leaderboard render does not pay for them; returns that thread."""
+    global warm_thread
+    with _warm:
+        if warm_thread is None:
+            def work() -> None:
+                import arena.leaderboard  # noqa: F401
+                import arena.plots  # noqa: F401
+
+            warm_thread = threading.Thread(target=work, name="preflab-warm-imports", daemon=True)
+            warm_thread.start()
+    return warm_thread
 
 
 def run() -> None:
     """Build the navigation over the page scripts and run the selected page."""
     import streamlit as st
 
+    warm_imports()
     st.set_page_config(page_title="preflab", page_icon=":material/balance:", layout="wide")
     pages = [
         st.Page(PAGES / "vote.py", title="Vote", icon=":material/how_to_vote:", default=True),

@@ -164,3 +164,28 @@ def test_criteria_are_set_on_the_data_page(monkeypatch, seeded_url):
     at.text_area(key="criteria_tiny").input("Be **strict**.")
     at.button(key="criteria_save").click().run()
     assert not at.exception and get_criteria(open_store(seeded_url), "tiny") == "Be **strict**."
+
+
+def test_app_start_warms_the_leaderboard_imports(seeded_url):
+    """The first page a server renders starts one background import of the leaderboard's statistics (JAX),
+    so the first leaderboard render does not pay for it; the vote page itself does not import them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import os, sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"os.environ['PREFLAB_DB'] = {seeded_url!r}\n"
+        "at = AppTest.from_file('app.py', default_timeout=120).run()\n"
+        "import voting.app\n"
+        "t = voting.app.warm_thread\n"
+        "assert t is not None and t.name == 'preflab-warm-imports', t\n"
+        "assert voting.app.warm_imports() is t  # once per process\n"
+        "t.join(120)\n"
+        "assert 'arena.leaderboard' in sys.modules and 'jax' in sys.modules\n"
+        "print('warm ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0 and "warm ok" in out.stdout, out.stderr[-2000:]
