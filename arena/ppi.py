@@ -85,6 +85,7 @@ class PPIFit(NamedTuple):
     covariance_human: np.ndarray
     h: np.ndarray
     converged: bool
+    x_human: np.ndarray | None = None  # the human-only fit (lam = 0) on the labelled items; cov: covariance_human
 
 
 def _pad(a: np.ndarray, size: int) -> np.ndarray:
@@ -356,10 +357,10 @@ def fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include_
             # the moments at the tuning fit can mislead (a selection between two estimators; see docs/ppi.md)
             narrower = not (guard and tuned) or _trace(cov, mat) <= _trace(cov0, mat)
             if (bread == "pooled" or _positive_definite(h, k)) and narrower:
-                return PPIFit(x, float(lam), cov, cov0, h, True)
-            return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0)
+                return PPIFit(x, float(lam), cov, cov0, h, True, x0)
+            return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0, x0)
     # lam = 0, or the rectified equation has no root (sparse human data): the human-only fit
-    return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0 and lam == 0)
+    return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0 and lam == 0, x0)
 
 
 # ------------------------------------------------------------------------------------------- bootstrap

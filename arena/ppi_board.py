@@ -144,7 +144,9 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
                     scale: float = 400.0, base: float = 10.0, init: float = 1000.0,
                     judge_source: str = "<judge>", **_: Any) -> pd.DataFrame:
     """The PPI++ leaderboard: the usual columns (``model, rating, lower, upper, rank, battles, ...``) plus
-    ``ess`` (effective human votes per model: battles x human-only variance / PPI variance). ``attrs`` hold
+    ``ess`` (effective human votes per model: battles x human-only variance / PPI variance) and the human-only
+    fit on the same labelled items (``rating_human``, ``lower_human``, ``upper_human``: clustered sandwich
+    intervals). ``attrs`` hold
     ``lambda``, ``n_human_items``, ``n_judge_items``, ``ess_gain`` (human-only / PPI total variance)."""
     if ci not in ("bootstrap", "sandwich", "both"):
         raise ValueError(f"ci must be 'bootstrap', 'sandwich' or 'both', not {ci!r}")
@@ -157,8 +159,10 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
     sc = EloScale(scale, base, init)
     ratings = bt.to_elo(fit.x[:k], scale=scale, base=base, init=init)
     se, z, cov_r = _sandwich_interval(fit.x, fit.covariance, None, sc, level)
-    se0, _, cov_r0 = _sandwich_interval(fit.x, fit.covariance_human, None, sc, level)
-    table = per_model(items, models).assign(rating=ratings, se=se)
+    se0, _, cov_r0 = _sandwich_interval(fit.x_human, fit.covariance_human, None, sc, level)
+    human_ratings = bt.to_elo(fit.x_human[:k], scale=scale, base=base, init=init)
+    table = per_model(items, models).assign(rating=ratings, se=se, rating_human=human_ratings,
+                                            lower_human=human_ratings - z * se0, upper_human=human_ratings + z * se0)
     table["ess"] = table["battles"] * se0**2 / np.maximum(se, 1e-300) ** 2
     table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se
     notes = [f"{v} {name} (not used)" for name, v in dropped.items() if v]
