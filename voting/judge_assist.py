@@ -36,35 +36,41 @@ def is_verdict_file(path: str | Path) -> bool:
 
 
 def verdict_frame(path: str | Path, labels: str = "auto") -> pd.DataFrame:
-    """Verdicts as judge rows ``model_a (= x), model_b (= y), question_id (= item_id), p_a, p_b, p_tie``.
+    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.datasets.load_verdicts_jsonl`)."""
+    from judge.datasets import load_verdicts_jsonl
+
+    return judge_rows(load_verdicts_jsonl(path), labels, str(path))
+
+
+def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdicts>") -> pd.DataFrame:
+    """Judged pairs (:mod:`judge.outcomes`) as judge rows ``model_a (= x), model_b (= y), question_id
+    (= item_id), p_a, p_b, p_tie``.
 
     Both orders are averaged: their probabilities (``soft``) or their one-hot verdicts (``hard``; an order
     naming x and one naming y give half each). ``auto`` is soft when the file has probabilities. Pairs with
     no usable order keep NaN and are counted by the PPI fit.
     """
-    from judge.datasets import load_verdicts_jsonl
-    from judge.outcomes import TIE, X, Y
+    from judge.outcomes import TIE, X, Y, column
 
-    pairs = load_verdicts_jsonl(path)
     for col in ("model_x", "model_y"):
-        if (pairs[col] == "").any():
-            raise InputError(str(path), None, col, "missing on some rows", "verdict rows need model_x and model_y")
-    p_x = pairs[["p_xy", "p_yx"]].to_numpy(float)
-    p_t = np.nan_to_num(pairs[["pt_xy", "pt_yx"]].to_numpy(float), nan=0.0)
+        if col not in pairs.columns or (pairs[col].astype(str) == "").any():
+            raise InputError(source, None, col, "missing on some rows", "verdict rows need model_x and model_y")
+    p_x = np.stack([column(pairs, "p_xy"), column(pairs, "p_yx")], axis=1)
+    p_t = np.nan_to_num(np.stack([column(pairs, "pt_xy"), column(pairs, "pt_yx")], axis=1), nan=0.0)
     soft = labels == "soft" or (labels == "auto" and bool(np.isfinite(p_x).any()))
     if soft:
         probs = np.stack([p_x, 1.0 - p_x - p_t, p_t], axis=-1)  # (pair, order, outcome by identity)
     else:
-        code = pairs[["judge_xy", "judge_yx"]].to_numpy(float)
+        code = np.stack([column(pairs, "judge_xy"), column(pairs, "judge_yx")], axis=1)
         probs = np.stack([code == X, code == Y, code == TIE], axis=-1).astype(float)
         probs[~np.isin(code, [X, Y, TIE])] = np.nan
     ok = np.isfinite(probs).all(-1, keepdims=True)
     with np.errstate(invalid="ignore"):  # a pair with no usable order: NaN, counted by the fit
-        total = np.where(ok, probs, 0.0).sum(axis=1)
-        mean = total / ok.sum(axis=1)
-    return pd.DataFrame({"model_a": pairs["model_x"], "model_b": pairs["model_y"],
-                         "question_id": pairs["item_id"].astype(str), "p_a": mean[:, 0], "p_b": mean[:, 1],
-                         "p_tie": mean[:, 2]})
+        mean = np.where(ok, probs, 0.0).sum(axis=1) / ok.sum(axis=1)
+    return pd.DataFrame({"model_a": pairs["model_x"].astype(str).to_numpy(),
+                         "model_b": pairs["model_y"].astype(str).to_numpy(),
+                         "question_id": pairs["item_id"].astype(str).to_numpy(), "p_a": mean[:, 0],
+                         "p_b": mean[:, 1], "p_tie": mean[:, 2]})
 
 
 def load_judge(path: str | Path, layout: str = "arena", skip_bad_rows: bool = False,
@@ -102,3 +108,70 @@ def footer(table: pd.DataFrame, judge_name: str) -> str:
             f"items ({a['n_human_votes']:,.0f} votes), {a['n_judge_items']:,.0f} judge items "
             f"({a['n_unlabelled_items']:,.0f} without human votes); ESS gain x{a['ess_gain']:.2f} "
             f"(effective human votes {a['ess_gain'] * a['n_human_votes']:,.0f})")
+
+
+# ------------------------------------------------------------------- the judge card's PPI gain (issue 15)
+
+
+def human_battles(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The human votes of a judged-pairs table as battles (``model_a`` = x): one per ``human_k`` vote, or the
+    ``human`` label when there are no single-annotator columns. Ties (both kinds) are ties; no vote: no row."""
+    from judge.outcomes import TIE, X, Y, annotator_columns
+
+    cols = annotator_columns(pairs) or (["human"] if "human" in pairs.columns else [])
+    winner = {X: "model_a", Y: "model_b", TIE: "tie", TIE + 1: "tie"}  # TIE + 1: tie (both bad)
+    frames = []
+    for col in cols:
+        code = pd.to_numeric(pairs[col], errors="coerce")
+        ok = code.isin(list(winner))
+        frames.append(pd.DataFrame({"model_a": pairs.loc[ok, "model_x"].astype(str),
+                                    "model_b": pairs.loc[ok, "model_y"].astype(str),
+                                    "winner": code[ok].map(winner), "question_id": pairs.loc[ok, "item_id"].astype(str)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["model_a", "model_b", "winner", "question_id"])
+
+
+def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half") -> dict | None:
+    """How much a PPI++ Bradley-Terry leaderboard would gain from this judge: the effective-sample-size gain
+    with unlimited judge verdicts on items like these (the judge card's "PPI gain", beside kappa).
+
+    The labelled set is the table's pairs with human votes and a judge label. At the human-only fit, with
+    ``H`` the bread and ``S_hh, S_hf, S_ff`` the covariances of the human and judge per-item score
+    contributions (:func:`arena.ppi.item_moments`), the PPI++ variance with N/n -> infinity is
+    ``H^-1 (S_hh - 2 lam S_hf + lam^2 S_ff) H^-1 / n`` (Angelopoulos, Duchi, Zrnic 2023, "PPI++", Prop. 1
+    and eq. 8 with the unlabelled term vanishing); lam minimises its trace over the centred ratings (clipped
+    to [0, 1], as the leaderboard's), and the gain is the human-only trace over the PPI one. For a single
+    mean it is the control-variate factor 1 / (1 - rho^2) (Chaganty, Mussmann, Liang 2018, "The price of
+    debiasing automatic metrics"): the score correlation that counts is within a model pair (a judge that only
+    knows which model is better overall gives a BT leaderboard nothing). A finite number N of judge-only
+    items gives ``1 / (1 - (1 - gain^-1) N / (n + N))`` at the same lam.
+
+    Returns ``{"gain", "unbounded", "lambda", "n_items", "n_votes"}``, or None without models, human votes or two
+    labelled items (no BT fit).
+    """
+    from arena import bt, ppi
+    from arena.data import load_battles
+    from arena.ppi_board import build_items
+
+    if not {"model_x", "model_y", "item_id"} <= set(pairs.columns):
+        return None
+    human = human_battles(pairs)
+    if len(human) < 2 or len(set(human["model_a"]) | set(human["model_b"])) < 2:
+        return None
+    items, _ = build_items(load_battles(human), judge_rows(pairs, labels), "soft")
+    if items.n_labelled < 2:
+        return None
+    x0, _, _ = ppi.fit_items(items, 0.0, ties)
+    mom = ppi.item_moments(x0, items, ties)
+    k = items.n_models
+    a = bt.elo_matrix(k) @ np.linalg.pinv(np.asarray(bt.condition(mom.h_l, k)), hermitian=True)[:k]
+
+    def trace(s: np.ndarray) -> float:  # of the centred strengths' covariance H^-1 S H^-1
+        return float(np.trace(a @ (s + s.T) / 2 @ a.T))
+
+    t_hh, t_hf, t_ff = trace(np.asarray(mom.s_hh)), trace(np.asarray(mom.s_hf)), trace(np.asarray(mom.s_fl))
+    lam = float(np.clip(t_hf / t_ff, 0.0, 1.0)) if t_ff > 0 else 0.0
+    rest = max(t_hh - 2 * lam * t_hf + lam * lam * t_ff, 0.0)
+    gain = t_hh / rest if rest > 0 else float("inf")
+    return {"gain": gain, "unbounded": not np.isfinite(gain), "lambda": lam, "n_items": float(items.n_labelled),
+            "n_votes": float((items.l_human.sum(1) * items.l_mult).sum())}

@@ -56,6 +56,13 @@ def render() -> None:
     from judge.card import render_card
 
     report = calibrate(pairs, n_bootstrap=500)
+    if report.get("agreement"):
+        from voting.judge_assist import judge_ppi_gain
+
+        try:
+            report["ppi_gain"] = judge_ppi_gain(pairs)
+        except (InputError, ValueError) as e:
+            report["notes"].append(f"PPI gain not computed: {e}")
     for note in report.get("notes", []):
         st.info(note)
     cols = st.columns(4)
