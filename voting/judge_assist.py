@@ -135,12 +135,8 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     """How much a PPI++ Bradley-Terry leaderboard would gain from this judge: the effective-sample-size gain
     with unlimited judge verdicts on items like these (the judge card's "PPI gain", beside kappa).
 
-    The labelled set is the table's pairs with human votes and a judge label. At the human-only fit, with
-    ``H`` the bread and ``S_hh, S_hf, S_ff`` the covariances of the human and judge per-item score
-    contributions (:func:`arena.ppi.item_moments`), the PPI++ variance with N/n -> infinity is
-    ``H^-1 (S_hh - 2 lam S_hf + lam^2 S_ff) H^-1 / n`` (Angelopoulos, Duchi, Zrnic 2023, "PPI++", Prop. 1
-    and eq. 8 with the unlabelled term vanishing); lam minimises its trace over the centred ratings (clipped
-    to [0, 1], as the leaderboard's), and the gain is the human-only trace over the PPI one. For a single
+    The labelled set is the table's pairs with human votes and a judge label; the statistic is
+    :func:`arena.ppi_gain.unlimited_judge_gain` (the PPI++ variance ratio with N/n -> infinity). For a single
     mean it is the control-variate factor 1 / (1 - rho^2) (Chaganty, Mussmann, Liang 2018, "The price of
     debiasing automatic metrics"): the score correlation that counts is within a model pair (a judge that only
     knows which model is better overall gives a BT leaderboard nothing). A finite number N of judge-only
@@ -149,7 +145,7 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     Returns ``{"gain", "unbounded", "lambda", "n_items", "n_votes"}``, or None without models, human votes or two
     labelled items (no BT fit).
     """
-    from arena import bt, ppi
+    from arena.ppi_gain import unlimited_judge_gain
     from arena.data import load_battles
     from arena.ppi_board import build_items
 
@@ -161,17 +157,6 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     items, _ = build_items(load_battles(human), judge_rows(pairs, labels), "soft")
     if items.n_labelled < 2:
         return None
-    x0, _, _ = ppi.fit_items(items, 0.0, ties)
-    mom = ppi.item_moments(x0, items, ties)
-    k = items.n_models
-    a = bt.elo_matrix(k) @ np.linalg.pinv(np.asarray(bt.condition(mom.h_l, k)), hermitian=True)[:k]
-
-    def trace(s: np.ndarray) -> float:  # of the centred strengths' covariance H^-1 S H^-1
-        return float(np.trace(a @ (s + s.T) / 2 @ a.T))
-
-    t_hh, t_hf, t_ff = trace(np.asarray(mom.s_hh)), trace(np.asarray(mom.s_hf)), trace(np.asarray(mom.s_fl))
-    lam = float(np.clip(t_hf / t_ff, 0.0, 1.0)) if t_ff > 0 else 0.0
-    rest = max(t_hh - 2 * lam * t_hf + lam * lam * t_ff, 0.0)
-    gain = t_hh / rest if rest > 0 else float("inf")
+    gain, lam = unlimited_judge_gain(items, ties)
     return {"gain": gain, "unbounded": not np.isfinite(gain), "lambda": lam, "n_items": float(items.n_labelled),
             "n_votes": float((items.l_human.sum(1) * items.l_mult).sum())}
