@@ -145,9 +145,9 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     Returns ``{"gain", "unbounded", "lambda", "n_items", "n_votes"}``, or None without models, human votes or two
     labelled items (no BT fit).
     """
-    from arena.ppi_gain import unlimited_judge_gain
     from arena.data import load_battles
     from arena.ppi_board import build_items
+    from arena.ppi_gain import unlimited_judge_gain
 
     if not {"model_x", "model_y", "item_id"} <= set(pairs.columns):
         return None
