@@ -166,7 +166,7 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
                     n_bootstrap: int = 1000, ties: str = "half", level: float = 0.95, seed: int = 0,
                     lam: float | None = None, labels: str = "auto", include_labelled: bool = True,
                     scale: float = 400.0, base: float = 10.0, init: float = 1000.0,
-                    judge_source: str = "<judge>", **_: Any) -> pd.DataFrame:
+                    judge_source: str = "<judge>", bread: str = "exact", **_: Any) -> pd.DataFrame:
     """The PPI++ leaderboard: the usual columns (``model, rating, lower, upper, rank, battles, ...``) plus
     ``ess`` (effective human votes per model: battles x human-only variance / PPI variance) and the human-only
     fit on the same labelled items (``rating_human``, ``lower_human``, ``upper_human``: clustered sandwich
@@ -179,7 +179,7 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
     items, dropped = build_items(human, judge, labels, judge_source)
     models = human.models
     k = len(models)
-    fit = ppi.fit_ppi(items, lam, ties, include_labelled)
+    fit = ppi.fit_ppi(items, lam, ties, include_labelled, bread=bread)
     sc = EloScale(scale, base, init)
     ratings = bt.to_elo(fit.x[:k], scale=scale, base=base, init=init)
     se, z, cov_r = _sandwich_interval(fit.x, fit.covariance, None, sc, level)
@@ -215,5 +215,5 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
                         "n_human_votes": float(table["battles"].sum() / 2),
                         "n_judge_items": items.n_labelled + items.n_unlabelled,
                         "n_unlabelled_items": items.n_unlabelled, "ess_gain": gain,
-                        "include_labelled": include_labelled, "diagnostics": notes})
+                        "include_labelled": include_labelled, "bread": bread, "diagnostics": notes})
     return table
