@@ -135,7 +135,7 @@ def build_items(human: Battles, judge: Battles | pd.DataFrame, labels: str = "au
                                          return_counts=True)
     j_labels = _sum_by(inverse, len(j_keys), lab) / per_key[:, None]
     at = np.searchsorted(j_keys, h_keys)
-    matched = (at < len(j_keys)) & (j_keys[np.minimum(at, len(j_keys) - 1)] == h_keys)
+    matched = (at < len(j_keys)) & (np.r_[j_keys, -1][np.minimum(at, len(j_keys))] == h_keys)  # none may match
     dropped["human items without a judge label"] = int((~matched).sum())
     judge_only = np.ones(len(j_keys), bool)
     judge_only[at[matched]] = False

@@ -182,3 +182,12 @@ def test_a_useless_judge_reports_no_gain_on_a_sparse_design():
     assert table.attrs["bread"] == "exact" and table.attrs["ess_gain"] == pytest.approx(1.0, abs=0.02)
     tiny = ppi.fit_ppi(items, lam=1e-6, guard=False)  # exact bread at lam -> 0: the human-only variance
     assert np.trace(tiny.covariance[:-1, :-1]) == pytest.approx(np.trace(tiny.covariance_human[:-1, :-1]), rel=0.01)
+
+
+def test_a_judge_on_other_models_matches_nothing():
+    human, _ = _sparse_coin_judge()
+    other = pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["model_a"], "question_id": ["q1"]})
+    items, dropped = ppi_board.build_items(human, other)
+    assert items.n_labelled == 0 and dropped["judge rows naming a model without human votes"] == 1
+    with pytest.raises(ValueError, match="at least 2 items"):
+        ppi_board.ppi_leaderboard(human, other, ci="sandwich")
