@@ -47,25 +47,44 @@ def _one_hot(codes: np.ndarray) -> np.ndarray:
     return out
 
 
-def human_items(battles: Battles) -> pd.DataFrame:
-    """One row per item: ``qid, lo, hi`` (model codes, lo < hi) and vote counts ``h0, h1, h2``."""
+def _sum_by(inverse: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
+    """Column sums of ``values`` (rows, c) per group ``inverse`` (np.bincount, no pandas grouping)."""
+    return np.stack([np.bincount(inverse, values[:, c], n) for c in range(values.shape[1])], axis=1)
+
+
+def _cells(pair: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Items with the same pair and labels as one cell: (pair, labels, multiplicity), in order of first
+    appearance (a hash grouping on the numeric columns; ``np.unique(axis=0)`` sorts and is 10x slower)."""
+    frame = pd.DataFrame(np.column_stack([pair.astype(float), labels]))
+    size = frame.groupby(list(frame.columns), sort=False).size()
+    cells = np.asarray(size.index.to_list(), dtype=float).reshape(len(size), frame.shape[1])
+    return cells[:, 0].astype(np.int64), cells[:, 1:], size.to_numpy(float)
+
+
+def human_items(battles: Battles, qcode: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Items of the human battles: (sorted unique item keys, vote counts (I, 3) as lo wins, hi wins, tie).
+
+    ``qcode``: each battle's integer question code; the key is ``(qcode * K + lo) * K + hi``."""
     df = battles.df
-    qid = _item_key(df, battles.source)
+    k = len(battles.models)
     lo, hi, lab = _oriented(df["model_a"].cat.codes.to_numpy(np.int64), df["model_b"].cat.codes.to_numpy(np.int64),
                             _one_hot(battles.outcome.astype(np.int64)))
-    frame = pd.DataFrame({"qid": qid.to_numpy(), "lo": lo, "hi": hi, "h0": lab[:, 0], "h1": lab[:, 1],
-                          "h2": lab[:, 2]})
-    return frame.groupby(["qid", "lo", "hi"], sort=False, as_index=False).sum()
+    keys, inverse = np.unique((qcode * k + lo) * k + hi, return_inverse=True)
+    return keys, _sum_by(inverse, len(keys), lab)
 
 
-def judge_items(judge: Battles | pd.DataFrame, models: list[str], source: str = "<judge>",
-                labels: str = "auto") -> tuple[pd.DataFrame, dict[str, int]]:
-    """One row per judged item: ``qid, lo, hi, f0, f1, f2`` (mean label) and the dropped-row counts.
+def _codes(values: pd.Series, names: list[str]) -> np.ndarray:
+    """Index of each value in ``names`` (-1 when absent): factorize once, then map the few distinct values."""
+    codes, uniques = pd.factorize(values)
+    lookup = np.r_[pd.Index(names).get_indexer(pd.Index(uniques).astype(str)), -1]
+    return lookup[codes].astype(np.int64)  # code -1 (missing value) -> the trailing -1
+
+
+def judge_labels(judge: pd.DataFrame, models: list[str], source: str, labels: str) -> tuple[np.ndarray, ...]:
+    """Per judge row: model codes a, b (-1 when unknown) and labels (rows, 3) as a wins, b wins, tie.
 
     ``labels``: ``soft`` uses ``p_a, p_b, p_tie``; ``hard`` the ``winner`` column; ``auto`` soft when present.
     """
-    if isinstance(judge, Battles):
-        source, judge = judge.source, judge.df
     for col in ("model_a", "model_b"):
         if col not in judge.columns:
             raise InputError(source, None, col, "column missing", "judge rows need model_a, model_b, "
@@ -75,53 +94,58 @@ def judge_items(judge: Battles | pd.DataFrame, models: list[str], source: str = 
         raise InputError(source, None, "p_a", "no probability columns", "soft labels need p_a, p_b, p_tie")
     if not soft and "winner" not in judge.columns:
         raise InputError(source, None, "winner", "column missing", "give winner or p_a/p_b/p_tie")
-    qid = _item_key(judge, source).to_numpy()
-    index = {m: i for i, m in enumerate(models)}
-    a = judge["model_a"].astype(str).map(index).to_numpy(dtype=float)
-    b = judge["model_b"].astype(str).map(index).to_numpy(dtype=float)
+    a, b = _codes(judge["model_a"], models), _codes(judge["model_b"], models)
     if soft:
         lab = judge[list(PROB_COLUMNS)].to_numpy(dtype=float)
-        lab = lab / lab.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lab = lab / lab.sum(axis=1, keepdims=True)
     else:
-        code = pd.Categorical(judge["winner"].astype(str), categories=list(WINNERS)).codes.astype(np.int64)
+        code = _codes(judge["winner"], list(WINNERS))
         if (code < 0).any():
             bad = judge["winner"][code < 0].iloc[0]
             raise InputError(source, int(np.flatnonzero(code < 0)[0]) + 1, "winner",
                                   f"unknown winner {bad!r}", f"use one of {WINNERS}")
         lab = _one_hot(code)
-    unknown = np.isnan(a) | np.isnan(b)
-    unparsable = ~unknown & ~np.isfinite(lab).all(axis=1)
-    keep = ~unknown & ~unparsable & (a != b)
-    dropped = {"judge rows naming a model without human votes": int(unknown.sum()),
-               "judge rows without a usable label": int(unparsable.sum())}
-    lo, hi, lab = _oriented(a[keep].astype(np.int64), b[keep].astype(np.int64), lab[keep])
-    frame = pd.DataFrame({"qid": qid[keep], "lo": lo, "hi": hi, "f0": lab[:, 0], "f1": lab[:, 1],
-                          "f2": lab[:, 2]})
-    return frame.groupby(["qid", "lo", "hi"], sort=False, as_index=False).mean(), dropped
+    return a, b, lab
 
 
 def build_items(human: Battles, judge: Battles | pd.DataFrame, labels: str = "auto",
                 judge_source: str = "<judge>") -> tuple[ppi.Items, dict[str, int]]:
-    """Match human and judge items; labelled = both, unlabelled = judge only; counts of what was set aside."""
+    """Match human and judge items; labelled = both, unlabelled = judge only; counts of what was set aside.
+
+    An item is (question, unordered model pair). Judge rows on one item are averaged into one label. Keys are
+    integers (question codes from one ``pd.factorize`` over both tables), grouped by ``np.unique``: 1M judge
+    rows take well under a second (``benchmarks/bench_ppi.py``).
+    """
+    if isinstance(judge, Battles):
+        judge_source, judge = judge.source, judge.df
     models = human.models
-    hum = human_items(human)
-    jud, dropped = judge_items(judge, models, judge_source, labels)
-    both = hum.merge(jud, on=["qid", "lo", "hi"], how="left", indicator=True)
-    unmatched = both["_merge"] == "left_only"
-    dropped["human items without a judge label"] = int(unmatched.sum())
-    lab = both[~unmatched]
-    unl = jud.merge(hum[["qid", "lo", "hi"]], on=["qid", "lo", "hi"], how="left", indicator=True)
-    unl = unl[unl["_merge"] == "left_only"]
     k = len(models)
-    pair_key = np.unique(np.r_[lab["lo"] * k + lab["hi"], unl["lo"] * k + unl["hi"]].astype(np.int64))
-    lab = lab.assign(p=np.searchsorted(pair_key, lab["lo"] * k + lab["hi"]))
-    unl = unl.assign(p=np.searchsorted(pair_key, unl["lo"] * k + unl["hi"]))
-    lc = lab.groupby(["p", "h0", "h1", "h2", "f0", "f1", "f2"], sort=False).size().reset_index(name="m")
-    uc = unl.groupby(["p", "f0", "f1", "f2"], sort=False).size().reset_index(name="m")
-    items = ppi.Items(k, (pair_key // k).astype(np.int32), (pair_key % k).astype(np.int32),
-                      lc["p"].to_numpy(np.int64), lc[["h0", "h1", "h2"]].to_numpy(float),
-                      lc[["f0", "f1", "f2"]].to_numpy(float), lc["m"].to_numpy(float),
-                      uc["p"].to_numpy(np.int64), uc[["f0", "f1", "f2"]].to_numpy(float), uc["m"].to_numpy(float))
+    a, b, lab = judge_labels(judge, models, judge_source, labels)
+    hq, jq = _item_key(human.df, human.source).to_numpy(), _item_key(judge, judge_source).to_numpy()
+    qcode = pd.factorize(np.concatenate([hq, jq]))[0].astype(np.int64)
+    h_keys, h_votes = human_items(human, qcode[: len(hq)])
+    unknown = (a < 0) | (b < 0)
+    unparsable = ~unknown & ~np.isfinite(lab).all(axis=1)
+    keep = ~unknown & ~unparsable & (a != b)
+    dropped = {"judge rows naming a model without human votes": int(unknown.sum()),
+               "judge rows without a usable label": int(unparsable.sum())}
+    lo, hi, lab = _oriented(a[keep], b[keep], lab[keep])
+    j_keys, inverse, per_key = np.unique((qcode[len(hq):][keep] * k + lo) * k + hi, return_inverse=True,
+                                         return_counts=True)
+    j_labels = _sum_by(inverse, len(j_keys), lab) / per_key[:, None]
+    at = np.searchsorted(j_keys, h_keys)
+    matched = (at < len(j_keys)) & (np.r_[j_keys, -1][np.minimum(at, len(j_keys))] == h_keys)  # none may match
+    dropped["human items without a judge label"] = int((~matched).sum())
+    judge_only = np.ones(len(j_keys), bool)
+    judge_only[at[matched]] = False
+    l_pairs, u_pairs = h_keys[matched] % (k * k), j_keys[judge_only] % (k * k)
+    pair_key = np.unique(np.r_[l_pairs, u_pairs])
+    lp, lh, lf = np.searchsorted(pair_key, l_pairs), h_votes[matched], j_labels[at[matched]]
+    l_pair, l_lab, l_mult = _cells(lp, np.column_stack([lh, lf]))
+    u_pair, u_judge, u_mult = _cells(np.searchsorted(pair_key, u_pairs), j_labels[judge_only])
+    items = ppi.Items(k, (pair_key // k).astype(np.int32), (pair_key % k).astype(np.int32), l_pair,
+                      l_lab[:, :3], l_lab[:, 3:], l_mult, u_pair, u_judge, u_mult)
     return ppi.pad_items(items), dropped
 
 
@@ -142,9 +166,11 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
                     n_bootstrap: int = 1000, ties: str = "half", level: float = 0.95, seed: int = 0,
                     lam: float | None = None, labels: str = "auto", include_labelled: bool = True,
                     scale: float = 400.0, base: float = 10.0, init: float = 1000.0,
-                    judge_source: str = "<judge>", **_: Any) -> pd.DataFrame:
+                    judge_source: str = "<judge>", bread: str = "exact", **_: Any) -> pd.DataFrame:
     """The PPI++ leaderboard: the usual columns (``model, rating, lower, upper, rank, battles, ...``) plus
-    ``ess`` (effective human votes per model: battles x human-only variance / PPI variance). ``attrs`` hold
+    ``ess`` (effective human votes per model: battles x human-only variance / PPI variance) and the human-only
+    fit on the same labelled items (``rating_human``, ``lower_human``, ``upper_human``: clustered sandwich
+    intervals). ``attrs`` hold
     ``lambda``, ``n_human_items``, ``n_judge_items``, ``ess_gain`` (human-only / PPI total variance)."""
     if ci not in ("bootstrap", "sandwich", "both"):
         raise ValueError(f"ci must be 'bootstrap', 'sandwich' or 'both', not {ci!r}")
@@ -153,12 +179,14 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
     items, dropped = build_items(human, judge, labels, judge_source)
     models = human.models
     k = len(models)
-    fit = ppi.fit_ppi(items, lam, ties, include_labelled)
+    fit = ppi.fit_ppi(items, lam, ties, include_labelled, bread=bread)
     sc = EloScale(scale, base, init)
     ratings = bt.to_elo(fit.x[:k], scale=scale, base=base, init=init)
     se, z, cov_r = _sandwich_interval(fit.x, fit.covariance, None, sc, level)
-    se0, _, cov_r0 = _sandwich_interval(fit.x, fit.covariance_human, None, sc, level)
-    table = per_model(items, models).assign(rating=ratings, se=se)
+    se0, _, cov_r0 = _sandwich_interval(fit.x_human, fit.covariance_human, None, sc, level)
+    human_ratings = bt.to_elo(fit.x_human[:k], scale=scale, base=base, init=init)
+    table = per_model(items, models).assign(rating=ratings, se=se, rating_human=human_ratings,
+                                            lower_human=human_ratings - z * se0, upper_human=human_ratings + z * se0)
     table["ess"] = table["battles"] * se0**2 / np.maximum(se, 1e-300) ** 2
     table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se
     notes = [f"{v} {name} (not used)" for name, v in dropped.items() if v]
@@ -187,5 +215,5 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
                         "n_human_votes": float(table["battles"].sum() / 2),
                         "n_judge_items": items.n_labelled + items.n_unlabelled,
                         "n_unlabelled_items": items.n_unlabelled, "ess_gain": gain,
-                        "include_labelled": include_labelled, "diagnostics": notes})
+                        "include_labelled": include_labelled, "bread": bread, "diagnostics": notes})
     return table

@@ -100,9 +100,10 @@ def _centred(x: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: int, *, n_bootstrap: int = 200,
-                   level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                   level: float = 0.95, seed: int = 0, bread: str = "exact") -> pd.DataFrame:
     """Per method (ppi sandwich, ppi bootstrap, human-only sandwich, judge-only sandwich): the share of
-    (arena, model) intervals covering the truth, the mean width (natural-log scale), and mean lambda."""
+    (arena, model) intervals covering the truth, the mean width (natural-log scale), and mean lambda.
+    ``bread``: :func:`arena.ppi.fit_ppi`'s."""
     from statistics import NormalDist
 
     from arena import bootstrap as bs
@@ -118,7 +119,7 @@ def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: 
         human, judge = simulate(arena, n_labelled, n_judged, rng)
         agree.append(agreement(human, judge))
         items, _ = ppi_board.build_items(load_battles(human), judge)
-        fit = ppi.fit_ppi(items)
+        fit = ppi.fit_ppi(items, bread=bread)
         lams.append(fit.lam)
         x, se = _centred(fit.x[:-1], fit.covariance[:-1, :-1])
         rows["ppi_sandwich"].append((np.abs(x - true) <= z * se, 2 * z * se))

@@ -1,9 +1,11 @@
 """PPI++ leaderboard benchmark: 100 models, 1,000,000 judge verdicts, 20,000 human votes (10,000 items x 2).
 
-Times the statistics from item cells: the tuned PPI++ fit with sandwich intervals, and 1,000 stratified
-bootstrap refits (best of several runs; the machine is shared). Item building from frames
-(:func:`arena.ppi_board.build_items`) is timed separately. Run: ``python -m benchmarks.bench_ppi``.
-Target (issue 15): fit + sandwich + 1,000 bootstrap refits <= 5 s on 2 cores.
+Times building the item cells from the frames (:func:`arena.ppi_board.build_items`), the tuned PPI++ fit
+with sandwich intervals, 1,000 stratified bootstrap refits, and the whole leaderboard from the frames
+(:func:`arena.ppi_board.ppi_leaderboard`, ``ci="both"``): best wall time of 3 runs with that run's process
+CPU time (all threads) beside it, and the load average, because the machine is shared.
+Run: ``python -m benchmarks.bench_ppi``. Target (issue 15): fit + sandwich + 1,000 bootstrap refits <= 5 s
+on 2 cores.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import best_of, write_table
+from benchmarks.common import write_table
 
 
 def make_frames(k: int = 100, n_judge: int = 1_000_000, n_items: int = 10_000, votes: int = 2, seed: int = 0):
@@ -36,15 +38,23 @@ def make_frames(k: int = 100, n_judge: int = 1_000_000, n_items: int = 10_000, v
     return human, judge
 
 
+def best_of_timed(fn, repeat: int = 3) -> tuple[float, float]:  # noqa: ANN001
+    """(wall, process CPU) seconds of the run with the best wall time."""
+    best = (float("inf"), 0.0)
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        best = min(best, (time.perf_counter() - w, time.process_time() - c))
+    return best
+
+
 def main() -> None:
     from arena import ppi, ppi_board
     from arena.data import load_battles
 
     human, judge = make_frames()
     hb = load_battles(human)
-    t0 = time.perf_counter()
     items, _ = ppi_board.build_items(hb, judge)
-    t_build = time.perf_counter() - t0
 
     def stats():
         fit = ppi.fit_ppi(items)
@@ -52,17 +62,22 @@ def main() -> None:
         return fit
 
     fit = stats()  # compile
-    t_fit = best_of(lambda: ppi.fit_ppi(items), 3)
-    t_all = best_of(stats, 3)
-    load = os.getloadavg()[0]
+    ppi_board.ppi_leaderboard(hb, judge, ci="both", n_bootstrap=1000)  # compile the padded shapes it uses
+    load0 = os.getloadavg()[0]
+    rows = []
+    for name, fn in [("build item cells from frames", lambda: ppi_board.build_items(hb, judge)),
+                     ("PPI++ fit (tuned lambda) + sandwich", lambda: ppi.fit_ppi(items)),
+                     ("fit + sandwich + 1,000 bootstrap refits", stats),
+                     ("whole leaderboard from frames (build + fit + sandwich + 1,000 refits + table)",
+                      lambda: ppi_board.ppi_leaderboard(hb, judge, ci="both", n_bootstrap=1000))]:
+        wall, cpu = best_of_timed(fn)
+        rows.append([name, f"{wall:.2f}", f"{cpu:.2f}"])
+    load = max(load0, os.getloadavg()[0])
     write_table("bench_ppi", "PPI++ leaderboard: 100 models, 1M judge verdicts, 20k human votes", [
-        "step", "seconds (best of 3)"], [
-        ["build item cells from frames (once)", f"{t_build:.2f}"],
-        ["PPI++ fit (tuned lambda) + sandwich", f"{t_fit:.2f}"],
-        ["fit + sandwich + 1,000 bootstrap refits", f"{t_all:.2f}"]],
+        "step", "wall s (best of 3)", "CPU s (that run, all threads)"], rows,
         notes=f"lambda {fit.lam:.3f}; {items.n_labelled:,.0f} labelled and {items.n_unlabelled:,.0f} unlabelled "
-              f"items in {len(items.l_mult):,} + {len(items.u_mult):,} cells (padded); load average {load:.1f} "
-              f"on {os.cpu_count()} cores. Target <= 5 s.")
+              f"items in {len(items.l_mult):,} + {len(items.u_mult):,} cells (padded); load average up to "
+              f"{load:.1f} on {os.cpu_count()} cores while measuring. Target <= 5 s.")
 
 
 if __name__ == "__main__":

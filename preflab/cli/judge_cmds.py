@@ -130,6 +130,7 @@ def calibrate_cmd(
         fail(e)
     res = calibrate(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
                     n_bootstrap=n_bootstrap, seed=seed)
+    res["ppi_gain"] = ppi_gain_or_none(pairs, res)
     table = Table(title=escape(f"Judge calibration: {res['source']}"), show_header=False)
     for k, v in summary_rows(res):
         table.add_row(escape(k), escape(v))
@@ -154,4 +155,19 @@ def calibrate_cmd(
         settings = {**pairs.attrs.get("settings", {}), **{k: v for k, v in given.items() if v is not None}}
         write_card(report, res, pairs, settings, title=f"Judge card: {verdicts.name}", by_model=by_model)
         err.print(f"judge card -> {'stdout' if is_stdout(report) else report}", markup=False)
+
+
+def ppi_gain_or_none(pairs, report):  # noqa: ANN001, ANN201
+    """The card's PPI gain (:func:`voting.judge_assist.judge_ppi_gain`: a BT fit, so it is computed here,
+    above judge/); None without human labels and model names, or when the fit fails (a note says why)."""
+    if not report.get("agreement"):
+        return None
+    from preflab.errors import InputError
+    from voting.judge_assist import judge_ppi_gain
+
+    try:
+        return judge_ppi_gain(pairs)
+    except (InputError, ValueError) as e:
+        report["notes"].append(f"PPI gain not computed: {e}")
+        return None
 # --- end preflab judge calibrate -------------------------------------------------------------------------

@@ -152,3 +152,42 @@ def test_bootstrap_and_sandwich_agree_and_judge_helps():
     np.testing.assert_allclose(width_bs, width_sw, rtol=0.15)
     assert list(tab.columns[:10]) == ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses",
                                       "ties", "ess"]
+
+
+def _sparse_coin_judge(seed: int = 0, k: int = 30, n_lab: int = 150, n_unl: int = 3000):
+    """A sparse labelled design (30 models, 150 one-vote items) and a coin-flip judge on 3,150 items."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0, 0.7, k)
+    names = np.array([f"m{i:02d}" for i in range(k)])
+    n = n_lab + n_unl
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    win = np.where(rng.random(n) < 1 / (1 + np.exp(-(s[a] - s[b]))), "model_a", "model_b")
+    coin = np.where(rng.random(n) < 0.5, "model_a", "model_b")
+    q = np.array([f"q{i}" for i in range(n)])
+    human = pd.DataFrame({"model_a": names[a[:n_lab]], "model_b": names[b[:n_lab]], "winner": win[:n_lab],
+                          "question_id": q[:n_lab]})
+    return load_battles(human), pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": coin,
+                                              "question_id": q})
+
+
+def test_a_useless_judge_reports_no_gain_on_a_sparse_design():
+    """The reported variance is continuous at lam = 0 (exact bread, the default): the pooled bread gave this
+    coin-flip judge lam 0.015 and an ESS gain of 1.19, all of it from the bread (as on LLMFAO at 10%)."""
+    human, judge = _sparse_coin_judge()
+    items, _ = ppi_board.build_items(human, judge)
+    pooled = ppi.fit_ppi(items, bread="pooled")
+    assert np.trace(pooled.covariance_human[:-1, :-1]) / np.trace(pooled.covariance[:-1, :-1]) > 1.1  # the artefact
+    table = ppi_board.ppi_leaderboard(human, judge, ci="sandwich")
+    assert table.attrs["bread"] == "exact" and table.attrs["ess_gain"] == pytest.approx(1.0, abs=0.02)
+    tiny = ppi.fit_ppi(items, lam=1e-6, guard=False)  # exact bread at lam -> 0: the human-only variance
+    assert np.trace(tiny.covariance[:-1, :-1]) == pytest.approx(np.trace(tiny.covariance_human[:-1, :-1]), rel=0.01)
+
+
+def test_a_judge_on_other_models_matches_nothing():
+    human, _ = _sparse_coin_judge()
+    other = pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["model_a"], "question_id": ["q1"]})
+    items, dropped = ppi_board.build_items(human, other)
+    assert items.n_labelled == 0 and dropped["judge rows naming a model without human votes"] == 1
+    with pytest.raises(ValueError, match="at least 2 items"):
+        ppi_board.ppi_leaderboard(human, other, ci="sandwich")

@@ -3,7 +3,6 @@ here, with the judge module's metrics (:func:`judge.calibrate.calibrate`) and it
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -11,30 +10,11 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from preflab.errors import InputError
-from voting.pages.common import get_config, get_engine, require_admin
+from voting.pages.common import choose_data_file, get_engine, inside_data_dir, require_admin, verdict_files
 from voting.store import list_datasets, load_answers, load_votes
 from voting.votes import attach_votes
 
-
-def verdict_files(data_dir: str | Path = "data") -> list[str]:
-    """JSONL files under the data folder whose name mentions verdicts."""
-    return sorted(str(p) for p in Path(data_dir).glob("**/*verdict*.jsonl"))
-
-
-def inside_data_dir(typed: str, data_dir: str | Path) -> Path:
-    """The typed path if it lies inside the data folder (after resolving ``..`` and links); else
-    :class:`InputError` (the page must not open ``/etc/shadow`` for whoever holds the admin passcode)."""
-    root = Path(data_dir).resolve()
-    path = Path(typed).expanduser()
-    candidates = [path] if path.is_absolute() else [Path.cwd() / path, root / path]  # cwd- or folder-relative
-    inside = [c.resolve() for c in candidates if c.resolve().is_relative_to(root)]
-    for found in inside:
-        if found.is_file():
-            return found
-    if inside:
-        raise InputError(typed, None, None, f"no such file in the data folder {root}", "check the path")
-    raise InputError(typed, None, None, f"outside the data folder {root}",
-                     "put the verdict file in the data folder (PREFLAB_DATA_DIR), or upload it")
+__all__ = ["inside_data_dir", "judged_pairs", "render", "verdict_files"]  # the data-folder rule: common
 
 
 def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.DataFrame:
@@ -51,29 +31,6 @@ def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.
     return pairs
 
 
-def _choose_file() -> str | None:
-    data_dir = get_config().data_dir
-    files = verdict_files(data_dir)
-    upload = st.file_uploader("Upload a verdict file (JSONL from `preflab judge run`)", type=["jsonl"],
-                              key="cal_upload")
-    if upload is not None:
-        path = Path(tempfile.mkdtemp()) / Path(upload.name).name
-        path.write_bytes(upload.getvalue())
-        return str(path)
-    options = ["(type a path)", *files]
-    picked = st.selectbox("... or pick one found on the server", options, key="cal_pick")
-    if picked != options[0]:
-        return picked
-    typed = st.text_input(f"Path on the server (inside {data_dir}/)", key="cal_path")
-    if not typed:
-        return None
-    try:
-        return str(inside_data_dir(typed, data_dir))
-    except InputError as e:
-        st.error(f"Cannot open that file: {e}")
-        return None
-
-
 def render() -> None:
     """The page."""
     st.title("Judge calibration")
@@ -85,7 +42,7 @@ def render() -> None:
         st.info("No datasets yet: import one on the Data page, or run `preflab demo-seed`.")
         return
     dataset = st.selectbox("Human votes from dataset", datasets, key="cal_dataset")
-    path = _choose_file()
+    path = choose_data_file("cal", "Upload a verdict file (JSONL from `preflab judge run`)", verdict_files)
     if not path:
         st.caption("Run a judge on the dataset's pairs first, e.g. `preflab judge run data/demo/pairs.jsonl ...`, "
                    "then pick its verdict file here.")
@@ -99,6 +56,13 @@ def render() -> None:
     from judge.card import render_card
 
     report = calibrate(pairs, n_bootstrap=500)
+    if report.get("agreement"):
+        from voting.judge_assist import judge_ppi_gain
+
+        try:
+            report["ppi_gain"] = judge_ppi_gain(pairs)
+        except (InputError, ValueError) as e:
+            report["notes"].append(f"PPI gain not computed: {e}")
     for note in report.get("notes", []):
         st.info(note)
     cols = st.columns(4)

@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import streamlit as st
@@ -51,7 +52,7 @@ class AppConfig:
     round: int = 1
     access: str = "open"  # open (anonymous ids, labelled, rate-limited) | invite (admin-issued links only)
     open_rate: int = 30  # most votes per minute one open-voting browser session may cast
-    data_dir: str = "data"  # the only folder the calibration page may open files from
+    data_dir: str = "data"  # the only folder admin pages (calibration, leaderboard) may open files from
 
 
 def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
@@ -197,3 +198,66 @@ def cached_answers(dataset: str, item_id: str) -> dict[str, str]:
     from voting.store import dataset_version
 
     return _answers(get_config().db_url, dataset, item_id, dataset_version(get_engine(), dataset))
+
+
+# ------------------------------------------------------------ files from the data folder (calibration, leaderboard)
+
+
+def verdict_files(data_dir: str | Path = "data") -> list[str]:
+    """JSONL files under the data folder whose name mentions verdicts."""
+    return sorted(str(p) for p in Path(data_dir).glob("**/*verdict*.jsonl"))
+
+
+def judge_files(data_dir: str | Path = "data") -> list[str]:
+    """Files a judge-assisted leaderboard can read: verdict files and battle files (name mentions battles)."""
+    found = set(verdict_files(data_dir))
+    for ext in ("json", "jsonl", "csv", "parquet"):
+        found |= {str(p) for p in Path(data_dir).glob(f"**/*battle*.{ext}")}
+    return sorted(found)
+
+
+def inside_data_dir(typed: str, data_dir: str | Path) -> Path:
+    """The typed path if it lies inside the data folder (after resolving ``..`` and links); else
+    :class:`InputError` (a page must not open ``/etc/shadow`` for whoever holds the admin passcode)."""
+    from preflab.errors import InputError
+
+    root = Path(data_dir).resolve()
+    path = Path(typed).expanduser()
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, root / path]  # cwd- or folder-relative
+    inside = [c.resolve() for c in candidates if c.resolve().is_relative_to(root)]
+    for found in inside:
+        if found.is_file():
+            return found
+    if inside:
+        raise InputError(typed, None, None, f"no such file in the data folder {root}", "check the path")
+    raise InputError(typed, None, None, f"outside the data folder {root}",
+                     "put the file in the data folder (PREFLAB_DATA_DIR), or upload it")
+
+
+def choose_data_file(key: str, upload_label: str, lister: Callable[[str], list[str]] = verdict_files,
+                     types: tuple[str, ...] = ("jsonl",)) -> str | None:
+    """An upload, a file found in the data folder (``lister``), or a typed path that must lie inside it
+    (:func:`inside_data_dir`); None until one is given. Widget keys: ``{key}_upload``, ``{key}_pick``,
+    ``{key}_path``. The one rule for every admin page that opens files on the server."""
+    import tempfile
+
+    from preflab.errors import InputError
+
+    data_dir = get_config().data_dir
+    upload = st.file_uploader(upload_label, type=list(types), key=f"{key}_upload")
+    if upload is not None:
+        path = Path(tempfile.mkdtemp()) / Path(upload.name).name
+        path.write_bytes(upload.getvalue())
+        return str(path)
+    options = ["(type a path)", *lister(data_dir)]
+    picked = st.selectbox("... or pick one found on the server", options, key=f"{key}_pick")
+    if picked != options[0]:
+        return picked
+    typed = st.text_input(f"Path on the server (inside {data_dir}/)", key=f"{key}_path")
+    if not typed:
+        return None
+    try:
+        return str(inside_data_dir(typed, data_dir))
+    except InputError as e:
+        st.error(f"Cannot open that file: {e}")
+        return None

@@ -167,12 +167,13 @@ def render() -> None:
         st.dataframe(fit["style"], width="stretch")
     judge_vs_human(lambda: keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude),
                    table, n_boot)
+    sharpen_with_judge((cfg.db_url, dataset, voters, since, until, categories, exclude, stamp), n_boot)
 
 
 def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noqa: ANN001
     """A verdict file's ratings beside the human ones on the same items (``load()`` gives the filtered votes,
     read only once a verdict file is picked)."""
-    from voting.pages.calibration import verdict_files
+    from voting.pages.common import verdict_files
 
     st.subheader("Judge vs human")
     files = verdict_files(get_config().data_dir)
@@ -210,6 +211,69 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
     st.dataframe(res["ratings"].round(1), hide_index=True, width="stretch", key="lb_jvh_ratings")
     st.markdown("**Where they disagree most** (share of battles the first model wins; ties count half)")
     st.dataframe(res["pairs"].head(10).round(3), hide_index=True, width="stretch", key="lb_jvh_pairs")
+
+
+@st.cache_data(show_spinner="Fitting the judge-assisted leaderboard ...", max_entries=16)
+def ppi_table(filters: tuple, digest: str, ci: str, n_bootstrap: int, _path: str) -> pd.DataFrame:
+    """The PPI++ fit for one filter set (``filters``: url, dataset, voters, since, until, categories,
+    exclude, votes stamp) and one judge file (``digest`` of its bytes; ``_path`` is not part of the key)."""
+    from voting.judge_assist import judge_assisted_leaderboard
+
+    _, dataset, voters, since, until, categories, exclude, _ = filters
+    human = votes_to_battles(keep(load_votes(get_engine(), dataset, list(voters), since, until), categories,
+                                  exclude), "votes")
+    return judge_assisted_leaderboard(human, _path, ci=ci, n_bootstrap=n_bootstrap, seed=0)
+
+
+def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
+    """Issue 15: the human-only leaderboard beside the PPI++ one that a judge file sharpens (the call that
+    ``preflab rank VOTES --judge-battles JUDGE`` makes), with lambda, the item counts and the ESS gain."""
+    import hashlib
+    from pathlib import Path
+
+    from arena.bootstrap import rank_from_intervals
+    from preflab.errors import InputError
+    from voting.pages.common import choose_data_file, judge_files
+
+    st.subheader("Sharpen with a judge")
+    st.caption("Prediction-powered inference (PPI++): a judge's verdicts on many pairs, corrected by the votes "
+               "on the pairs both rated, give ratings unbiased for the voters' preferences with intervals valid "
+               "whatever the judge's quality (lambda = 0: the judge is not used). Items are matched by item id "
+               "and model pair. The same numbers as `preflab rank VOTES --judge-battles JUDGE`.")
+    path = choose_data_file("lb_ppi", "Upload judge verdicts (JSONL from `preflab judge run`) or judge battles",
+                            judge_files, ("jsonl", "json", "csv", "parquet"))
+    if not path:
+        return
+    ci = st.radio("PPI intervals", ["sandwich", "bootstrap"], horizontal=True, key="lb_ppi_ci",
+                  help=f"Bootstrap: {n_boot} resamples of the labelled and the judge-only items separately.")
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        table = ppi_table(filters, digest, ci, n_boot, path)
+    except (InputError, OSError, ValueError, KeyError) as e:  # noqa: PERF203
+        text = " ".join(str(e).split())
+        st.error(f"Could not use that judge file: {text[:300]}{' ...' if len(text) > 300 else ''}")
+        return
+    a = table.attrs
+    cols = st.columns(4)
+    cols[0].metric("lambda", f"{a['lambda']:.3f}", help="PPI++ power tuning: 0 = judge unused, 1 = full weight.")
+    cols[1].metric("Human items", f"{a['n_human_items']:,.0f}", help=f"{a['n_human_votes']:,.0f} votes on items the "
+                   "judge also rated (the labelled set).")
+    cols[2].metric("Judge items", f"{a['n_judge_items']:,.0f}",
+                   help=f"{a['n_unlabelled_items']:,.0f} of them without votes.")
+    cols[3].metric("ESS gain", f"x{a['ess_gain']:.2f}", help="Human-only / PPI total variance of the ratings: the "
+                   "judge is worth this many times the votes.")
+    human = table[["model", "rating_human", "lower_human", "upper_human", "battles"]].rename(
+        columns={"rating_human": "rating", "lower_human": "lower", "upper_human": "upper"})
+    human = human.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
+    human.insert(0, "rank", rank_from_intervals(human["lower"].to_numpy(), human["upper"].to_numpy()))
+    left, right = st.columns(2)
+    left.markdown("**Human votes only** (the same items; sandwich intervals)")
+    left.dataframe(human.round(1), hide_index=True, width="stretch", key="lb_ppi_human")
+    right.markdown(f"**Human + judge (PPI++;** {ci} intervals**)**")
+    right.dataframe(table[["rank", "model", "rating", "lower", "upper", "ess"]].round(1), hide_index=True,
+                    width="stretch", key="lb_ppi_table")
+    for note in a["diagnostics"]:
+        st.caption(note)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,162 @@
+"""Judge-assisted (PPI++) leaderboards from a judge file: the one function that the Leaderboard page's
+"sharpen with a judge" and ``preflab rank HUMAN --judge-battles JUDGE`` both call.
+
+A judge file is a `preflab judge run` verdict file (both orders combined here, so :mod:`arena` never
+imports :mod:`judge`) or any battles file that :func:`arena.data.load_battles` reads. The math is
+:func:`arena.ppi_board.ppi_leaderboard` (issue 15).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from arena.data import Battles
+from preflab.errors import InputError
+
+
+def is_verdict_file(path: str | Path) -> bool:
+    """A `preflab judge run` JSONL: its first record has ``item_id`` and ``order``."""
+    path = Path(path)
+    if not path.name.lower().endswith(".jsonl"):
+        return False
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    return False
+                return isinstance(rec, dict) and "order" in rec and "item_id" in rec
+    return False
+
+
+def verdict_frame(path: str | Path, labels: str = "auto") -> pd.DataFrame:
+    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.datasets.load_verdicts_jsonl`)."""
+    from judge.datasets import load_verdicts_jsonl
+
+    return judge_rows(load_verdicts_jsonl(path), labels, str(path))
+
+
+def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdicts>") -> pd.DataFrame:
+    """Judged pairs (:mod:`judge.outcomes`) as judge rows ``model_a (= x), model_b (= y), question_id
+    (= item_id), p_a, p_b, p_tie``.
+
+    Both orders are averaged: their probabilities (``soft``) or their one-hot verdicts (``hard``; an order
+    naming x and one naming y give half each). ``auto`` is soft when the file has probabilities. Pairs with
+    no usable order keep NaN and are counted by the PPI fit.
+    """
+    from judge.outcomes import TIE, X, Y, column
+
+    for col in ("model_x", "model_y"):
+        if col not in pairs.columns or (pairs[col].astype(str) == "").any():
+            raise InputError(source, None, col, "missing on some rows", "verdict rows need model_x and model_y")
+    p_x = np.stack([column(pairs, "p_xy"), column(pairs, "p_yx")], axis=1)
+    p_t = np.nan_to_num(np.stack([column(pairs, "pt_xy"), column(pairs, "pt_yx")], axis=1), nan=0.0)
+    soft = labels == "soft" or (labels == "auto" and bool(np.isfinite(p_x).any()))
+    if soft:
+        probs = np.stack([p_x, 1.0 - p_x - p_t, p_t], axis=-1)  # (pair, order, outcome by identity)
+    else:
+        code = np.stack([column(pairs, "judge_xy"), column(pairs, "judge_yx")], axis=1)
+        probs = np.stack([code == X, code == Y, code == TIE], axis=-1).astype(float)
+        probs[~np.isin(code, [X, Y, TIE])] = np.nan
+    ok = np.isfinite(probs).all(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # a pair with no usable order: NaN, counted by the fit
+        mean = np.where(ok, probs, 0.0).sum(axis=1) / ok.sum(axis=1)
+    return pd.DataFrame({"model_a": pairs["model_x"].astype(str).to_numpy(),
+                         "model_b": pairs["model_y"].astype(str).to_numpy(),
+                         "question_id": pairs["item_id"].astype(str).to_numpy(), "p_a": mean[:, 0],
+                         "p_b": mean[:, 1], "p_tie": mean[:, 2]})
+
+
+def load_judge(path: str | Path, layout: str = "arena", skip_bad_rows: bool = False,
+               labels: str = "auto") -> tuple[Battles | pd.DataFrame, str]:
+    """(judge rows, labels to fit with): a verdict file's averaged verdicts (soft), or a battles file."""
+    from arena.data import load_battles
+
+    if is_verdict_file(path):
+        return verdict_frame(path, labels), "soft"
+    return load_battles(Path(path), layout=layout, on_error="skip" if skip_bad_rows else "raise"), labels
+
+
+def judge_assisted_leaderboard(human: Battles, judge_path: str | Path, *, layout: str = "arena",
+                               skip_bad_rows: bool = False, labels: str = "auto", **options: Any) -> pd.DataFrame:
+    """The PPI++ leaderboard of ``human`` battles sharpened by the judge file at ``judge_path``.
+
+    ``options`` go to :func:`arena.ppi_board.ppi_leaderboard` (``ci``, ``n_bootstrap``, ``ties``, ``level``,
+    ``seed``, scale). The table has the usual columns, ``ess``, the human-only fit on the same votes
+    (``rating_human``, ``lower_human``, ``upper_human``) and ``attrs`` with ``lambda``, the item counts and
+    ``ess_gain``. Raises :class:`~preflab.errors.InputError` or ``ValueError`` on bad input.
+    """
+    from arena.ppi_board import ppi_leaderboard
+
+    judge, labels = load_judge(judge_path, layout, skip_bad_rows, labels)
+    table = ppi_leaderboard(human, judge, labels=labels, judge_source=str(judge_path), **options)
+    if isinstance(judge, Battles) and judge.skipped:
+        table.attrs["diagnostics"].insert(0, judge.skip_report())
+    return table
+
+
+def footer(table: pd.DataFrame, judge_name: str) -> str:
+    """One line: lambda, human and judge item counts, the effective-sample-size gain."""
+    a = table.attrs
+    return (f"PPI++ with judge {judge_name}: lambda {a['lambda']:.3f}; {a['n_human_items']:,.0f} human "
+            f"items ({a['n_human_votes']:,.0f} votes), {a['n_judge_items']:,.0f} judge items "
+            f"({a['n_unlabelled_items']:,.0f} without human votes); ESS gain x{a['ess_gain']:.2f} "
+            f"(effective human votes {a['ess_gain'] * a['n_human_votes']:,.0f})")
+
+
+# ------------------------------------------------------------------- the judge card's PPI gain (issue 15)
+
+
+def human_battles(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The human votes of a judged-pairs table as battles (``model_a`` = x): one per ``human_k`` vote, or the
+    ``human`` label when there are no single-annotator columns. Ties (both kinds) are ties; no vote: no row."""
+    from judge.outcomes import TIE, X, Y, annotator_columns
+
+    cols = annotator_columns(pairs) or (["human"] if "human" in pairs.columns else [])
+    winner = {X: "model_a", Y: "model_b", TIE: "tie", TIE + 1: "tie"}  # TIE + 1: tie (both bad)
+    frames = []
+    for col in cols:
+        code = pd.to_numeric(pairs[col], errors="coerce")
+        ok = code.isin(list(winner))
+        frames.append(pd.DataFrame({"model_a": pairs.loc[ok, "model_x"].astype(str),
+                                    "model_b": pairs.loc[ok, "model_y"].astype(str),
+                                    "winner": code[ok].map(winner), "question_id": pairs.loc[ok, "item_id"].astype(str)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["model_a", "model_b", "winner", "question_id"])
+
+
+def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half") -> dict | None:
+    """How much a PPI++ Bradley-Terry leaderboard would gain from this judge: the effective-sample-size gain
+    with unlimited judge verdicts on items like these (the judge card's "PPI gain", beside kappa).
+
+    The labelled set is the table's pairs with human votes and a judge label; the statistic is
+    :func:`arena.ppi_gain.unlimited_judge_gain` (the PPI++ variance ratio with N/n -> infinity). For a single
+    mean it is the control-variate factor 1 / (1 - rho^2) (Chaganty, Mussmann, Liang 2018, "The price of
+    debiasing automatic metrics"): the score correlation that counts is within a model pair (a judge that only
+    knows which model is better overall gives a BT leaderboard nothing). A finite number N of judge-only
+    items gives ``1 / (1 - (1 - gain^-1) N / (n + N))`` at the same lam.
+
+    Returns ``{"gain", "unbounded", "lambda", "n_items", "n_votes"}``, or None without models, human votes or two
+    labelled items (no BT fit).
+    """
+    from arena.data import load_battles
+    from arena.ppi_board import build_items
+    from arena.ppi_gain import unlimited_judge_gain
+
+    if not {"model_x", "model_y", "item_id"} <= set(pairs.columns):
+        return None
+    human = human_battles(pairs)
+    if len(human) < 2 or len(set(human["model_a"]) | set(human["model_b"])) < 2:
+        return None
+    items, _ = build_items(load_battles(human), judge_rows(pairs, labels), "soft")
+    if items.n_labelled < 2:
+        return None
+    gain, lam = unlimited_judge_gain(items, ties)
+    return {"gain": gain, "unbounded": not np.isfinite(gain), "lambda": lam, "n_items": float(items.n_labelled),
+            "n_votes": float((items.l_human.sum(1) * items.l_mult).sum())}
