@@ -161,7 +161,13 @@ def load_battles(
     else:
         name = str(source)
         raw = _read_file(Path(source), fmt, on_error, plan)
-    battles = validate(raw, name, cmap, on_error)
+    try:
+        battles = validate(raw, name, cmap, on_error)
+    except InputError:
+        if plan is None or isinstance(source, pd.DataFrame):
+            raise
+        del raw  # a lean frame lacks columns a message may list: the full read names the problem as always
+        battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error)
     if not lean:
         return battles
     keep_set = readers.lean_plan({}, keep).keep  # type: ignore[union-attr]  (canonical names, after renaming)
@@ -223,7 +229,7 @@ def _head_text(path: Path) -> str:
 
 #: JSONL rows parsed per chunk: each chunk becomes a compact frame (repeated strings as categoricals), so
 #: peak memory is the final frame plus one chunk of Python dicts, not the whole file as dicts.
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 20_000
 
 
 def _records_frame(records: list, lines: list[int], name: str, on_error: OnError, unit: str = "line",
@@ -308,13 +314,15 @@ def _read_jsonl_lines(path: Path, on_error: OnError, lean: readers.Lean | None =
         records.append(rec)
         lines.append(n)
         if len(records) >= CHUNK_ROWS:
-            chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean))
+            chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
             records, lines = [], []
     if records or not chunks:
-        chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean))
+        chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
     if lean is None:
         return _concat_chunks(chunks)
-    return readers.finish(readers.concat_json_chunks(chunks), lean)
+    df = readers.finish(readers.concat_json_chunks(chunks), lean)
+    df.attrs["bad_json_lines"] = bad
+    return df
 
 
 def _parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 #: Rows (CSV, JSONL) or rows per batch (Parquet) converted to compact columns at a time.
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 20_000
 
 _META = "\x00meta:"  # prefix of the style totals read from conv_metadata, before the file-level decision
 
@@ -59,13 +59,15 @@ def _text_kept(lean: Lean) -> set[str]:
     return {*REQUIRED, *OPTIONAL_TEXT}
 
 
-def shrink(chunk: pd.DataFrame, lean: Lean | None) -> pd.DataFrame:
+def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True) -> pd.DataFrame:
     """One chunk cut to the kept columns, ``conv_metadata`` replaced by its style totals (every style column,
-    under a private name: whether a flat column wins is decided for the whole file in :func:`finish`)."""
+    under a private name: whether a flat column wins is decided for the whole file in :func:`finish`), and
+    (``categorize``: chunks that all have the same columns) names and labels as categoricals."""
     if lean is None:
         return chunk
     from arena.data import _style_from_metadata
 
+    attrs = chunk.attrs  # before pandas copies them (deeply): the JSONL reader appends to its list later
     if "conv_metadata" in chunk:
         lean.saw_metadata = True
         totals = _style_from_metadata(chunk["conv_metadata"])
@@ -77,7 +79,8 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None) -> pd.DataFrame:
     out = {}
     for col in chunk.columns:
         s = chunk[col]
-        if lean.canonical(col) in text and not isinstance(s.dtype, pd.CategoricalDtype) and _all_text(s):
+        if categorize and lean.canonical(col) in text and not isinstance(s.dtype, pd.CategoricalDtype) \
+                and _all_text(s):
             s = s.astype("category")
         out[col] = s
     from arena.data import STYLE_COLUMNS
@@ -86,12 +89,12 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None) -> pd.DataFrame:
         out[_META + col] = pd.Series(totals[col] if col in totals else np.full(len(chunk), np.nan),
                                      index=chunk.index)
     lean_chunk = pd.DataFrame(out, index=chunk.index)
-    lean_chunk.attrs = dict(chunk.attrs)  # the JSONL reader's list of skipped lines travels with the chunks
+    lean_chunk.attrs = attrs  # the JSONL reader's list of skipped lines travels with the chunks
     return lean_chunk
 
 
 def _all_text(s: pd.Series) -> bool:
-    return s.dtype == "str" or (s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"))
+    return s.dtype == "str" or (s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) == "string")
 
 
 def concat(chunks: list[pd.DataFrame]) -> pd.DataFrame:
@@ -104,7 +107,12 @@ def concat(chunks: list[pd.DataFrame]) -> pd.DataFrame:
         parts = [ch.pop(col) for ch in chunks]  # each chunk's column is freed once it is copied
         if isinstance(col, str) and col.startswith(_META):
             out[col] = _concat_values(parts)
-        elif all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+        elif all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts) and len(
+                {str(p.cat.categories.dtype) for p in parts if len(p.cat.categories)}) <= 1:
+            # an all-missing chunk's (empty) categories take the others' type
+            typed = [p.cat.categories.dtype for p in parts if len(p.cat.categories)]
+            parts = [p if len(p.cat.categories) or not typed else
+                     p.cat.set_categories(pd.Index([], dtype=typed[0])) for p in parts]
             out[col] = pd.Series(pd.api.types.union_categoricals(parts, ignore_order=True))
         else:
             out[col] = pd.concat(parts, ignore_index=True)
@@ -195,8 +203,8 @@ def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
 
 def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     """The Parquet branch of :func:`arena.data._read_file` (``pandas.read_parquet``, ``line`` = row + 1,
-    ``conv_metadata`` JSON text parsed) one batch at a time; a lean load reads only the kept columns, names
-    as dictionaries (never one Python string per row)."""
+    ``conv_metadata`` JSON text parsed) one batch at a time; a lean load converts only the kept columns, names
+    as dictionaries (never one Python string per row), and drops the others' batch as soon as it is decoded."""
     import json
 
     import pyarrow as pa
@@ -207,8 +215,9 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     try:
         schema = pq.read_schema(path)
         names = [n for n in schema.names if not n.startswith("__index_level_")]
-        if lean is not None:
-            names = [n for n in names if n == "conv_metadata" or lean.kept(n)]
+        kept = names
+        if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
+            kept = [n for n in names if n == "conv_metadata" or lean.kept(n)]
             text = _text_kept(lean)
             dictionary = [n for n in names if lean.canonical(n) in text
                           and (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
@@ -217,7 +226,9 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
         pf = pq.ParquetFile(path, read_dictionary=dictionary)
         chunks, start = [], 1
         for batch in pf.iter_batches(batch_size=CHUNK_ROWS, columns=names, use_pandas_metadata=False):
-            chunk = pa.Table.from_batches([batch]).replace_schema_metadata(schema.metadata).to_pandas()
+            table = pa.Table.from_batches([batch]).select(kept)
+            chunk = table.replace_schema_metadata(schema.metadata).to_pandas()
+            del table, batch
             chunk.index = pd.RangeIndex(len(chunk))
             chunk["line"] = np.arange(start, start + len(chunk))
             start += len(chunk)
