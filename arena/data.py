@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
+
+from arena import readers
 
 # Aggregation is part of the data model; it lives in arena.counts to keep files small.
 from arena.counts import (  # noqa: F401  (re-exported)
@@ -137,21 +139,43 @@ def load_battles(
     layout: str | ColumnMap = "arena",
     on_error: OnError = "raise",
     fmt: str | None = None,
+    lean: bool = False,
+    keep: Collection[str] = (),
 ) -> Battles:
     """Load and validate battles from JSON/JSONL (optionally .gz), CSV, Parquet or a DataFrame.
 
     ``layout`` names a preset of :data:`LAYOUTS` (``"arena"``, ``"llmfao"``) or is a :class:`ColumnMap`.
     With ``on_error="raise"`` the first bad row raises :class:`InputError` naming file, line and
     field; with ``"skip"`` bad rows are dropped, counted and listed in ``Battles.skipped``.
+
+    ``lean=True`` keeps only what the statistics read (the canonical, optional and style columns, plus the
+    columns named in ``keep``, e.g. conversation text for style control): ``conv_metadata`` becomes its style
+    totals and other columns are dropped chunk by chunk as the file is read, so memory stays near the typed
+    columns' size (issue 14). Validation, messages and every kept value are those of a full load.
     """
     cmap = LAYOUTS[layout] if isinstance(layout, str) else layout
+    plan = readers.lean_plan(dict(cmap.columns), keep) if lean else None
     if isinstance(source, pd.DataFrame):
         name, raw = "<dataframe>", source.copy()
         raw["line"] = np.arange(len(raw)) + 1
     else:
         name = str(source)
-        raw = _read_file(Path(source), fmt, on_error)
-    return validate(raw, name, cmap, on_error)
+        raw = _read_file(Path(source), fmt, on_error, plan)
+    try:
+        battles = validate(raw, name, cmap, on_error)
+    except InputError:
+        if plan is None or isinstance(source, pd.DataFrame):
+            raise
+        del raw  # a lean frame lacks columns a message may list: the full read names the problem as always
+        battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error)
+    if not lean:
+        return battles
+    keep_set = readers.lean_plan({}, keep).keep  # type: ignore[union-attr]  (canonical names, after renaming)
+    drop = [c for c in battles.df.columns if c != "line" and c not in keep_set]
+    if drop:
+        battles = Battles(battles.df.drop(columns=drop), battles.source, battles.skipped)
+    readers.release_memory()  # the read's freed pages, before the statistics allocate theirs
+    return battles
 
 
 def _format_of(path: Path, fmt: str | None) -> str:
@@ -167,15 +191,23 @@ def _format_of(path: Path, fmt: str | None) -> str:
     return known[ext]
 
 
-def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
+def _read_file(path: Path, fmt: str | None, on_error: OnError, lean: readers.Lean | None = None) -> pd.DataFrame:
+    """The raw frame of a file: chunked readers first (the same values, in bounded memory), the whole-file
+    readers when those decline (they name any problem)."""
     if not path.exists():
         raise InputError(str(path), None, None, "file not found", "check the path")
     kind = _format_of(path, fmt)
     if kind == "csv":
+        chunked = readers.read_csv_chunks(path, lean)
+        if chunked is not None:
+            return chunked
         df = read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         df["line"] = np.arange(len(df)) + 2  # line 1 is the header
         return _parse_conv_metadata(df, path)
     if kind == "parquet":
+        batched = readers.read_parquet_batches(path, lean)
+        if batched is not None:
+            return batched
         df = read_parquet(path)
         df["line"] = np.arange(len(df)) + 1
         return _parse_conv_metadata(df, path)
@@ -185,7 +217,7 @@ def _read_file(path: Path, fmt: str | None, on_error: OnError) -> pd.DataFrame:
             raise InputError(str(path), None, None, "expected a JSON array of battle objects", "fix the file")
         lines = list(range(1, len(records) + 1))  # record number within the array
         return _records_frame(records, lines, str(path), on_error, "record")
-    return _read_jsonl(path, on_error)
+    return _read_jsonl(path, on_error, lean)
 
 
 def _head_text(path: Path) -> str:
@@ -197,7 +229,7 @@ def _head_text(path: Path) -> str:
 
 #: JSONL rows parsed per chunk: each chunk becomes a compact frame (repeated strings as categoricals), so
 #: peak memory is the final frame plus one chunk of Python dicts, not the whole file as dicts.
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 20_000
 
 
 def _records_frame(records: list, lines: list[int], name: str, on_error: OnError, unit: str = "line",
@@ -250,97 +282,19 @@ def _concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
     return df
 
 
-def _read_jsonl(path: Path, on_error: OnError) -> pd.DataFrame:
-    fast = _read_jsonl_arrow(path)
+def _read_jsonl(path: Path, on_error: OnError, lean: readers.Lean | None = None) -> pd.DataFrame:
+    fast = _read_jsonl_arrow(path, lean)
     if fast is not None:
         return fast
-    return _read_jsonl_lines(path, on_error)
+    if lean is not None:
+        lean.saw_metadata = False  # the fast path may have seen some before it declined
+    return _read_jsonl_lines(path, on_error, lean)
 
 
-def _read_jsonl_arrow(path: Path) -> pd.DataFrame | None:
-    """The fast path: Arrow's JSONL reader, columns typed in C++ (names as categoricals), no per-row dicts
-    but ``conv_metadata``'s. None when the file is anything but plain, strict, one-object-per-line JSONL
-    (gzip, blank lines, NaN, mixed types, bad bytes...): the line-by-line reader then names the problem."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import json as pa_json
-
-    if path.suffix.lower() == ".gz":
-        return None
-    head = _first_bytes(path)
-    if not head.lstrip().startswith(b"{"):
-        return None
-    lines = _count_utf8_lines(path)
-    if lines is None:  # not UTF-8 (Arrow would not say where): the line reader reports the line and byte
-        return None
-    try:
-        table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))
-    except (pa.ArrowException, OSError, ValueError):
-        return None
-    if table.num_rows == 0 or table.num_rows != lines:  # blank lines: line numbers would shift
-        return None
-    if any(_has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
-        return None
-    columns = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            columns[name] = pc.dictionary_encode(col).to_pandas()
-        elif pa.types.is_struct(col.type) and name == "conv_metadata":
-            columns[name] = pd.Series(col.to_pylist(), dtype=object)
-        elif pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
-            return None  # nested values where scalars belong: let the line reader report them
-        else:
-            columns[name] = col.to_pandas()
-    df = pd.DataFrame(columns)
-    if "conv_metadata" in df:  # Arrow fills absent keys with None; a row's dict keeps the keys it had
-        df["conv_metadata"] = [None if m is None else {k: v for k, v in m.items() if v is not None}
-                               for m in df["conv_metadata"]]
-    df["line"] = np.arange(1, len(df) + 1, dtype=np.int64)
-    df.attrs["bad_json_lines"] = []
-    return df
+_read_jsonl_arrow = readers.read_jsonl_arrow
 
 
-def _has_nonfinite(col) -> bool:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(col, pa.ChunkedArray):
-        return any(_has_nonfinite(chunk) for chunk in col.chunks)
-    if pa.types.is_struct(col.type):
-        return any(_has_nonfinite(col.field(i)) for i in range(col.type.num_fields))
-    if pa.types.is_floating(col.type):
-        return pc.all(pc.is_finite(col), skip_nulls=True).as_py() not in (True, None)
-    return False
-
-
-def _first_bytes(path: Path, n: int = 64) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(n)
-
-
-def _count_utf8_lines(path: Path) -> int | None:
-    """Number of lines (a last line without a newline counts), or None when the file is not UTF-8; read in
-    blocks, so no text is held."""
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    count, last = 0, b"\n"
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 24):
-            try:
-                decoder.decode(block)
-            except UnicodeDecodeError:
-                return None
-            count += block.count(b"\n")
-            last = block[-1:]
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return None
-    return count + (last != b"\n")
-
-
-def _read_jsonl_lines(path: Path, on_error: OnError) -> pd.DataFrame:
+def _read_jsonl_lines(path: Path, on_error: OnError, lean: readers.Lean | None = None) -> pd.DataFrame:
     name = str(path)
     chunks: list[pd.DataFrame] = []
     records: list = []
@@ -360,11 +314,15 @@ def _read_jsonl_lines(path: Path, on_error: OnError) -> pd.DataFrame:
         records.append(rec)
         lines.append(n)
         if len(records) >= CHUNK_ROWS:
-            chunks.append(_records_frame(records, lines, name, on_error, bad=bad))
+            chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
             records, lines = [], []
     if records or not chunks:
-        chunks.append(_records_frame(records, lines, name, on_error, bad=bad))
-    return _concat_chunks(chunks)
+        chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
+    if lean is None:
+        return _concat_chunks(chunks)
+    df = readers.finish(readers.concat_json_chunks(chunks), lean)
+    df.attrs["bad_json_lines"] = bad
+    return df
 
 
 def _parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
@@ -444,7 +402,8 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
         bad_any |= mask
-    df = df.loc[~bad_any]
+    if bad_any.any():  # no copy of a large, clean frame
+        df = df.loc[~bad_any]
     skipped.sort(key=lambda s: s.line)
     if len(df) == 0:
         raise InputError(source, None, None, f"no valid battles: all {len(skipped)} row(s) are bad",

@@ -252,7 +252,7 @@ def read_parquet(path: str | Path, error: type[ValueError] = InputError, **kwarg
         raise error(source, None, None, "file not found", "check the path")
     try:
         return pd.read_parquet(path, **kwargs)
-    except (*arrow_errors, OSError, ValueError) as e:
+    except (*arrow_errors, OSError, ValueError, KeyError, TypeError) as e:  # Key/Type: corrupt pandas metadata
         raise error(source, None, None, f"not a readable Parquet file ({str(e).strip()[:160]})",
                     "write it again with pandas/pyarrow, or pass CSV or JSONL") from None
 

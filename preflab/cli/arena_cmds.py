@@ -18,12 +18,16 @@ LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (C
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, count and report them.")]
 
 
-def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False):
-    """Load battles for a command; print a clear error and exit 2 on bad input, report skipped rows."""
+def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False, lean: bool = False,
+                 keep: tuple[str, ...] = ()):
+    """Load battles for a command; print a clear error and exit 2 on bad input, report skipped rows.
+
+    ``lean``: keep only the columns the statistics read (plus ``keep``), for bounded memory (issue 14)."""
     from arena.data import load_battles
 
     try:
-        battles = load_battles(path, layout=layout, on_error="skip" if skip_bad_rows else "raise")
+        battles = load_battles(path, layout=layout, on_error="skip" if skip_bad_rows else "raise", lean=lean,
+                               keep=keep)
     except InputError as e:
         fail(e)
     if battles.skipped:
@@ -36,7 +40,7 @@ def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False
     """Validate a battles file and summarise it: rows, models, outcomes, graph components."""
     from arena.data import aggregate, comparison_components
 
-    battles = load_or_exit(path, layout, skip_bad_rows)
+    battles = load_or_exit(path, layout, skip_bad_rows, lean=True)
     counts = aggregate(battles)
     comps = comparison_components(counts)
     outcomes = battles.df["winner"].value_counts().to_dict()
@@ -367,7 +371,8 @@ def rank(
     from arena.rank_output import bootstrap_progress, rich_table
     from preflab.io import write_table
 
-    battles = load_or_exit(path, layout, skip_bad_rows)
+    text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
+    battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"))
     if judge_battles is not None:  # issue 15: judge-assisted leaderboard
         from preflab.cli.judge_assist import rank_with_judge
 

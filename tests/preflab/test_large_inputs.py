@@ -28,7 +28,7 @@ def test_fast_reader_and_chunked_line_reader_agree(tmp_path, monkeypatch):
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert data._read_jsonl_arrow(path) is not None  # this file takes the fast path
     fast = data.load_battles(path)
-    monkeypatch.setattr(data, "_read_jsonl_arrow", lambda p: None)
+    monkeypatch.setattr(data, "_read_jsonl_arrow", lambda p, lean=None: None)
     monkeypatch.setattr(data, "CHUNK_ROWS", 5)  # 5 chunks, categories united across them
     slow = data.load_battles(path)
     pd.testing.assert_frame_equal(_frame(fast), _frame(slow), check_dtype=False)

@@ -1,0 +1,364 @@
+"""Large battles files in bounded memory (issue 14): chunked CSV, batched Parquet, Arrow JSONL.
+
+Each reader gives the raw frame that the whole-file readers of :mod:`arena.data` gave, built chunk by chunk,
+so :func:`arena.data.validate` sees the same values and names the same file, line and field. With a ``keep``
+set (``load_battles(..., lean=True)``) every chunk is cut, before the next is read, to the columns the
+statistics read (names and labels as categoricals) and ``conv_metadata`` to its style totals; peak memory is
+then the typed columns plus one chunk, not the file's text as Python objects.
+
+A reader returns None when its input is anything unusual (a parse error, bad bytes, a renamed style column,
+mixed JSON types...): the caller then runs the exact whole-file reader, which reports the problem as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: Rows (CSV, JSONL) or rows per batch (Parquet) converted to compact columns at a time.
+CHUNK_ROWS = 20_000
+
+_META = "\x00meta:"  # prefix of the style totals read from conv_metadata, before the file-level decision
+
+
+@dataclass
+class Lean:
+    """What a lean load keeps: canonical column names (after the layout's renaming) and the renaming."""
+
+    keep: frozenset[str]
+    renames: dict[str, str]
+    saw_metadata: bool = field(default=False)
+
+    def canonical(self, col: object) -> object:
+        return self.renames.get(col, col)  # type: ignore[call-overload]
+
+    def kept(self, col: object) -> bool:
+        return col == "line" or self.canonical(col) in self.keep
+
+
+def lean_plan(renames: dict[str, str], extra: Collection[str] = ()) -> Lean | None:
+    """The columns the statistics (info, rank, filters, style control) read; None when the layout renames
+    ``conv_metadata`` or a style column (the exact reader handles that)."""
+    from arena.data import OPTIONAL_TEXT, REQUIRED, STYLE_COLUMNS
+
+    touched = {"conv_metadata", *STYLE_COLUMNS}
+    if touched & (set(renames) | set(renames.values())):
+        return None
+    keep = frozenset((*REQUIRED, *OPTIONAL_TEXT, "tstamp", "anony", *STYLE_COLUMNS, *extra))
+    return Lean(keep, dict(renames))
+
+
+def _text_kept(lean: Lean) -> set[str]:
+    """Canonical columns that become categoricals or strings downstream (safe to hold as categoricals)."""
+    from arena.data import OPTIONAL_TEXT, REQUIRED
+
+    return {*REQUIRED, *OPTIONAL_TEXT}
+
+
+def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True) -> pd.DataFrame:
+    """One chunk cut to the kept columns, ``conv_metadata`` replaced by its style totals (every style column,
+    under a private name: whether a flat column wins is decided for the whole file in :func:`finish`), and
+    (``categorize``: chunks that all have the same columns) names and labels as categoricals."""
+    if lean is None:
+        return chunk
+    from arena.data import _style_from_metadata
+
+    attrs = chunk.attrs  # before pandas copies them (deeply): the JSONL reader appends to its list later
+    if "conv_metadata" in chunk:
+        lean.saw_metadata = True
+        totals = _style_from_metadata(chunk["conv_metadata"])
+        chunk = chunk.drop(columns="conv_metadata")
+    else:
+        totals = {}
+    chunk = chunk[[c for c in chunk.columns if lean.kept(c)]]
+    text = _text_kept(lean)
+    out = {}
+    for col in chunk.columns:
+        s = chunk[col]
+        if categorize and lean.canonical(col) in text and not isinstance(s.dtype, pd.CategoricalDtype) \
+                and _all_text(s):
+            s = s.astype("category")
+        out[col] = s
+    from arena.data import STYLE_COLUMNS
+
+    for col in STYLE_COLUMNS:
+        out[_META + col] = pd.Series(totals[col] if col in totals else np.full(len(chunk), np.nan),
+                                     index=chunk.index)
+    lean_chunk = pd.DataFrame(out, index=chunk.index)
+    lean_chunk.attrs = attrs  # the JSONL reader's list of skipped lines travels with the chunks
+    return lean_chunk
+
+
+def _all_text(s: pd.Series) -> bool:
+    return s.dtype == "str" or (s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) == "string")
+
+
+def concat(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """Chunks with the same columns as one frame: a column categorical in every chunk stays categorical
+    (categories united in order of appearance, as Arrow unites dictionaries), others are concatenated."""
+    if len(chunks) == 1:
+        return chunks[0]
+    out = {}
+    for col in list(chunks[0].columns):
+        parts = [ch.pop(col) for ch in chunks]  # each chunk's column is freed once it is copied
+        if isinstance(col, str) and col.startswith(_META):
+            out[col] = _concat_values(parts)
+        elif all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts) and len(
+                {str(p.cat.categories.dtype) for p in parts if len(p.cat.categories)}) <= 1:
+            # an all-missing chunk's (empty) categories take the others' type
+            typed = [p.cat.categories.dtype for p in parts if len(p.cat.categories)]
+            parts = [p if len(p.cat.categories) or not typed else
+                     p.cat.set_categories(pd.Index([], dtype=typed[0])) for p in parts]
+            out[col] = pd.Series(pd.api.types.union_categoricals(parts, ignore_order=True))
+        else:
+            out[col] = pd.concat(parts, ignore_index=True)
+    return pd.DataFrame(out)
+
+
+def _concat_values(parts: list[pd.Series]) -> np.ndarray:
+    arrays = [p.to_numpy() for p in parts]
+    if any(a.dtype == object for a in arrays):
+        arrays = [a.astype(object) for a in arrays]
+    return np.concatenate(arrays) if arrays else np.zeros(0)
+
+
+def finish(df: pd.DataFrame, lean: Lean | None) -> pd.DataFrame:
+    """The style totals as :func:`arena.data._fill_style_columns` would add them: only the columns the file
+    lacks, only when it has ``conv_metadata``, appended in :data:`STYLE_COLUMNS` order."""
+    if lean is None:
+        return df
+    from arena.data import STYLE_COLUMNS
+
+    meta = [c for c in df.columns if isinstance(c, str) and c.startswith(_META)]
+    fill = [c for c in STYLE_COLUMNS if c not in df and lean.saw_metadata]
+    out = df.drop(columns=meta)
+    for col in fill:
+        out[col] = df[_META + col].to_numpy()
+    return out
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the system now, after each chunk: Arrow's allocator (mimalloc) and glibc's
+    malloc both keep freed pages for reuse, so the pages of one chunk after another would add up in the
+    process's memory although only ~one chunk is alive (glibc's ``malloc_trim``; a no-op elsewhere)."""
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except (ImportError, AttributeError):  # pragma: no cover
+        pass
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC.malloc_trim  # noqa: B018  (glibc only)
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
+
+
+_LIBC = None
+
+
+# ------------------------------------------------------------------------------------------------------ CSV
+
+
+def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
+    """The CSV branch of :func:`arena.data._read_file` (every cell text, blank = missing, ``line`` = row + 2,
+    ``conv_metadata`` parsed), CHUNK_ROWS rows at a time. None on any problem: the whole-file reader then
+    reports it, in the order it always did (a ragged row before a bad ``conv_metadata`` cell)."""
+    from arena.data import _parse_conv_metadata
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+        if path.suffix.lower() == ".gz" or b"\x00" in head or not head.strip():
+            return None
+        chunks, start = [], 2
+        reader = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8",
+                             encoding_errors="strict", chunksize=CHUNK_ROWS)
+        with reader:
+            for chunk in reader:
+                chunk["line"] = np.arange(start, start + len(chunk))
+                start += len(chunk)
+                chunks.append(shrink(_parse_conv_metadata(chunk, path), lean))
+                release_memory()
+    except Exception:  # noqa: BLE001  (any problem: the exact reader names it)
+        return None
+    if not chunks or start == 2:
+        return None
+    return finish(concat(chunks), lean)
+
+
+# -------------------------------------------------------------------------------------------------- Parquet
+
+
+def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
+    """The Parquet branch of :func:`arena.data._read_file` (``pandas.read_parquet``, ``line`` = row + 1,
+    ``conv_metadata`` JSON text parsed) one batch at a time; a lean load converts only the kept columns, names
+    as dictionaries (never one Python string per row), and drops the others' batch as soon as it is decoded."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from arena.data import _parse_conv_metadata
+
+    try:
+        schema = pq.read_schema(path)
+        names = [n for n in schema.names if not n.startswith("__index_level_")]
+        kept = names
+        if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
+            kept = [n for n in names if n == "conv_metadata" or lean.kept(n)]
+            text = _text_kept(lean)
+            dictionary = [n for n in names if lean.canonical(n) in text
+                          and (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
+        else:
+            dictionary = []
+        pf = pq.ParquetFile(path, read_dictionary=dictionary)
+        chunks, start = [], 1
+        for batch in pf.iter_batches(batch_size=CHUNK_ROWS, columns=names, use_pandas_metadata=False):
+            table = pa.Table.from_batches([batch]).select(kept)
+            chunk = table.replace_schema_metadata(schema.metadata).to_pandas()
+            del table, batch
+            chunk.index = pd.RangeIndex(len(chunk))
+            chunk["line"] = np.arange(start, start + len(chunk))
+            start += len(chunk)
+            chunks.append(shrink(_parse_conv_metadata(chunk, path), lean))
+            release_memory()
+    except Exception:  # noqa: BLE001
+        return None
+    if not chunks:
+        return None
+    df = finish(concat(chunks), lean)
+    if schema.metadata and b"PANDAS_ATTRS" in schema.metadata:  # pandas.read_parquet restores df.attrs
+        df.attrs = json.loads(schema.metadata[b"PANDAS_ATTRS"])
+    return df
+
+
+# ---------------------------------------------------------------------------------------------------- JSONL
+
+
+def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """:func:`arena.data._concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
+    from arena.data import _concat_chunks
+
+    meta = [c for c in chunks[0].columns if isinstance(c, str) and c.startswith(_META)]
+    totals = {c: _concat_values([ch[c] for ch in chunks]) for c in meta}
+    df = _concat_chunks([ch.drop(columns=meta) if meta else ch for ch in chunks])
+    for c in meta:
+        df[c] = totals[c]
+    return df
+
+
+def read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | None:
+    """The fast path: Arrow's JSONL reader, columns typed in C++ (names as categoricals), no per-row dicts
+    (a lean load: none at all; otherwise ``conv_metadata``'s, made a slice at a time). None when the file is
+    anything but plain, strict, one-object-per-line JSONL (gzip, blank lines, NaN, mixed types, bad bytes,
+    nested values where scalars belong...): the line-by-line reader then names the problem."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import json as pa_json
+
+    from arena.data import _style_from_metadata
+
+    if path.suffix.lower() == ".gz":
+        return None
+    if not _first_bytes(path).lstrip().startswith(b"{"):
+        return None
+    lines = _count_utf8_lines(path)
+    if lines is None:  # not UTF-8 (Arrow would not say where): the line reader reports the line and byte
+        return None
+    try:
+        table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    if table.num_rows == 0 or table.num_rows != lines:  # blank lines: line numbers would shift
+        return None
+    if any(_has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
+        return None
+    columns = {}
+    totals: list[dict[str, np.ndarray]] = []
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if lean is not None and name != "conv_metadata" and not lean.kept(name):
+            continue  # never read downstream (checked for NaN above)
+        if name == "conv_metadata" and lean is not None and (pa.types.is_struct(col.type)
+                                                             or pa.types.is_string(col.type)):
+            lean.saw_metadata = True
+            totals = [_style_from_metadata(pd.Series(part, dtype=object)) for part in _dict_slices(col)]
+        elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            columns[name] = pc.dictionary_encode(col).to_pandas()
+        elif pa.types.is_struct(col.type) and name == "conv_metadata":
+            # Arrow fills absent keys with None; a row's dict keeps the keys it had
+            columns[name] = pd.Series([m for part in _dict_slices(col) for m in part], dtype=object)
+        elif pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
+            return None  # nested values where scalars belong: let the line reader report them
+        else:
+            columns[name] = col.to_pandas()
+    df = pd.DataFrame(columns)
+    df["line"] = np.arange(1, len(df) + 1, dtype=np.int64)
+    if totals:
+        from arena.data import STYLE_COLUMNS
+
+        for c in STYLE_COLUMNS:
+            df[_META + c] = _concat_values([pd.Series(t[c]) for t in totals])
+    df.attrs["bad_json_lines"] = []
+    del table, col
+    release_memory()
+    return finish(df, lean)
+
+
+def _dict_slices(col) -> Iterator[list]:
+    """A struct column's rows as dicts without Arrow's None fill-ins, CHUNK_ROWS at a time (lazily: a lean
+    load holds one slice's dicts at a time)."""
+    for i in range(0, len(col), CHUNK_ROWS):
+        rows = col.slice(i, CHUNK_ROWS).to_pylist()
+        yield [m if not isinstance(m, dict) else {k: v for k, v in m.items() if v is not None} for m in rows]
+
+
+def _has_nonfinite(col) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        return any(_has_nonfinite(chunk) for chunk in col.chunks)
+    if pa.types.is_struct(col.type):
+        return any(_has_nonfinite(col.field(i)) for i in range(col.type.num_fields))
+    if pa.types.is_floating(col.type):
+        return pc.all(pc.is_finite(col), skip_nulls=True).as_py() not in (True, None)
+    return False
+
+
+def _first_bytes(path: Path, n: int = 64) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
+def _count_utf8_lines(path: Path) -> int | None:
+    """Number of lines (a last line without a newline counts), or None when the file is not UTF-8; read in
+    blocks, so no text is held."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    count, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError:
+                return None
+            count += block.count(b"\n")
+            last = block[-1:]
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return None
+    return count + (last != b"\n")
