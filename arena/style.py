@@ -364,7 +364,16 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         cov = h_inv @ np.asarray(_style_meat(z, rows_d, k, ties)) @ h_inv
         cov = (cov + cov.T) / 2
     reps = rep_ok = rep_sep = rep_out = None
-    if n_bootstrap:
+    if n_bootstrap and ties == "half":  # pair blocks, float32 corrections (arena.style_refit)
+        from arena import style_refit as sr
+
+        blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
+        fx = sr.fixed_arrays(blocks, np.asarray(z), k, put)
+        reps, rep_ok, rep_sep, rep_out = sr.bootstrap_blocks(
+            blocks, fx, z, put(h_inv), k, n=len(rows.a), n_bootstrap=n_bootstrap, seed=seed, kind=weights,
+            ridge=ridge, clusters=clusters, chunk=chunk or min(n_bootstrap, 100), put=put, progress=progress,
+            fallback=lambda w: _weighted_newton(z, rows, w, k, ties, ridge))
+    elif n_bootstrap:
         n = len(rows.a)
         chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
         out, flags = [], []
