@@ -353,21 +353,28 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
     z0 = np.zeros(k + n_feat + 1)
     z0[-1] = bt.initial_psi(float(np.mean(rows.outcome == 2)), ties)
-    z, done = style_newton(put(z0), rows_d, k, ties, ridge)
+    if ties == "half":  # battles in pair blocks (arena.style_refit): no per-battle scatter
+        from arena import style_refit as sr
+
+        blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
+        fd = sr.full_data(blocks, put)
+        z, done = sr.block_newton(put(z0), fd, k, len(rows.a), ridge)
+        hess = sr.block_hessian_jit(z, fd, k, ridge)
+    else:
+        z, done = style_newton(put(z0), rows_d, k, ties, ridge)
+        hess = _style_hessian(z, rows_d, k, ties, ridge)
     if not bool(done):
         msg = "the style-controlled Newton fit stopped without converging (max 100 iterations)"
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
         notes.append(msg)
-    h_inv = np.linalg.inv(np.asarray(bt.condition(_style_hessian(z, rows_d, k, ties, ridge), k)))
+    h_inv = np.linalg.inv(np.asarray(bt.condition(hess, k)))
     cov = None
     if sandwich:
-        cov = h_inv @ np.asarray(_style_meat(z, rows_d, k, ties)) @ h_inv
+        meat = sr.block_meat_jit(z, fd, k) if ties == "half" else _style_meat(z, rows_d, k, ties)
+        cov = h_inv @ np.asarray(meat) @ h_inv
         cov = (cov + cov.T) / 2
     reps = rep_ok = rep_sep = rep_out = None
-    if n_bootstrap and ties == "half":  # pair blocks, float32 corrections (arena.style_refit)
-        from arena import style_refit as sr
-
-        blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
+    if n_bootstrap and ties == "half":  # float32 corrections, float64 finish
         fx = sr.fixed_arrays(blocks, np.asarray(z), k, put)
         reps, rep_ok, rep_sep, rep_out = sr.bootstrap_blocks(
             blocks, fx, z, put(h_inv), k, n=len(rows.a), n_bootstrap=n_bootstrap, seed=seed, kind=weights,

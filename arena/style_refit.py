@@ -31,8 +31,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import arena._jax  # noqa: F401  (x64 + compilation cache)
+from arena import bt
 from arena.bootstrap import draw_weights
-from arena.diagnostics import beat_edges, replicate_separation
+from arena.diagnostics import replicate_separation
 from arena.poisson import BUCKETS, PoissonTable, inversion_table
 
 SLOTS_PER_CHUNK = 8192
@@ -169,7 +170,8 @@ def battle_weights_of(w_slots: np.ndarray, slot: np.ndarray, n: int) -> np.ndarr
 
 class Fixed(NamedTuple):
     """Device arrays of the full-data fit in block layout: features (F, B, M), s_hat and s_hat (1 - s_hat)
-    (B, M) in float64 and float32, ``resid`` = s_hat - y, block pairs, pair models."""
+    (B, M) in float64 and float32, ``resid`` = s_hat - y, ``beats`` (2, B, M): 1 where i won or tied, where
+    j won or tied (padding 0), block pairs, pair models."""
 
     features: jax.Array
     features32: jax.Array
@@ -178,6 +180,7 @@ class Fixed(NamedTuple):
     s32: jax.Array
     q32: jax.Array
     resid: jax.Array
+    beats: jax.Array
     pair: jax.Array
     i: jax.Array
     j: jax.Array
@@ -193,8 +196,9 @@ def fixed_arrays(blocks: Blocks, z_hat: np.ndarray, n_models: int, put=jnp.asarr
     s, q = np.where(real, s, 0.0), np.where(real, s * (1 - s), 0.0)
     resid = np.where(real, s - blocks.y, 0.0)
     f32 = np.float32
+    beats = np.stack([real & (blocks.y >= 0.5), real & (blocks.y <= 0.5)]).astype(f32)
     return Fixed(put(blocks.features), put(blocks.features.astype(f32)), put(s), put(q), put(s.astype(f32)),
-                 put(q.astype(f32)), put(resid), put(blocks.pair), put(blocks.i), put(blocks.j))
+                 put(q.astype(f32)), put(resid), put(beats), put(blocks.pair), put(blocks.i), put(blocks.j))
 
 
 def _pass(w: jax.Array, fx: Fixed, dth: jax.Array | None, dbeta: jax.Array | None, kind: str):
@@ -210,10 +214,12 @@ def _pass(w: jax.Array, fx: Fixed, dth: jax.Array | None, dbeta: jax.Array | Non
         return a.reshape((a.shape[0], n_chunks, cb, m) if a.ndim == 3 else (n_chunks, cb, m))
 
     def body(gb, xs):
-        wc, fc, pc, sc, qc, rc = xs
+        wc, fc, pc, sc, qc, rc, bc = xs
         wc = wc.astype(dt)
+        extra = ()
         if kind == "linear":
             val = wc * rc[:, :, None]
+            extra = ((bc[:, :, :, None] * wc.astype(jnp.float32)[None]).sum(axis=2),)  # exact: small integers
         else:
             e = dth[pc][:, None, :]
             for f in range(n_feat):
@@ -221,12 +227,15 @@ def _pass(w: jax.Array, fx: Fixed, dth: jax.Array | None, dbeta: jax.Array | Non
             u = jnp.expm1(e)
             val = wc * (qc[:, :, None] * u / (1 + sc[:, :, None] * u))
         gb = gb + (fc.reshape(n_feat, cb * m) @ val.reshape(cb * m, n_rep)).astype(jnp.float64)
-        return gb, val.sum(axis=1).astype(jnp.float64)
+        return gb, (val.sum(axis=1).astype(jnp.float64),) + extra
 
     xs = (w, jnp.moveaxis(chunked(feats), 0, 1), fx.pair.reshape(n_chunks, cb), chunked(s_hat),
-          chunked(q_hat), chunked(fx.resid))
-    gb, blk = jax.lax.scan(body, jnp.zeros((n_feat, n_rep)), xs)
-    return blk.reshape(n_chunks * cb, n_rep), gb
+          chunked(q_hat), chunked(fx.resid), jnp.moveaxis(chunked(fx.beats), 0, 1))
+    gb, out = jax.lax.scan(body, jnp.zeros((n_feat, n_rep)), xs)
+    if kind == "linear":  # battles per block where i (j) won or tied: the beat-or-tied digraph's edges
+        beat = jnp.moveaxis(out[1], 1, 0).reshape(2, n_chunks * cb, n_rep)
+        return out[0].reshape(n_chunks * cb, n_rep), gb, beat
+    return out[0].reshape(n_chunks * cb, n_rep), gb
 
 
 def _gradient_part(w: jax.Array, fx: Fixed, delta: jax.Array | None, n_models: int, kind: str) -> jax.Array:
@@ -237,17 +246,21 @@ def _gradient_part(w: jax.Array, fx: Fixed, delta: jax.Array | None, n_models: i
         th = delta[:n_models]
         dth = (th[fx.i] - th[fx.j]).astype(jnp.float32 if kind == "f32" else jnp.float64)
         dbeta = delta[n_models:n_models + n_feat].astype(dth.dtype)
-    blk, gb = _pass(w, fx, dth, dbeta, kind)
+    blk, gb, *beat = _pass(w, fx, dth, dbeta, kind)
     per_pair = jax.ops.segment_sum(blk, fx.pair, fx.i.shape[0], indices_are_sorted=True)  # (P, R)
     g_theta = jnp.zeros((n_models, n_rep)).at[fx.i].add(per_pair).at[fx.j].add(-per_pair)
-    return jnp.concatenate([g_theta, gb, jnp.zeros((1, n_rep))])
+    g = jnp.concatenate([g_theta, gb, jnp.zeros((1, n_rep))])
+    if beat:  # (2, P, R): battles where i, j won or tied
+        return g, jax.vmap(lambda b: jax.ops.segment_sum(b, fx.pair, fx.i.shape[0], indices_are_sorted=True))(
+            beat[0])
+    return g
 
 
 @partial(jax.jit, static_argnames=("n_models", "max_iter"))
 def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_models: int,
                  ridge: float, tol: float = 1e-9, max_iter: int = 50):
     """Chord-Newton refits for slot weights ``w`` (R, S) (any integer or float dtype; S = B * M slots):
-    (R, size) and converged (R,).
+    (R, size), converged (R,) and the beat-or-tied battle counts (2, P, R) of each pair (i over j, j over i).
 
     A float64 linear pass gives the gradient at ``z_hat``; float32 correction passes run while any step
     is at least ``10 tol``; float64 passes then run until every step is below ``tol`` (or ``max_iter``
@@ -259,7 +272,7 @@ def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_
     cb = max(1, SLOTS_PER_CHUNK // m)
     w = w.T.reshape(-1, cb, m, n_rep)  # replicates trailing: whole rows per slot
     ridge_mask = jnp.zeros(size).at[:n_models].set(ridge)[:, None]
-    base = _gradient_part(w, fx, None, n_models, "linear")  # sum w (s_hat - y) x
+    base, beat = _gradient_part(w, fx, None, n_models, "linear")  # sum w (s_hat - y) x
 
     def grad(delta, kind):
         z = z_hat[:, None] + delta
@@ -282,7 +295,7 @@ def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_
     delta, it, _ = stage("f32", 10 * tol, max_iter - 1)((delta0, 1, last0))
     delta, it, last = stage("f64", tol, max_iter)((delta, it, jnp.full(n_rep, jnp.inf)))
     z = z_hat[:, None] + delta
-    return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0)
+    return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0), beat
 
 
 def cell_counts(w_slots: np.ndarray, blocks: Blocks) -> np.ndarray:
@@ -290,14 +303,12 @@ def cell_counts(w_slots: np.ndarray, blocks: Blocks) -> np.ndarray:
     return np.add.reduceat(w_slots, blocks.cell_start, axis=1, dtype=np.float64)
 
 
-def replicate_flags(cells: np.ndarray, blocks: Blocks, n_models: int) -> tuple[np.ndarray, np.ndarray]:
-    """Separated (R,) and outside (R, K) from cell counts (R, C) (:func:`arena.diagnostics.replicate_separation`
-    on the beat-or-tied digraph of the pairs)."""
-    n_pairs = blocks.i.size
-    counts = np.zeros((n_pairs, 3, cells.shape[0]))
-    counts[blocks.cell_pair, blocks.cell_outcome] = cells.T
-    src, dst, weight = beat_edges(blocks.i, blocks.j, counts)
-    return replicate_separation(n_models, src, dst, weight)
+def replicate_flags(beat: np.ndarray, blocks: Blocks, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """Separated (R,) and outside (R, K) from the beat-or-tied counts (2, P, R) of :func:`refit_blocks`
+    (:func:`arena.diagnostics.replicate_separation` on the pairs' digraph, as :func:`beat_edges` lays it out)."""
+    src = np.concatenate([blocks.i, blocks.j]).astype(np.int64)
+    dst = np.concatenate([blocks.j, blocks.i]).astype(np.int64)
+    return replicate_separation(n_models, src, dst, np.concatenate([beat[0], beat[1]]))
 
 
 def bootstrap_blocks(blocks: Blocks, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_models: int, *,
@@ -323,13 +334,116 @@ def bootstrap_blocks(blocks: Blocks, fx: Fixed, z_hat: jax.Array, h_inv: jax.Arr
             n_real = len(rows)
             dtype = np.result_type(*(r.dtype for r in rows))
             w = np.stack([rows[r % n_real] for r in range(chunk)]).astype(dtype, copy=False)
-            zr, ok = refit_blocks(put(w), fx, z_hat, h_inv, n_models, ridge)
-            zr, ok = np.array(zr)[:n_real], np.array(ok)[:n_real]
+            zr, ok, beat = refit_blocks(put(w), fx, z_hat, h_inv, n_models, ridge)
+            zr, ok, beat = np.array(zr)[:n_real], np.array(ok)[:n_real], np.asarray(beat)[:, :, :n_real]
             for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
                 zr[r], ok[r] = fallback(battle_weights_of(w[r], blocks.slot, n))
             out.append(zr)
-            flags.append((ok, *replicate_flags(cell_counts(w[:n_real], blocks), blocks, n_models)))
+            flags.append((ok, *replicate_flags(beat, blocks, n_models)))
             if progress:
                 progress(n_real)
     ok, sep, outside = (np.concatenate(f) for f in zip(*flags, strict=True))
     return np.concatenate(out), ok, sep, outside
+
+
+# -------------------------------------------------------------------------------- full-data fit (half)
+
+
+class FullData(NamedTuple):
+    """The battles in block layout for the full-data fit: features (F, B, M), y and ``real`` (B, M)
+    (1 for a battle, 0 for padding), block pairs (B,), pair models i, j (P,)."""
+
+    features: jax.Array
+    y: jax.Array
+    real: jax.Array
+    pair: jax.Array
+    i: jax.Array
+    j: jax.Array
+
+
+def full_data(blocks: Blocks, put=jnp.asarray) -> FullData:
+    real = (blocks.slot >= 0).reshape(blocks.y.shape).astype(np.float64)
+    return FullData(put(blocks.features), put(blocks.y), put(real), put(blocks.pair), put(blocks.i), put(blocks.j))
+
+
+def _gap(z: jax.Array, fd: FullData, n_models: int) -> jax.Array:
+    n_feat = fd.features.shape[0]
+    theta, beta = z[:n_models], z[n_models:n_models + n_feat]
+    return (theta[fd.i] - theta[fd.j])[fd.pair][:, None] + jnp.tensordot(beta, fd.features, 1)
+
+
+def block_loss(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.Array:
+    """:func:`arena.style.style_loss` for ties counted half, from the block layout."""
+    d = _gap(z, fd, n_models)
+    nll = -jnp.sum(fd.real * (fd.y * jax.nn.log_sigmoid(d) + (1 - fd.y) * jax.nn.log_sigmoid(-d)))
+    return nll + 0.5 * ridge * jnp.sum(z[:n_models] ** 2) + 0.5 * z[-1] ** 2
+
+
+def block_gradient(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.Array:
+    """:func:`arena.style.style_gradient` for ties counted half, from the block layout."""
+    r = fd.real * (jax.nn.sigmoid(_gap(z, fd, n_models)) - fd.y)
+    per_pair = jax.ops.segment_sum(r.sum(axis=1), fd.pair, fd.i.shape[0], indices_are_sorted=True)
+    g_theta = jnp.zeros(n_models).at[fd.i].add(per_pair).at[fd.j].add(-per_pair) + ridge * z[:n_models]
+    return jnp.concatenate([g_theta, jnp.tensordot(fd.features, r, 2), z[-1:]])
+
+
+def block_matrix(c: jax.Array, fd: FullData, n_models: int) -> jax.Array:
+    """``sum over battles c x x^T`` (x = e_i - e_j on the strengths, the features on beta) for per-slot
+    ``c`` (B, M): the Hessian for ``c = s (1 - s)``, the sandwich meat for ``c = (s - y)^2``; psi row 0."""
+    n_feat, n_pairs = fd.features.shape[0], fd.i.shape[0]
+    size = n_models + n_feat + 1
+    q = jax.ops.segment_sum(c.sum(axis=1), fd.pair, n_pairs, indices_are_sorted=True)
+    t = jax.ops.segment_sum(jnp.sum(fd.features * c[None], axis=2).T, fd.pair, n_pairs,
+                            indices_are_sorted=True)  # (P, F)
+    ff = jnp.einsum("fbm,gbm->fg", fd.features * c[None], fd.features)
+    out = jnp.zeros((size, size))
+    out = out.at[fd.i, fd.i].add(q).at[fd.j, fd.j].add(q).at[fd.i, fd.j].add(-q).at[fd.j, fd.i].add(-q)
+    sl = slice(n_models, n_models + n_feat)
+    t_beta = jnp.zeros((n_models, n_feat)).at[fd.i].add(t).at[fd.j].add(-t)
+    out = out.at[:n_models, sl].add(t_beta).at[sl, :n_models].add(t_beta.T)
+    return out.at[sl, sl].add(ff)
+
+
+def block_hessian(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.Array:
+    """:func:`arena.style.style_hessian` for ties counted half, from the block layout."""
+    s = jax.nn.sigmoid(_gap(z, fd, n_models))
+    h = block_matrix(fd.real * s * (1 - s), fd, n_models)
+    h = h + jnp.diag(jnp.zeros(h.shape[0]).at[:n_models].set(ridge))
+    return h.at[-1, -1].add(1.0)
+
+
+def block_meat(z: jax.Array, fd: FullData, n_models: int) -> jax.Array:
+    """:func:`arena.style.style_meat` for ties counted half, from the block layout."""
+    r = fd.real * (jax.nn.sigmoid(_gap(z, fd, n_models)) - fd.y)
+    return block_matrix(r * r, fd, n_models)
+
+
+@partial(jax.jit, static_argnames=("n_models", "max_iter"))
+def block_newton(z0: jax.Array, fd: FullData, n_models: int, n: int, ridge: float, tol: float = 1e-9,
+                 max_iter: int = 100):
+    """:func:`arena.style.style_newton` (the same steps, step halving and stopping rule) on the block
+    layout of ``n`` battles; returns (z, converged)."""
+    scale = tol * (1.0 + n)
+
+    def step(state):
+        z, it, _ = state
+        delta = jnp.linalg.solve(bt.condition(block_hessian(z, fd, n_models, ridge), n_models),
+                                 block_gradient(z, fd, n_models, ridge))
+        f0 = block_loss(z, fd, n_models, ridge)
+
+        def worse(t):
+            f = block_loss(z - t * delta, fd, n_models, ridge)
+            return (~jnp.isfinite(f) | (f > f0 + 1e-12 * jnp.abs(f0))) & (t > 1e-6)
+
+        t = jax.lax.while_loop(worse, lambda t: t * 0.5, 1.0)
+        z_new = z - t * delta
+        done = jnp.max(jnp.abs(block_gradient(z_new, fd, n_models, ridge))) < scale
+        return z_new, it + 1, done
+
+    z, _, done = jax.lax.while_loop(lambda s: (~s[2]) & (s[1] < max_iter), step,
+                                    (jnp.asarray(z0, jnp.float64), 0, False))
+    return z, done
+
+
+block_hessian_jit = jax.jit(block_hessian, static_argnames=("n_models",))
+block_meat_jit = jax.jit(block_meat, static_argnames=("n_models",))
