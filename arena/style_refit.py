@@ -12,11 +12,12 @@ with the full-data Hessian held fixed (Kelley 1995, 'Iterative methods for linea
 equations', 5.4), replicates trailing so the steps are matrix products. The gradient at ``z_hat + delta``
 is split as ``sum w (s_hat - y) x`` (linear in the weights ``w``, one float64 pass) plus
 ``sum w (sigmoid(d_hat + e) - s_hat) x`` with ``e = x . delta``, computed as
-``s_hat (1 - s_hat) u / (1 + s_hat u)``, ``u = expm1(e)``: a small correction (``|e|`` ~ 0.05), so its
-float32 rounding moves the root by ~1e-10 (Higham 2002, 'Accuracy and stability of numerical
-algorithms', 3.1, for the error of the sums, which are finished in float64 per block). Once the float32
-steps are below ``10 tol``, float64 passes of the same formula finish, and a replicate counts as
-converged only when a float64 step is below ``tol``: the criterion of :func:`arena.style.style_refit_chunk`.
+``2 s (1 - s) t / (1 + (2 s - 1) t)``, ``t = tanh(e / 2)``, ``s = s_hat`` (exact algebra; every factor is
+relatively accurate near ``e = 0``): a small correction (``|e|`` ~ 0.05), so its float32 rounding moves
+the root by ~1e-9 (Higham 2002, 'Accuracy and stability of numerical algorithms', 3.1, for the error of
+the sums, which are finished in float64 per block). Once the float32 steps are below ``tol``, float64
+passes of the same formula finish, and a replicate counts as converged only when a float64 step is below
+``tol``: the criterion of :func:`arena.style.style_refit_chunk`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from arena.poisson import BUCKETS, PoissonTable, inversion_table
 
 SLOTS_PER_CHUNK = 8192
 """Battle slots per step of the inner loop: the (R, slots) temporaries stay in cache."""
+F32_PASSES = 12
+"""At most this many passes (the linear one included) in float32 before the float64 finish."""
 
 
 class Blocks(NamedTuple):
@@ -169,8 +172,8 @@ def battle_weights_of(w_slots: np.ndarray, slot: np.ndarray, n: int) -> np.ndarr
 
 
 class Fixed(NamedTuple):
-    """Device arrays of the full-data fit in block layout: features (F, B, M), s_hat and s_hat (1 - s_hat)
-    (B, M) in float64 and float32, ``resid`` = s_hat - y, ``beats`` (2, B, M): 1 where i won or tied, where
+    """Device arrays of the full-data fit in block layout: features (F, B, M), 2 s_hat - 1 and
+    2 s_hat (1 - s_hat) (B, M) in float64 and float32, ``resid`` = s_hat - y, ``beats`` (2, B, M): 1 where i won or tied, where
     j won or tied (padding 0), block pairs, pair models."""
 
     features: jax.Array
@@ -193,12 +196,21 @@ def fixed_arrays(blocks: Blocks, z_hat: np.ndarray, n_models: int, put=jnp.asarr
     d = (theta[blocks.i] - theta[blocks.j])[blocks.pair][:, None] + np.tensordot(beta, blocks.features, 1)
     s = 1 / (1 + np.exp(-d))
     real = (blocks.slot >= 0).reshape(blocks.y.shape)
-    s, q = np.where(real, s, 0.0), np.where(real, s * (1 - s), 0.0)
     resid = np.where(real, s - blocks.y, 0.0)
+    s, q = np.where(real, 2 * s - 1, 0.0), np.where(real, 2 * s * (1 - s), 0.0)  # as the pass uses them
     f32 = np.float32
     beats = np.stack([real & (blocks.y >= 0.5), real & (blocks.y <= 0.5)]).astype(f32)
     return Fixed(put(blocks.features), put(blocks.features.astype(f32)), put(s), put(q), put(s.astype(f32)),
                  put(q.astype(f32)), put(resid), put(beats), put(blocks.pair), put(blocks.i), put(blocks.j))
+
+
+def _tanh(x: jax.Array) -> jax.Array:
+    """tanh, by its Taylor series to x^7 where ``|x| < 0.1`` (truncation below 3e-10 relative; XLA's float32
+    tanh and expm1 on CPU are biased by about -1e-7 relative there, which would shift the refits' roots by
+    ~5e-9), by :func:`jax.numpy.tanh` elsewhere."""
+    x2 = x * x
+    series = x * (1 + x2 * (-1 / 3 + x2 * (2 / 15 + x2 * (-17 / 315))))
+    return jnp.where(jnp.abs(x) < 0.1, series, jnp.tanh(x))
 
 
 def _pass(w: jax.Array, fx: Fixed, dth: jax.Array | None, dbeta: jax.Array | None, kind: str):
@@ -224,8 +236,8 @@ def _pass(w: jax.Array, fx: Fixed, dth: jax.Array | None, dbeta: jax.Array | Non
             e = dth[pc][:, None, :]
             for f in range(n_feat):
                 e = e + fc[f][:, :, None] * dbeta[f]
-            u = jnp.expm1(e)
-            val = wc * (qc[:, :, None] * u / (1 + sc[:, :, None] * u))
+            t = _tanh(0.5 * e)
+            val = wc * (qc[:, :, None] * t / (1 + sc[:, :, None] * t))
         gb = gb + (fc.reshape(n_feat, cb * m) @ val.reshape(cb * m, n_rep)).astype(jnp.float64)
         return gb, (val.sum(axis=1).astype(jnp.float64),) + extra
 
@@ -260,11 +272,12 @@ def _gradient_part(w: jax.Array, fx: Fixed, delta: jax.Array | None, n_models: i
 def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_models: int,
                  ridge: float, tol: float = 1e-9, max_iter: int = 50):
     """Chord-Newton refits for slot weights ``w`` (R, S) (any integer or float dtype; S = B * M slots):
-    (R, size), converged (R,) and the beat-or-tied battle counts (2, P, R) of each pair (i over j, j over i).
+    (R, size), converged (R,), the beat-or-tied battle counts (2, P, R) of each pair (i over j, j over i)
+    and the passes taken (linear + float32, float64).
 
     A float64 linear pass gives the gradient at ``z_hat``; float32 correction passes run while any step
-    is at least ``10 tol``; float64 passes then run until every step is below ``tol`` (or ``max_iter``
-    passes in all). Converged: the last float64 step is below ``tol`` and every value finite.
+    is at least ``tol`` (at most :data:`F32_PASSES` passes); float64 passes then run until every step is
+    below ``tol`` (or ``max_iter`` passes in all), usually one. Converged: the last float64 step is below ``tol`` and every value finite.
     """
     n_rep = w.shape[0]
     size = z_hat.shape[0]
@@ -292,10 +305,10 @@ def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_
         return lambda state: jax.lax.while_loop(
             lambda s: jnp.any(s[2] >= threshold) & (s[1] < cap), body, state)
 
-    delta, it, _ = stage("f32", 10 * tol, max_iter - 1)((delta0, 1, last0))
-    delta, it, last = stage("f64", tol, max_iter)((delta, it, jnp.full(n_rep, jnp.inf)))
+    delta, it32, _ = stage("f32", tol, F32_PASSES)((delta0, 1, last0))
+    delta, it, last = stage("f64", tol, max_iter)((delta, it32, jnp.full(n_rep, jnp.inf)))
     z = z_hat[:, None] + delta
-    return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0), beat
+    return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0), beat, jnp.stack([it32, it - it32])
 
 
 def cell_counts(w_slots: np.ndarray, blocks: Blocks) -> np.ndarray:
@@ -334,7 +347,7 @@ def bootstrap_blocks(blocks: Blocks, fx: Fixed, z_hat: jax.Array, h_inv: jax.Arr
             n_real = len(rows)
             dtype = np.result_type(*(r.dtype for r in rows))
             w = np.stack([rows[r % n_real] for r in range(chunk)]).astype(dtype, copy=False)
-            zr, ok, beat = refit_blocks(put(w), fx, z_hat, h_inv, n_models, ridge)
+            zr, ok, beat, _ = refit_blocks(put(w), fx, z_hat, h_inv, n_models, ridge)
             zr, ok, beat = np.array(zr)[:n_real], np.array(ok)[:n_real], np.asarray(beat)[:, :, :n_real]
             for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
                 zr[r], ok[r] = fallback(battle_weights_of(w[r], blocks.slot, n))
