@@ -274,15 +274,12 @@ def confounded_features(rows: StyleRows, n_models: int, names: Sequence[str], th
     confounded: the style-adjusted ratings and that coefficient are not identified (Belsley, Kuh & Welsch
     1980, 'Regression diagnostics', ch. 3).
     """
-    a, b, f = np.asarray(rows.a), np.asarray(rows.b), np.asarray(rows.features)
-    lap = np.zeros((n_models, n_models))
-    np.add.at(lap, (a, a), 1.0)
-    np.add.at(lap, (b, b), 1.0)
-    np.add.at(lap, (a, b), -1.0)
-    np.add.at(lap, (b, a), -1.0)
-    xtf = np.zeros((n_models, f.shape[1]))
-    np.add.at(xtf, a, f)
-    np.add.at(xtf, b, -f)
+    a, b, f = np.asarray(rows.a, np.int64), np.asarray(rows.b, np.int64), np.asarray(rows.features)
+    games = np.bincount(a * n_models + b, minlength=n_models * n_models).reshape(n_models, n_models)
+    games = games + games.T
+    lap = np.diag(games.sum(axis=1)) - games
+    xtf = np.stack([np.bincount(a, f[:, c], n_models) - np.bincount(b, f[:, c], n_models)
+                    for c in range(f.shape[1])], axis=1).reshape(n_models, f.shape[1])
     beta = np.linalg.pinv(lap) @ xtf
     resid = np.sum(f * f, axis=0) - 2 * np.sum(beta * xtf, axis=0) + np.sum(beta * (lap @ beta), axis=0)
     total = np.sum((f - f.mean(axis=0)) ** 2, axis=0)
@@ -378,7 +375,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         fx = sr.fixed_arrays(blocks, np.asarray(z), k, put)
         reps, rep_ok, rep_sep, rep_out = sr.bootstrap_blocks(
             blocks, fx, z, put(h_inv), k, n=len(rows.a), n_bootstrap=n_bootstrap, seed=seed, kind=weights,
-            ridge=ridge, clusters=clusters, chunk=chunk or min(n_bootstrap, 100), put=put, progress=progress,
+            ridge=ridge, clusters=clusters, chunk=chunk or min(n_bootstrap, 50), put=put, progress=progress,
             fallback=lambda w: _weighted_newton(z, rows, w, k, ties, ridge))
     elif n_bootstrap:
         n = len(rows.a)

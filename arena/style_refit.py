@@ -15,7 +15,7 @@ is split as ``sum w (s_hat - y) x`` (linear in the weights ``w``, one float64 pa
 ``2 s (1 - s) t / (1 + (2 s - 1) t)``, ``t = tanh(e / 2)``, ``s = s_hat`` (exact algebra; every factor is
 relatively accurate near ``e = 0``): a small correction (``|e|`` ~ 0.05), so its float32 rounding moves
 the root by ~1e-9 (Higham 2002, 'Accuracy and stability of numerical algorithms', 3.1, for the error of
-the sums, which are finished in float64 per block). Once the float32 steps are below ``tol``, float64
+the sums, which are finished in float64 per block). Once the float32 steps are below ``3 tol``, float64
 passes of the same formula finish, and a replicate counts as converged only when a float64 step is below
 ``tol``: the criterion of :func:`arena.style.style_refit_chunk`.
 """
@@ -276,7 +276,7 @@ def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_
     and the passes taken (linear + float32, float64).
 
     A float64 linear pass gives the gradient at ``z_hat``; float32 correction passes run while any step
-    is at least ``tol`` (at most :data:`F32_PASSES` passes); float64 passes then run until every step is
+    is at least ``3 tol`` (their roots are within ~3e-10 of the float64 ones; at most :data:`F32_PASSES` passes); float64 passes then run until every step is
     below ``tol`` (or ``max_iter`` passes in all), usually one. Converged: the last float64 step is below ``tol`` and every value finite.
     """
     n_rep = w.shape[0]
@@ -305,7 +305,7 @@ def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_
         return lambda state: jax.lax.while_loop(
             lambda s: jnp.any(s[2] >= threshold) & (s[1] < cap), body, state)
 
-    delta, it32, _ = stage("f32", tol, F32_PASSES)((delta0, 1, last0))
+    delta, it32, _ = stage("f32", 3 * tol, F32_PASSES)((delta0, 1, last0))
     delta, it, last = stage("f64", tol, max_iter)((delta, it32, jnp.full(n_rep, jnp.inf)))
     z = z_hat[:, None] + delta
     return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0), beat, jnp.stack([it32, it - it32])
@@ -329,12 +329,23 @@ def bootstrap_blocks(blocks: Blocks, fx: Fixed, z_hat: jax.Array, h_inv: jax.Arr
                      chunk: int, put, fallback: Callable[[np.ndarray], tuple[np.ndarray, bool]],
                      progress: Callable[[int], None] | None = None):
     """Refit ``n_bootstrap`` resamples in chunks of ``chunk`` replicates (the last padded with copies of its
-    first rows, so one shape compiles), weights drawn two threads ahead. Replicates the chord steps leave
+    first rows, so one shape compiles), weights drawn in two threads, two chunks ahead. Replicates the chord steps leave
     unconverged go to ``fallback(battle weights)`` (full Newton). Returns replicates (R, size),
     converged, separated, outside."""
     drawer = WeightDrawer(n, clusters, blocks.slot)
     starts = list(range(0, n_bootstrap, chunk))
-    out, flags = [], []
+    out, flags, running = [], [], []
+
+    def finish(w: np.ndarray, n_real: int, result) -> None:
+        zr, ok, beat, _ = result
+        zr, ok, beat = np.array(zr)[:n_real], np.array(ok)[:n_real], np.asarray(beat)[:, :, :n_real]
+        for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
+            zr[r], ok[r] = fallback(battle_weights_of(w[r], blocks.slot, n))
+        out.append(zr)
+        flags.append((ok, *replicate_flags(beat, blocks, n_models)))
+        if progress:
+            progress(n_real)
+
     with ThreadPoolExecutor(2) as pool:
         def submit(c0: int):
             return [pool.submit(drawer.draw, seed, r, kind) for r in range(c0, min(c0 + chunk, n_bootstrap))]
@@ -347,14 +358,12 @@ def bootstrap_blocks(blocks: Blocks, fx: Fixed, z_hat: jax.Array, h_inv: jax.Arr
             n_real = len(rows)
             dtype = np.result_type(*(r.dtype for r in rows))
             w = np.stack([rows[r % n_real] for r in range(chunk)]).astype(dtype, copy=False)
-            zr, ok, beat, _ = refit_blocks(put(w), fx, z_hat, h_inv, n_models, ridge)
-            zr, ok, beat = np.array(zr)[:n_real], np.array(ok)[:n_real], np.asarray(beat)[:, :, :n_real]
-            for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
-                zr[r], ok[r] = fallback(battle_weights_of(w[r], blocks.slot, n))
-            out.append(zr)
-            flags.append((ok, *replicate_flags(beat, blocks, n_models)))
-            if progress:
-                progress(n_real)
+            # dispatch is asynchronous: up to two chunks refit at once (one per core) while weights are drawn
+            running.append((w, n_real, refit_blocks(put(w), fx, z_hat, h_inv, n_models, ridge)))
+            if len(running) > 1:
+                finish(*running.pop(0))
+        while running:
+            finish(*running.pop(0))
     ok, sep, outside = (np.concatenate(f) for f in zip(*flags, strict=True))
     return np.concatenate(out), ok, sep, outside
 
