@@ -124,9 +124,9 @@ class WeightDrawer:
         self.pad = np.flatnonzero(slot < 0)
 
     def _poisson(self, rng: np.random.Generator) -> np.ndarray:
-        """``PoissonTable(np.ones(m)).draw(1, rng)[0]`` as int32."""
+        """``PoissonTable(np.ones(m)).draw(1, rng)[0]`` as int16."""
         b = rng.integers(0, BUCKETS, (1, self.m), dtype=np.uint16)[0]
-        k = self.lut[b].astype(np.int32)
+        k = self.lut[b]
         amb = np.flatnonzero(k < 0)
         if amb.size:
             res = (-1 - k[amb]).astype(np.int64)
@@ -148,13 +148,13 @@ class WeightDrawer:
             extra = int(w.sum(dtype=np.int64)) - self.m
             if extra > 0:  # as draw_weights: drop `extra` battles chosen uniformly without replacement
                 pos = rng.choice(self.m + extra, extra, replace=False)
-                np.subtract.at(w, np.searchsorted(np.cumsum(w, dtype=np.int64), pos, side="right"), 1)
+                np.subtract.at(w, np.searchsorted(np.cumsum(w, dtype=np.int32), pos, side="right"), 1)
             elif extra < 0:
                 cells = np.searchsorted(self.p_cum, rng.random(-extra), side="right")
                 np.add.at(w, np.minimum(cells, w.size - 1), 1)
         else:
             w = draw_weights(np.ones(self.m), 1, rng, kind, self.table)[0].astype(np.int32)
-        w = w.astype(np.uint8) if w.max(initial=0) <= 255 else w
+        w = w.astype(np.uint8) if w.max(initial=0) <= 255 else w.astype(np.int32)
         out = w[self.take]
         out[self.pad] = 0
         return out
