@@ -5,7 +5,8 @@ per-side total (answer length, markdown headers, list items, bold spans), z-scor
 The ratings are then 'style-adjusted': what remains after length and markdown are explained
 (Chatbot Arena, 'Does style matter?', LMSYS blog, Aug 2024; Li et al. 2024). Ties use the same
 likelihoods as :mod:`arena.bt`. Parameters ``z = [theta (K), beta (F), psi]``.
-The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped;
+The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped
+(ties counted half: on battles laid out in pair blocks with float32 corrections, :mod:`arena.style_refit`);
 replicates that do not converge, or whose resample breaks Ford's condition, are flagged for exclusion.
 """
 

@@ -46,8 +46,7 @@ F32_PASSES = 12
 class Blocks(NamedTuple):
     """Battles laid out by oriented pair: ``slot`` (S,) battle index per slot (-1 = padding, S = B * M),
     ``pair`` (B,) pair of each block, ``i``, ``j`` (P,) models of each pair (``i < j``), ``features``
-    (F, B, M) oriented features, ``y`` (B, M) oriented score (1 = i won, 0 = j won, 1/2 tie),
-    ``cell_start`` (C,) first slot of each (pair, oriented outcome) cell, ``cell_pair``/``cell_outcome`` (C,)."""
+    (F, B, M) oriented features, ``y`` (B, M) oriented score (1 = i won, 0 = j won, 1/2 tie)."""
 
     slot: np.ndarray
     pair: np.ndarray
@@ -55,9 +54,6 @@ class Blocks(NamedTuple):
     j: np.ndarray
     features: np.ndarray
     y: np.ndarray
-    cell_start: np.ndarray
-    cell_pair: np.ndarray
-    cell_outcome: np.ndarray
 
 
 def block_size(pair_sizes: np.ndarray, n: int) -> int:
@@ -95,11 +91,8 @@ def make_blocks(a: np.ndarray, b: np.ndarray, features: np.ndarray, outcome: np.
     feat[:, where] = (features[order] * sign[:, None]).T
     y = np.zeros(total * m)
     y[where] = np.array([1.0, 0.0, 0.5])[o[order]]
-    cell_key = key * 3 + o[order]
-    _, cell_first = np.unique(cell_key, return_index=True)
     return Blocks(slot, block_pair, (pairs // k).astype(np.int32), (pairs % k).astype(np.int32),
-                  feat.reshape(n_feat, total, m), y.reshape(total, m), where[cell_first],
-                  np.searchsorted(pairs, key[cell_first]).astype(np.int32), o[order][cell_first])
+                  feat.reshape(n_feat, total, m), y.reshape(total, m))
 
 
 # --------------------------------------------------------------------------------------------- weights
@@ -309,11 +302,6 @@ def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_
     delta, it, last = stage("f64", tol, max_iter)((delta, it32, jnp.full(n_rep, jnp.inf)))
     z = z_hat[:, None] + delta
     return z.T, (last < tol) & jnp.all(jnp.isfinite(z), axis=0), beat, jnp.stack([it32, it - it32])
-
-
-def cell_counts(w_slots: np.ndarray, blocks: Blocks) -> np.ndarray:
-    """Per-replicate battle counts of each (pair, oriented outcome) cell: (R, C) from slot weights (R, S)."""
-    return np.add.reduceat(w_slots, blocks.cell_start, axis=1, dtype=np.float64)
 
 
 def replicate_flags(beat: np.ndarray, blocks: Blocks, n_models: int) -> tuple[np.ndarray, np.ndarray]:
