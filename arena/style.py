@@ -5,7 +5,8 @@ per-side total (answer length, markdown headers, list items, bold spans), z-scor
 The ratings are then 'style-adjusted': what remains after length and markdown are explained
 (Chatbot Arena, 'Does style matter?', LMSYS blog, Aug 2024; Li et al. 2024). Ties use the same
 likelihoods as :mod:`arena.bt`. Parameters ``z = [theta (K), beta (F), psi]``.
-The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped;
+The bootstrap resamples battles (multinomial counts per battle) and refits by chord-Newton, vmapped
+(ties counted half: on battles laid out in pair blocks with float32 corrections, :mod:`arena.style_refit`);
 replicates that do not converge, or whose resample breaks Ford's condition, are flagged for exclusion.
 """
 
@@ -274,15 +275,12 @@ def confounded_features(rows: StyleRows, n_models: int, names: Sequence[str], th
     confounded: the style-adjusted ratings and that coefficient are not identified (Belsley, Kuh & Welsch
     1980, 'Regression diagnostics', ch. 3).
     """
-    a, b, f = np.asarray(rows.a), np.asarray(rows.b), np.asarray(rows.features)
-    lap = np.zeros((n_models, n_models))
-    np.add.at(lap, (a, a), 1.0)
-    np.add.at(lap, (b, b), 1.0)
-    np.add.at(lap, (a, b), -1.0)
-    np.add.at(lap, (b, a), -1.0)
-    xtf = np.zeros((n_models, f.shape[1]))
-    np.add.at(xtf, a, f)
-    np.add.at(xtf, b, -f)
+    a, b, f = np.asarray(rows.a, np.int64), np.asarray(rows.b, np.int64), np.asarray(rows.features)
+    games = np.bincount(a * n_models + b, minlength=n_models * n_models).reshape(n_models, n_models)
+    games = games + games.T
+    lap = np.diag(games.sum(axis=1)) - games
+    xtf = np.stack([np.bincount(a, f[:, c], n_models) - np.bincount(b, f[:, c], n_models)
+                    for c in range(f.shape[1])], axis=1).reshape(n_models, f.shape[1])
     beta = np.linalg.pinv(lap) @ xtf
     resid = np.sum(f * f, axis=0) - 2 * np.sum(beta * xtf, axis=0) + np.sum(beta * (lap @ beta), axis=0)
     total = np.sum((f - f.mean(axis=0)) ** 2, axis=0)
@@ -353,18 +351,34 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
     z0 = np.zeros(k + n_feat + 1)
     z0[-1] = bt.initial_psi(float(np.mean(rows.outcome == 2)), ties)
-    z, done = style_newton(put(z0), rows_d, k, ties, ridge)
+    if ties == "half":  # battles in pair blocks (arena.style_refit): no per-battle scatter
+        from arena import style_refit as sr
+
+        blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
+        fd = sr.full_data(blocks, put)
+        z, done = sr.block_newton(put(z0), fd, k, len(rows.a), ridge)
+        hess = sr.block_hessian_jit(z, fd, k, ridge)
+    else:
+        z, done = style_newton(put(z0), rows_d, k, ties, ridge)
+        hess = _style_hessian(z, rows_d, k, ties, ridge)
     if not bool(done):
         msg = "the style-controlled Newton fit stopped without converging (max 100 iterations)"
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
         notes.append(msg)
-    h_inv = np.linalg.inv(np.asarray(bt.condition(_style_hessian(z, rows_d, k, ties, ridge), k)))
+    h_inv = np.linalg.inv(np.asarray(bt.condition(hess, k)))
     cov = None
     if sandwich:
-        cov = h_inv @ np.asarray(_style_meat(z, rows_d, k, ties)) @ h_inv
+        meat = sr.block_meat_jit(z, fd, k) if ties == "half" else _style_meat(z, rows_d, k, ties)
+        cov = h_inv @ np.asarray(meat) @ h_inv
         cov = (cov + cov.T) / 2
     reps = rep_ok = rep_sep = rep_out = None
-    if n_bootstrap:
+    if n_bootstrap and ties == "half":  # float32 corrections, float64 finish
+        fx = sr.fixed_arrays(blocks, np.asarray(z), k, put)
+        reps, rep_ok, rep_sep, rep_out = sr.bootstrap_blocks(
+            blocks, fx, z, put(h_inv), k, n=len(rows.a), n_bootstrap=n_bootstrap, seed=seed, kind=weights,
+            ridge=ridge, clusters=clusters, chunk=chunk or min(n_bootstrap, 50), put=put, progress=progress,
+            fallback=lambda w: _weighted_newton(z, rows, w, k, ties, ridge))
+    elif n_bootstrap:
         n = len(rows.a)
         chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
         out, flags = [], []
