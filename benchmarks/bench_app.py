@@ -105,7 +105,7 @@ def _healthy(base: str) -> bool:
 def start_server(url: str, app_root: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "PREFLAB_DB": url, "PYTHONPATH": str(app_root)}
     flags = json.loads(subprocess.run(
-        [sys.executable, "-c", "import json; from preflab.cli.voting_cmds import STREAMLIT_FLAGS as F; "
+        [sys.executable, "-c", "import json; from preflab_cli.voting_cmds import STREAMLIT_FLAGS as F; "
                                "print(json.dumps(F))"], env=env, capture_output=True, text=True, check=True).stdout)
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app_root / "app.py"), *flags,
                              "--server.address", "127.0.0.1", "--server.port", str(port)], cwd=app_root, env=env,

@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.common import write_table
 
 ROWS_PER_MB = 3060  # simulated JSONL rows with conv_metadata per MB
-CLI = [sys.executable, "-c", "from preflab.cli import main; main()"]
+CLI = [sys.executable, "-c", "from preflab_cli import main; main()"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
 
 
@@ -50,7 +50,7 @@ def main() -> None:
     args = ap.parse_args()
     load = os.getloadavg()
     rows = []
-    base, _, _, _ = child_peak([sys.executable, "-c", "import arena.data, arena.leaderboard, preflab.cli"])
+    base, _, _, _ = child_peak([sys.executable, "-c", "import arena.data, arena.leaderboard, preflab_cli"])
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "small.jsonl"
         simulate(small, 2000)

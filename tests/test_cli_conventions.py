@@ -1,6 +1,6 @@
 """CLI conventions shared by every command: ``-`` is stdout, one name per option, clean failures.
 
-Run through the console-script entry point (:func:`preflab.cli.main`) in a subprocess, as a user would.
+Run through the console-script entry point (:func:`preflab_cli.main`) in a subprocess, as a user would.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from preflab.cli import canonical_args
+from preflab_cli import canonical_args
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
 
 
 def preflab(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from preflab.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from preflab_cli import main; main()", *args],
                           capture_output=True, cwd=cwd, timeout=600)
 
 

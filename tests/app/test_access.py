@@ -151,7 +151,7 @@ def test_calibration_page_refuses_etc_shadow(monkeypatch, seeded_url):
 def test_cli_invite_and_import(tmp_path):
     from typer.testing import CliRunner
 
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
     from tests.app.conftest import tiny_items
 
     url = f"sqlite:///{tmp_path / 's.db'}"
@@ -178,7 +178,7 @@ def test_category_in_every_export_and_rank_filters_by_it(seeded_url, tmp_path):
     import pandas as pd
     from typer.testing import CliRunner
 
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
     from tests.app.conftest import tiny_items
     from voting.items import load_items
     from voting.store import Vote, import_items, record_vote
@@ -210,7 +210,7 @@ def test_leaderboard_page_exclude_diagnostics_categories_and_judge_vs_human(monk
     and the demo judge's ratings beside the human ones with rank correlation and the most-disagreeing pairs."""
     from typer.testing import CliRunner
 
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0

@@ -60,7 +60,7 @@ def save_shot(page, name: str, full_page: bool = False) -> Path:  # noqa: ANN001
 def demo_server(tmp_path_factory):
     """``streamlit run app.py`` with ``preflab app``'s flags over the demo data (1,500 votes), an admin
     passcode, and the data folder holding the demo judge's verdicts."""
-    from preflab.cli.voting_cmds import STREAMLIT_FLAGS
+    from preflab_cli.voting_cmds import STREAMLIT_FLAGS
 
     db = tmp_path_factory.mktemp("screens") / "demo.db"
     url = f"sqlite:///{db}"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from preflab.cli import app
+from preflab_cli import app
 from tests.app.conftest import wait_for
 from tests.app.pg_server import free_port
 from voting.store import count_rows, load_votes, open_store

@@ -102,7 +102,7 @@ def test_csv_exports_neutralise_formulas(seeded_url, tmp_path):
     import pandas as pd
     from typer.testing import CliRunner
 
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
     from preflab.io import csv_safe
     from voting.votes import export_bytes
 

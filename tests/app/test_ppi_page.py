@@ -35,7 +35,7 @@ def _good_judge(battles: pd.DataFrame, path: Path, seed: int = 0) -> None:
 
 
 def test_sharpen_with_a_judge_matches_the_cli(monkeypatch, tmp_path):
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0

@@ -196,7 +196,7 @@ def test_leaderboard_page_fits_the_demo_votes_with_length_control(monkeypatch, t
     """The demo store's leaderboard: five rated models, then style control on length alone."""
     from typer.testing import CliRunner
 
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
@@ -218,7 +218,7 @@ def test_calibration_page_scores_the_bundled_smollm2_verdicts(monkeypatch, tmp_p
     """The demo's judge file (SmolLM2 via llama.cpp on data/demo/pairs.jsonl) against the demo votes."""
     from typer.testing import CliRunner
 
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0

@@ -136,7 +136,7 @@ def test_leaderboard_from_database_counts_equals_the_fit_on_every_vote(tmp_path)
     from typer.testing import CliRunner
 
     from arena.leaderboard import fit_leaderboard
-    from preflab.cli import app as cli
+    from preflab_cli import app as cli
     from voting.assign import tally_counts
     from voting.store import pair_outcome_counts
     from voting.votes import votes_to_battles

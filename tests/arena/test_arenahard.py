@@ -356,7 +356,7 @@ def test_style_and_plain_intervals_match_in_width_without_a_style_effect(sim_fil
 def test_cli_reports_the_baseline_and_refuses_mixed_inputs(tmp_path):
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     runner = CliRunner()
     files = [str(p) for p in fixture_files("arena-hard-v0.1")]
@@ -377,7 +377,7 @@ def test_cli_reports_the_baseline_and_refuses_mixed_inputs(tmp_path):
 def test_cli_verdicts_off_baseline_pairs_need_indirect(tmp_path):
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     rows = []
     for i in range(30):  # m1 judged against b1, m2 only against b2: "m2 vs b1" would be a BT extrapolation

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 from typer.testing import CliRunner
 
-from preflab.cli import app
+from preflab_cli import app
 from tests.arena.test_arenahard import simulate_judgments
 from tests.arena.test_lc_data import annotations, write
 

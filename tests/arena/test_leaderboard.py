@@ -158,7 +158,7 @@ def test_cli_rank_prints_table_and_writes_outputs(tmp_path, shared_data):
 
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     out = tmp_path / "lb.json"
     res = CliRunner().invoke(app, ["rank", str(shared_data / "llmfao" / "crowd-comparisons.csv"), "--layout", "llmfao",
@@ -221,7 +221,7 @@ def test_connected_design_has_no_separation():
 def test_cli_rank_reports_separation(tmp_path):
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     p = tmp_path / "sep.csv"
     two_groups().to_csv(p, index=False)

@@ -144,7 +144,7 @@ def test_bad_win_rate_is_explained():
 def test_power_cli_prints_the_seed_table_and_a_leaderboard_plan():
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     result = CliRunner().invoke(app, ["power"])
     assert result.exit_code == 0, result.output

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
-from preflab.cli import app
+from preflab_cli import app
 
 runner = CliRunner()
 

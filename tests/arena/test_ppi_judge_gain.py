@@ -58,7 +58,7 @@ def test_perfect_judge_is_unbounded_random_and_model_only_judges_give_nothing():
 
 
 def test_calibrate_card_shows_the_ppi_gain(tmp_path):
-    from preflab.cli import app
+    from preflab_cli import app
 
     pairs = judged(0.9, n=300)
     rows = []

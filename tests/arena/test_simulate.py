@@ -167,7 +167,7 @@ def test_bad_specs_and_voter_noise_are_explained():
 def test_simulate_cli_writes_battles_and_truth(tmp_path):
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     out = tmp_path / "arena.jsonl"
     result = CliRunner().invoke(app, [

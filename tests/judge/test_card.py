@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from judge.calibrate import calibrate
 from judge.card import render_card
 from judge.datasets import load_judge_labels
-from preflab.cli.judge_cmds import app
+from preflab_cli.judge_cmds import app
 from tests.judge.test_datasets import _write_labels
 
 STABLE_KEYS = {"n_pairs", "consistency", "first_position_rate", "conservative", "agreement", "kappa", "tpr",

@@ -90,7 +90,7 @@ def test_2000_calls_through_faults_every_verdict_exactly_once(reference_table):
 
 
 def _cli(pairs_path: Path, url: str, cache: Path, out: Path) -> list[str]:
-    return [sys.executable, "-c", "from preflab.cli import main; main()", "judge", "run", str(pairs_path), "--judge", f"local:{url}#fault",
+    return [sys.executable, "-c", "from preflab_cli import main; main()", "judge", "run", str(pairs_path), "--judge", f"local:{url}#fault",
             "--cache", str(cache), "--output", str(out), "--concurrency", "8", "--quiet", "--timeout", "5"]
 
 

@@ -73,7 +73,7 @@ def _metrics(report: dict) -> dict:
 def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     pytest.importorskip("streamlit")
     from judge.calibrate import calibrate, report_json
-    from preflab.cli.judge_cmds import app
+    from preflab_cli.judge_cmds import app
     from voting.pages.calibration import judged_pairs
     from voting.store import load_votes, open_store
     from voting.votes import export_bytes, seed_demo
@@ -107,7 +107,7 @@ def test_exported_labels_keep_their_model_pair(tmp_path):
 
 
 def test_cli_refuses_an_ambiguous_label_file_with_exit_2(tmp_path):
-    from preflab.cli.judge_cmds import app
+    from preflab_cli.judge_cmds import app
 
     labels = tmp_path / "labels.csv"
     labels.write_text("item_id,human\ndemo-001,A\n")  # demo-001 has several judged pairs

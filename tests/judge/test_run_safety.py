@@ -34,7 +34,7 @@ def write_pairs(path: Path, n: int, start: int = 0) -> Path:
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from preflab.cli import main; main()", "judge", "run", *args]
+    return [sys.executable, "-c", "from preflab_cli import main; main()", "judge", "run", *args]
 
 
 def spec_for(provider: str, srv: FaultServer) -> str:

@@ -159,7 +159,7 @@ def test_failed_calls_are_kept_and_counted():
 def test_cli_run_writes_verdicts_and_reports(tmp_path):
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"item_id": p.item_id, "prompt": p.prompt, "model_x": p.model_x,
@@ -188,7 +188,7 @@ def test_cli_run_writes_verdicts_and_reports(tmp_path):
 def test_cli_errors_are_clear(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from preflab.cli import app
+    from preflab_cli import app
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"item_id": 1, "prompt": "q"}\n')

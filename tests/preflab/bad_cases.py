@@ -262,8 +262,8 @@ class Result:
 
 
 def run_case(case: Case, folder: Path) -> Result:
-    """Write the case's files into ``folder`` and run its command through :func:`preflab.cli.main`."""
-    from preflab.cli import main
+    """Write the case's files into ``folder`` and run its command through :func:`preflab_cli.main`."""
+    from preflab_cli import main
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / case.filename

@@ -27,7 +27,7 @@ def test_bad_input_is_one_clear_error(case, tmp_path):
 
 def _leaf_commands():
     """(path of names, click command) for every command of the ``preflab`` CLI, subcommands included."""
-    from preflab.cli import app
+    from preflab_cli import app
 
     root = typer.main.get_command(app)
     ctx = root.context_class(root)  # Typer may vendor its own click: use its classes
@@ -52,7 +52,7 @@ def _minimal_argv(path: list[str], cmd) -> list[str]:
 
 
 def _all_typer_commands():
-    from preflab.cli import app
+    from preflab_cli import app
 
     stack, out = [app], []
     while stack:
@@ -63,7 +63,7 @@ def _all_typer_commands():
 
 
 def test_every_command_turns_an_unexpected_error_into_one_line(monkeypatch, capsys):
-    from preflab.cli import main
+    from preflab_cli import main
 
     def boom_like(f):
         @functools.wraps(f)  # keeps the signature Typer reads the options from
@@ -87,7 +87,7 @@ def test_every_command_turns_an_unexpected_error_into_one_line(monkeypatch, caps
 
 
 def test_debug_shows_the_input_error_itself(tmp_path):
-    from preflab.cli import main
+    from preflab_cli import main
     from preflab.errors import InputError
 
     empty = tmp_path / "b.jsonl"
@@ -98,15 +98,15 @@ def test_debug_shows_the_input_error_itself(tmp_path):
 
 def test_an_input_error_escaping_a_command_is_one_plain_line(monkeypatch, capsys):
     """The root's own InputError path (a command that does not catch it): exit 2, no markup tags printed."""
-    from preflab.cli import main
-    from preflab.cli.arena_cmds import app  # noqa: F401  (commands registered)
+    from preflab_cli import main
+    from preflab_cli.arena_cmds import app  # noqa: F401  (commands registered)
     from preflab.errors import InputError
 
     def bad(*args, **kwargs):
         raise InputError("f.jsonl", 3, "winner", "unknown winner label ('[x]')", "use model_a, model_b or tie")
 
     monkeypatch.setattr("arena.data.load_battles", bad)
-    monkeypatch.setattr("preflab.cli.arena_cmds.fail", lambda e, status=2: (_ for _ in ()).throw(e))
+    monkeypatch.setattr("preflab_cli.arena_cmds.fail", lambda e, status=2: (_ for _ in ()).throw(e))
     with pytest.raises(SystemExit) as exit_:
         main(["info", "f.jsonl"])
     assert exit_.value.code == 2

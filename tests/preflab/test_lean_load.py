@@ -169,7 +169,7 @@ def test_rank_is_identical_on_lean_and_full_loads(tmp_path):
 
 def test_cli_info_and_rank_load_lean(tmp_path, monkeypatch):
     """The commands that only count and fit ask for the lean load (style control keeps conversation text)."""
-    from preflab.cli import main
+    from preflab_cli import main
 
     seen = []
     real = data.load_battles

@@ -16,7 +16,7 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
     import warnings
 
     from arena.rank_output import rich_table
-    from preflab.cli.common import console, err, fail
+    from preflab_cli.common import console, err, fail
     from preflab.errors import InputError
     from preflab.io import write_table
     from voting.judge_assist import footer, judge_assisted_leaderboard

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from preflab.cli.common import app, console, err, fail, report_console
+from preflab_cli.common import app, console, err, fail, report_console
 from preflab.errors import InputError
 from preflab.io import is_stdout
 
@@ -374,7 +374,7 @@ def rank(
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
     battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"))
     if judge_battles is not None:  # issue 15: judge-assisted leaderboard
-        from preflab.cli.judge_assist import rank_with_judge
+        from preflab_cli.judge_assist import rank_with_judge
 
         return rank_with_judge(battles, judge_battles, layout=layout, skip_bad_rows=skip_bad_rows,
                                labels=judge_labels, ci=ci, bootstrap=bootstrap, ties=ties, level=level, seed=seed,

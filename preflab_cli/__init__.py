@@ -1,7 +1,7 @@
 """The ``preflab`` command line: thin shells over library calls, one module per package.
 
-:mod:`preflab.cli.arena_cmds` (statistics), :mod:`preflab.cli.judge_cmds` (``preflab judge ...``) and
-:mod:`preflab.cli.voting_cmds` (the app and its store). Each command parses, calls one library function
+:mod:`preflab_cli.arena_cmds` (statistics), :mod:`preflab_cli.judge_cmds` (``preflab judge ...``) and
+:mod:`preflab_cli.voting_cmds` (the app and its store). Each command parses, calls one library function
 and prints. Library imports happen inside commands, so ``preflab --help`` loads no JAX.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from preflab.cli import arena_cmds, common, voting_cmds  # noqa: F401  (register their commands on app)
-from preflab.cli.common import app, err
-from preflab.cli.judge_cmds import app as judge_app
+from preflab_cli import arena_cmds, common, voting_cmds  # noqa: F401  (register their commands on app)
+from preflab_cli.common import app, err
+from preflab_cli.judge_cmds import app as judge_app
 from preflab.errors import InputError
 from preflab.redact import redact
 

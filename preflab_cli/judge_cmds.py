@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from preflab.cli.common import fail
+from preflab_cli.common import fail
 from preflab.io import is_stdout, write_output
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from preflab.cli.common import DEMO_DIR, app, console, err, fail
+from preflab_cli.common import DEMO_DIR, app, console, err, fail
 from preflab.errors import InputError
 from preflab.io import is_stdout, write_output
 
