@@ -57,7 +57,9 @@ def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLa
     pair, col = np.divmod(np.asarray(cells, np.int64), 3)
     i, j = data.i[pair].astype(np.int64), data.j[pair].astype(np.int64)
     up, down, idx = i * k + j, j * k + i, np.arange(n_cells)
-    pos = np.unique(np.r_[up, down])
+    reached = np.zeros(k * k, bool)  # (np.unique is ~10x slower here)
+    reached[up] = reached[down] = True
+    pos = np.flatnonzero(reached)
     win, tie = np.full(pos.size, n_cells), np.full(pos.size, n_cells)
     for c, target, where in ((0, win, up), (1, win, down), (2, tie, up), (2, tie, down)):
         target[np.searchsorted(pos, where[col == c])] = idx[col == c]
