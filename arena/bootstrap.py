@@ -17,6 +17,7 @@ caller can count and exclude them (:func:`usable_interval`).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -189,11 +190,13 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     out, flags, n_fallback = [], [], 0
     src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
     screen = None if dense else _tree_screen(data, live)  # the dense refit checks Ford's condition itself
+    local = threading.local()  # per thread: beat-matrix scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
             w = _block_weights(flat[live], seed, b, n, weights, table)
             if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
-                mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n])[1]
+                scratch = vars(local).setdefault(n, np.zeros((n, n_models * n_models), layout.dtype))
+                mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
             return w
 
         def submit(c: int):

@@ -46,7 +46,8 @@ class DenseLayout(NamedTuple):
     n_cells: int
     pos: np.ndarray  # flat positions a * K + b that any live cell reaches, ascending
     win: np.ndarray  # the live cell of a's wins over b there, or n_cells (a zero)
-    tie: np.ndarray  # the live cell of their ties, or n_cells
+    tied: np.ndarray  # the positions (flat, a subset of pos) where a and b tied
+    tie: np.ndarray  # the live cell of those ties
     dtype: type
 
 
@@ -60,37 +61,45 @@ def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLa
     reached = np.zeros(k * k, bool)  # (np.unique is ~10x slower here)
     reached[up] = reached[down] = True
     pos = np.flatnonzero(reached)
-    win, tie = np.full(pos.size, n_cells), np.full(pos.size, n_cells)
-    for c, target, where in ((0, win, up), (1, win, down), (2, tie, up), (2, tie, down)):
-        target[np.searchsorted(pos, where[col == c])] = idx[col == c]
+    win = np.full(pos.size, n_cells)
+    for c, where in ((0, up), (1, down)):
+        win[np.searchsorted(pos, where[col == c])] = idx[col == c]
+    ties = col == 2
+    tied, tie = np.r_[up[ties], down[ties]], np.r_[idx[ties], idx[ties]]
     dtype = np.float32 if 2 * float(np.sum(data.counts)) < EXACT_F32 else np.float64
-    return DenseLayout(k, n_cells, pos, win, tie, dtype)
+    return DenseLayout(k, n_cells, pos, win, tied, tie, dtype)
 
 
 def beat_matrices(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Resampled live-cell counts ``w`` (R, cells) -> beat matrices ``W`` (R, K, K), written into ``out``
-    (R, K * K, zero off ``layout.pos``) when given. ``W[r, a, b] > 0`` exactly when a beat or tied b in
-    replicate r. Row by row, gathers and an ascending scatter: ~3x numpy's 2-d fancy indexing."""
+    (R, K * K, zero off ``layout.pos``: it may be reused) when given. ``W[r, a, b] > 0`` exactly when a
+    beat or tied b in replicate r. Row by row, gathers and an ascending scatter: ~3x numpy's 2-d fancy
+    indexing."""
     k, n_rep = layout.n_models, w.shape[0]
     if out is None:
         out = np.zeros((n_rep, k * k), layout.dtype)
-    padded = np.zeros((n_rep, layout.n_cells + 1), layout.dtype)  # last column: the absent cell's zero
+    padded = np.empty((n_rep, layout.n_cells + 1), layout.dtype)  # last column: the absent cell's zero
     padded[:, :-1] = w
+    padded[:, -1] = 0
     for r in range(n_rep):
-        row = padded[r]
-        out[r, layout.pos] = row[layout.win] + 0.5 * row[layout.tie]
+        row, o = padded[r], out[r]
+        o[layout.pos] = row[layout.win]
+        if layout.tie.size:  # tied positions are distinct: the buffered += adds once each
+            o[layout.tied] += 0.5 * row[layout.tie]
     return out.reshape(n_rep, k, k)
 
 
-def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None,
+                   scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Resampled live-cell counts ``w`` (R, cells) -> signed battles ``M`` (R, K, K), written into ``out``
     (R, K * K) when given, and scores ``S = W 1`` (R, K): ``|M| = N = W + W^T`` and ``M[a, b] > 0``
     exactly when a beat or tied b (``W[a, b] > 0``), so one matrix carries the refit and Ford's condition.
-    (The transposed sum is ~6x faster in numpy than in XLA on CPU.)"""
+    ``scratch`` (R, K * K) holds W (see :func:`beat_matrices`; reusing it saves the page faults of a fresh
+    one). (The transposed sum is ~6x faster in numpy than in XLA on CPU.)"""
     k, n_rep = layout.n_models, w.shape[0]
-    beats = beat_matrices(layout, w)
+    beats = beat_matrices(layout, w, scratch)
     m = np.add(beats, np.swapaxes(beats, 1, 2), out=None if out is None else out.reshape(n_rep, k, k))
-    np.copysign(m, beats - 0.25, out=m)  # beats are 0 or >= 1/2
+    np.copysign(m, beats - 0.25, out=m)  # beats are 0 or >= 1/2: M = -N where a never beat nor tied b
     return m, beats.sum(axis=2, dtype=np.float64)
 
 
