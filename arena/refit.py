@@ -183,10 +183,12 @@ def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.
     """:func:`refit_dense_chunk` from signed battles ``m`` (R, K, K) and scores ``s`` (R, K)
     (:func:`signed_battles`), with Ford's condition per replicate: returns x (R, K+1), converged (R,)
     and strongly connected (R,)."""
-    x, ok = _chord(jnp.abs(m), s, x_hat, h_inv, ridge, tol, max_iter)
+    # N in float64 once per chunk: XLA's fused float32 -> float64 division loop is ~1.5x slower per step
+    x, ok = _chord(jnp.abs(m).astype(x_hat.dtype), s, x_hat, h_inv, ridge, tol, max_iter)
     return x, ok, strongly_connected(jnp.maximum(m, 0))
 
 
 def bytes_per_replicate(n_models: int) -> int:
-    """Bytes one dense replicate needs: W and M on the host, M on the device (float32), and temporaries."""
-    return 4 * 3 * n_models * n_models + 64 * n_models
+    """Bytes one dense replicate needs: M on the host and the device (float32, shared on CPU), N on the
+    device (float64), and temporaries."""
+    return (4 + 8) * n_models * n_models + 64 * n_models
