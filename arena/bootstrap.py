@@ -17,6 +17,7 @@ caller can count and exclude them (:func:`usable_interval`).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -188,28 +189,35 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     table = PoissonTable(flat[live])
     out, flags, n_fallback = [], [], 0
     src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
-    screen = _tree_screen(data, live)
+    screen = None if dense else _tree_screen(data, live)  # the dense refit checks Ford's condition itself
+    local = threading.local()  # per thread: beat-matrix scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        def block(b: int, n: int):
+        def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
             w = _block_weights(flat[live], seed, b, n, weights, table)
-            return w, (refit.pair_totals_and_scores(layout, w) if dense else None)
+            if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
+                scratch = vars(local).setdefault(n, np.zeros((n, n_models * n_models), layout.dtype))
+                mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
+            return w
 
         def submit(c: int):
-            return [pool.submit(block, b, n) for b, n in chunks[c]]
+            mats = (_aligned((width, n_models * n_models), layout.dtype), _aligned((width, n_models), np.float64)
+                    ) if dense else None
+            rows = np.cumsum([0] + [n for _, n in chunks[c]])
+            return mats, [pool.submit(block, b, n, mats, int(r)) for (b, n), r in zip(chunks[c], rows, strict=False)]
 
         pending = [submit(c) for c in range(min(2, len(chunks)))]
         for c in range(len(chunks)):
-            parts = [f.result() for f in pending.pop(0)]
+            mats, futures = pending.pop(0)
+            w_live = np.concatenate([f.result() for f in futures])
             if c + 2 < len(chunks):
                 pending.append(submit(c + 2))
-            w_live = np.concatenate([p[0] for p in parts])
             n_real = w_live.shape[0]
             if dense:
-                totals = _pad(np.concatenate([p[1][0] for p in parts]), width)
-                scores = _pad(np.concatenate([p[1][1] for p in parts]), width)
-                n, sc = jax.device_put((refit.battle_matrices(layout, totals), scores),
-                                       NamedSharding(mesh, PartitionSpec("rep")))
-                x, ok = refit.refit_dense_chunk(n, sc, xh, hi, ridge)
+                for m in mats if n_real < width else ():  # padding rows: copies of real ones (results dropped)
+                    m[n_real:] = m[np.arange(width - n_real) % n_real]
+                m_d, s_d = _to_devices([mats[0].reshape(width, n_models, n_models), mats[1]], mesh)
+                x, ok, connected = refit.refit_signed_chunk(m_d, s_d, xh, hi, ridge)
+                del mats, m_d, s_d
             else:
                 counts = jax.device_put(_sparse_counts(flat.size, live, _pad(w_live, width)),
                                         NamedSharding(mesh, PartitionSpec(None, None, "rep")))
@@ -227,7 +235,12 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                 ok = ok.copy()
                 ok[bad] = np.asarray(okb)[: bad.size]
                 n_fallback += bad.size
-            flags.append((ok, *_separation_flags(n_models, screen, src, dst, data, flat.size, live, w_live)))
+            if dense:
+                separated = ~np.asarray(connected)[:n_real]
+                sep = (separated, _outside(n_models, src, dst, data, flat.size, live, w_live, separated))
+            else:
+                sep = _separation_flags(n_models, screen, src, dst, data, flat.size, live, w_live)
+            flags.append((ok, *sep))
             out.append(x)
             if progress:
                 progress(n_real)
@@ -277,6 +290,34 @@ def _separation_flags(n_models: int, screen: np.ndarray | None, src: np.ndarray,
         separated[check], outside[check] = replicate_separation(n_models, src, dst,
                                                                 beat_edges(data.i, data.j, w3)[2])
     return separated, outside
+
+
+def _outside(n_models: int, src: np.ndarray, dst: np.ndarray, data: bt.PairData, n_flat: int, live: np.ndarray,
+             w_live: np.ndarray, separated: np.ndarray) -> np.ndarray:
+    """(R, K) models outside each ``separated`` replicate's largest strongly connected group (Tarjan's
+    components for those replicates only; :func:`arena.diagnostics.replicate_separation`)."""
+    outside = np.zeros((w_live.shape[0], n_models), bool)
+    if separated.any():
+        w3 = _sparse_counts(n_flat, live, w_live[separated])
+        outside[separated] = replicate_separation(n_models, src, dst, beat_edges(data.i, data.j, w3)[2])[1]
+    return outside
+
+
+def _aligned(shape: tuple[int, ...], dtype: type, align: int = 64) -> np.ndarray:
+    """An uninitialised array whose data start on an ``align``-byte boundary (XLA's CPU alignment)."""
+    n_bytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(n_bytes + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + n_bytes].view(dtype).reshape(shape)
+
+
+def _to_devices(arrays: list[np.ndarray], mesh: Mesh) -> list[jax.Array]:
+    """Host arrays sharded over ``mesh`` on their leading axis; on a single CPU device, aligned arrays are
+    handed over without a copy (DLPack; ~2 ms per replicate at K=1000). The caller must not change them."""
+    devices = mesh.devices.ravel()
+    if devices.size == 1 and devices[0].platform == "cpu":
+        return [jax.dlpack.from_dlpack(a) for a in arrays]
+    return jax.device_put(arrays, NamedSharding(mesh, PartitionSpec("rep")))
 
 
 def _pad(a: np.ndarray, width: int) -> np.ndarray:

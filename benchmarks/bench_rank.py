@@ -87,7 +87,7 @@ def bench_preflab(df: pd.DataFrame, device: str | None, repeat: int) -> dict[str
 
 def _cli(args: list[str]) -> list[str]:
     """This checkout's CLI (not whatever the venv's console script points at)."""
-    return [sys.executable, "-c", "import sys; from arena.cli import main; sys.argv[0] = 'preflab'; main()", *args]
+    return [sys.executable, "-c", "import sys; from preflab_cli import main; sys.argv[0] = 'preflab'; main()", *args]
 
 
 def _env() -> dict[str, str]:
@@ -291,13 +291,17 @@ def main(argv: list[str] | None = None) -> None:
     targets = {"single fit after aggregation": 0.05, "sandwich + 1000 bootstrap, end to end": 3.0,
                "style control, 4 features, 200 refits": 6.0, "300 models: sandwich + 1000 bootstrap, end to end": 3.0,
                "1000 models: sandwich + 1000 bootstrap, end to end": 15.0}
-    rows = [[f"preflab: {k}", f"{v:.3f}", f"≤ {targets[k]:g}" if k in targets else ""] for k, v in ours.items()]
-    cli_targets = {"preflab --help": "≤ 0.5", "preflab rank w1.parquet --ci both (warm)": "≤ 2"}
-    rows += [[f"CLI: {k}", f"{v:.2f}", cli_targets.get(k, "")] for k, v in cli.items()]
+    def row(what: str, value: float, target: float | None, digits: int = 3) -> list[str]:
+        return [what, f"{value:.{digits}f}", f"≤ {target:g}" if target else "",
+                f"{value / target:.2f}x" if target else ""]
+
+    rows = [row(f"preflab: {k}", v, targets.get(k)) for k, v in ours.items()]
+    cli_targets = {"preflab --help": 0.5, "preflab rank w1.parquet --ci both (warm)": 2.0}
+    rows += [row(f"CLI: {k}", v, cli_targets.get(k), 2) for k, v in cli.items()]
     if not args.skip_memory:
         for k in (100, 300, 1000):
-            rows.append([f"peak memory (MB), {k} models, sandwich + 1000 refits", f"{peak_memory_mb(k, 1000, args.device):.0f}",
-                         "≤ 1536" if k == 100 else ""])
+            rows.append(row(f"peak memory (MB), {k} models, sandwich + 1000 refits",
+                            peak_memory_mb(k, 1000, args.device), 1536 if k == 100 else None, 0))
     peer_rows = [["preflab (sandwich + 1000 bootstrap refits)", f"{ref:.2f}", "1.0x", "measured"]]
     if not args.skip_peers:
         ar = bench_arena_rank(df)
@@ -330,7 +334,8 @@ def main(argv: list[str] | None = None) -> None:
             peer_rows.append(["fschat 0.2.36 MLE + 1000 bootstrap rounds", f"{total:.0f}", f"{total / ref:.0f}x",
                               f"extrapolated from {args.fschat_rounds} rounds ({fs['per_round']:.1f} s/round)"])
     text = ["## bench_rank: W1 (1,000,000 battles, 100 models, 15% ties, seed 0)", "",
-            table("preflab timings (seconds, median of runs)", ["what", "seconds", "target"], rows),
+            table("preflab timings (seconds, median of runs; memory in MB)", ["what", "value", "target",
+                                                                                "vs target"], rows),
             table("Peers, whole pipeline from the same DataFrame (seconds)",
                   ["pipeline", "seconds", "vs preflab", "how"], peer_rows)]
     if not args.skip_growth:

@@ -210,14 +210,14 @@ def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
         x, ok = newton(*a, **k)
         return x, np.zeros_like(np.asarray(ok))
 
-    dense = bs.refit.refit_dense_chunk
+    dense = bs.refit.refit_signed_chunk
 
     def flaky_dense(*a, **k):  # the same for the dense refit (half ties on a dense graph)
-        x, ok = dense(*a, **k)
-        return x, np.asarray(ok) & (np.arange(len(ok)) >= 3)
+        x, ok, connected = dense(*a, **k)
+        return x, np.asarray(ok) & (np.arange(len(ok)) >= 3), connected
 
     monkeypatch.setattr(bs, "refit_chunk", flaky_chord)
-    monkeypatch.setattr(bs.refit, "refit_dense_chunk", flaky_dense)
+    monkeypatch.setattr(bs.refit, "refit_signed_chunk", flaky_dense)
     monkeypatch.setattr(bs, "newton_refit_chunk", failing_newton)
     from tests.arena.test_leaderboard import battles_frame
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -133,3 +135,71 @@ def test_replicates_shard_over_two_cpu_devices_with_equal_results():
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["devices"] == 2 and out["used"] == 2
     assert out["True"] < 1e-9 and out["False"] < 1e-9
+
+
+def _random_digraphs(n_rep: int, k: int, seed: int) -> np.ndarray:
+    """Beat matrices built to break Ford's condition in many ways: sparse random digraphs, a group that
+    won every battle against the rest, a model that never lost or never won, a long one-way cycle."""
+    rng = np.random.default_rng(seed)
+    w = (rng.random((n_rep, k, k)) < rng.uniform(0.02, 0.3, (n_rep, 1, 1))) * rng.integers(1, 4, (n_rep, k, k))
+    w = w.astype(np.float32) / 2
+    for r in range(n_rep):
+        np.fill_diagonal(w[r], 0)
+        kind = r % 5
+        top = rng.choice(k, rng.integers(1, k), replace=False)
+        rest = np.setdiff1d(np.arange(k), top)
+        if kind == 1:  # the group 'top' won every battle against the rest
+            w[r][np.ix_(rest, top)] = 0
+        elif kind == 2:  # one model never lost ...
+            w[r][:, top[0]] = 0
+        elif kind == 3:  # ... or never won
+            w[r][top[0], :] = 0
+        elif kind == 4:  # only a one-way cycle: strongly connected, found only after k - 1 levels
+            w[r] = 0
+            perm = rng.permutation(k)
+            w[r][perm, np.roll(perm, 1)] = 1
+    return w
+
+
+@pytest.mark.parametrize("k", [2, 7, 40])
+def test_strongly_connected_equals_tarjan_on_graphs_built_to_break_fords_condition(k):
+    from arena.diagnostics import strong_groups
+
+    w = _random_digraphs(60, k, seed=k)
+    got = np.asarray(jax.jit(refit.strongly_connected)(jnp.asarray(w)))
+    a, b = np.nonzero(np.ones((k, k), bool) & ~np.eye(k, dtype=bool))
+    labels = strong_groups(k, a, b, w[:, a, b].T)
+    want = (labels == labels[:, :1]).all(axis=1)
+    np.testing.assert_array_equal(got, want)
+    assert 5 < want.sum() < 55  # both answers occur
+
+
+def test_signed_battles_carry_the_battles_scores_and_beat_graph():
+    counts, _ = simulated_counts(k=9, n=300, seed=2)
+    d, _, _ = _fit_parts(counts)
+    flat = d.counts.ravel()
+    live = np.flatnonzero(flat)
+    w = bs._block_weights(flat[live], 3, 0, 5, "multinomial")
+    m, s = refit.signed_battles(refit.dense_layout(d, live, 9), w)
+    for r in range(5):
+        c = np.zeros(flat.size)
+        c[live] = w[r]
+        c = c.reshape(-1, 3)
+        beats = np.zeros((9, 9))
+        beats[d.i, d.j] += c[:, 0] + c[:, 2] / 2
+        beats[d.j, d.i] += c[:, 1] + c[:, 2] / 2
+        np.testing.assert_array_equal(np.abs(m[r]), beats + beats.T)
+        np.testing.assert_array_equal(m[r] > 0, beats > 0)
+        np.testing.assert_allclose(s[r], beats.sum(axis=1))
+
+
+def test_dense_separation_flags_equal_the_full_tarjan_check():
+    # 30 models, ~13 battles each: many resamples leave some model unbeaten or split the graph
+    counts, _ = simulated_counts(k=30, n=200, seed=11)
+    d, x, h_inv = _fit_parts(counts)
+    assert refit.use_dense(30, len(d.i), "half")
+    dense = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=4, dense=True)
+    sparse = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=4, dense=False)  # tree screen + Tarjan
+    assert 5 < dense.separated.sum() < 60
+    np.testing.assert_array_equal(dense.separated, sparse.separated)
+    np.testing.assert_array_equal(dense.outside, sparse.outside)
