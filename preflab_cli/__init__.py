@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 
+from preflab.errors import InputError
+from preflab.redact import redact
 from preflab_cli import arena_cmds, common, voting_cmds  # noqa: F401  (register their commands on app)
 from preflab_cli.common import app, err
 from preflab_cli.judge_cmds import app as judge_app
-from preflab.errors import InputError
-from preflab.redact import redact
 
 app.add_typer(judge_app, name="judge", help="Run LLM judges and calibrate them against humans.")
 

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from preflab_cli.common import app, console, err, fail, report_console
 from preflab.errors import InputError
 from preflab.io import is_stdout
+from preflab_cli.common import app, console, err, fail, report_console
 
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (Chatbot Arena) or llmfao.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, count and report them.")]

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from preflab_cli.common import fail
 from preflab.io import is_stdout, write_output
+from preflab_cli.common import fail
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 

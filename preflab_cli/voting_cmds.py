@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from preflab_cli.common import DEMO_DIR, app, console, err, fail
 from preflab.errors import InputError
 from preflab.io import is_stdout, write_output
+from preflab_cli.common import DEMO_DIR, app, console, err, fail
 
 #: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
 #: no forced full garbage collection after every rerun (56% of a vote's server CPU in a profile), no "magic"

@@ -102,8 +102,8 @@ def test_csv_exports_neutralise_formulas(seeded_url, tmp_path):
     import pandas as pd
     from typer.testing import CliRunner
 
-    from preflab_cli import app as cli
     from preflab.io import csv_safe
+    from preflab_cli import app as cli
     from voting.votes import export_bytes
 
     frame = pd.DataFrame({"t": ["=1+1", "+x", "-y", "@SUM(A1)", "\tz", "\rw", "ok", None], "n": [-1.5] * 8})

@@ -87,8 +87,8 @@ def test_every_command_turns_an_unexpected_error_into_one_line(monkeypatch, caps
 
 
 def test_debug_shows_the_input_error_itself(tmp_path):
-    from preflab_cli import main
     from preflab.errors import InputError
+    from preflab_cli import main
 
     empty = tmp_path / "b.jsonl"
     empty.write_text("")
@@ -98,9 +98,9 @@ def test_debug_shows_the_input_error_itself(tmp_path):
 
 def test_an_input_error_escaping_a_command_is_one_plain_line(monkeypatch, capsys):
     """The root's own InputError path (a command that does not catch it): exit 2, no markup tags printed."""
+    from preflab.errors import InputError
     from preflab_cli import main
     from preflab_cli.arena_cmds import app  # noqa: F401  (commands registered)
-    from preflab.errors import InputError
 
     def bad(*args, **kwargs):
         raise InputError("f.jsonl", 3, "winner", "unknown winner label ('[x]')", "use model_a, model_b or tie")
