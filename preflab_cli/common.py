@@ -22,9 +22,9 @@ app = typer.Typer(
 console = Console()
 err = Console(stderr=True)
 #: The bundled demo arena: shipped inside the package as ``preflab.demo`` (data/demo in the checkout).
-DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
+DEMO_DIR = Path(__file__).resolve().parents[1] / "preflab" / "demo"
 if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside the packages
-    DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
+    DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
 
 
 #: Set by ``preflab --debug``: errors a command would print as one line are raised instead (with traceback).
