@@ -119,9 +119,10 @@ def bench_cli(df: pd.DataFrame, device: str | None) -> dict[str, float]:
 
 def peak_memory_mb(k: int, n_boot: int, device: str | None) -> float:
     """Peak resident memory (MB) of a fresh process that builds W1 with ``k`` models and ranks it."""
-    code = ("import resource, sys; from benchmarks.bench_rank import make_w1; from arena.leaderboard import "
+    # VmHWM is this process's own high-water mark; getrusage's ru_maxrss keeps the parent's across fork + exec
+    code = ("from benchmarks.bench_rank import make_w1; from arena.leaderboard import "
             f"rank_battles; rank_battles(make_w1(k={k}), ci='both', n_bootstrap={n_boot}, min_battles=0, "
-            f"device={device!r}); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            f"device={device!r}); print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
     run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=_env())
     return int(run.stdout.strip().splitlines()[-1]) / 1024
 
