@@ -169,7 +169,8 @@ def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[flo
     from voting.store import count_rows, open_store
 
     engine = open_store(url)
-    tokens = [issue_invite(engine, f"bench-{k}") for k in range(voters)]  # invited voters (no rate limit)
+    run = f"{time.time_ns() % 10**9:09d}"  # new voters each step: the demo has 40 items, a voter sees each once
+    tokens = [issue_invite(engine, f"bench-{run}-{k}") for k in range(voters)]  # invited voters (no rate limit)
     engine.dispose()
     port = random.randint(20_000, 40_000)
     proc = start_server(url, app_root, port)
@@ -363,6 +364,7 @@ def main() -> None:
                 rows.append([db, f"{stored:,}", n, f"{r['per_min']:.0f}", f"{pct(r['vote'], 50)} / {pct(r['vote'], 95)}",
                              f"{pct(r['next'], 50)} / {pct(r['next'], 95)}", f"{r['cpu_ms']:.0f}",
                              f"{r['cpu_share']:.0%}", r["votes"] - r["stored"]])
+                print("| " + " | ".join(map(str, rows[-1])) + " |", flush=True)  # each step as it ends
             if not args.no_profile and args.app_root == ROOT:  # the last step's (most stored votes) is kept
                 profile = profile_one_vote(url)
     text = ""
