@@ -21,6 +21,9 @@ import pandas as pd
 
 #: Rows (CSV, JSONL) or rows per batch (Parquet) converted to compact columns at a time.
 CHUNK_ROWS = 20_000
+PARQUET_BATCH_BYTES = 4 << 20
+"""Uncompressed bytes per Parquet batch: narrow files (names and winner only) read in a few large batches,
+since 20,000-row batches of them cost more in per-batch overhead than in memory."""
 
 _META = "\x00meta:"  # prefix of the style totals read from conv_metadata, before the file-level decision
 
@@ -225,7 +228,8 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
             dictionary = []
         pf = pq.ParquetFile(path, read_dictionary=dictionary)
         chunks, start = [], 1
-        for batch in pf.iter_batches(batch_size=CHUNK_ROWS, columns=names, use_pandas_metadata=False):
+        for batch in pf.iter_batches(batch_size=parquet_batch_rows(pf.metadata), columns=names,
+                                     use_pandas_metadata=False):
             table = pa.Table.from_batches([batch]).select(kept)
             chunk = table.replace_schema_metadata(schema.metadata).to_pandas()
             del table, batch
@@ -242,6 +246,14 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     if schema.metadata and b"PANDAS_ATTRS" in schema.metadata:  # pandas.read_parquet restores df.attrs
         df.attrs = json.loads(schema.metadata[b"PANDAS_ATTRS"])
     return df
+
+
+def parquet_batch_rows(meta) -> int:  # noqa: ANN001  (pyarrow.parquet.FileMetaData)
+    """Rows per batch: :data:`PARQUET_BATCH_BYTES` of uncompressed data, at least :data:`CHUNK_ROWS` and
+    at most 25 times that."""
+    size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+    per_row = max(size / max(meta.num_rows, 1), 1.0)
+    return int(max(CHUNK_ROWS, min(25 * CHUNK_ROWS, PARQUET_BATCH_BYTES // per_row)))
 
 
 # ---------------------------------------------------------------------------------------------------- JSONL

@@ -81,6 +81,7 @@ def whole_file_readers() -> ExitStack:
 def small_chunks() -> ExitStack:
     stack = ExitStack()
     stack.enter_context(mock.patch.object(readers, "CHUNK_ROWS", 4))
+    stack.enter_context(mock.patch.object(readers, "PARQUET_BATCH_BYTES", 1))
     stack.enter_context(mock.patch.object(data, "CHUNK_ROWS", 4))
     return stack
 
@@ -223,3 +224,18 @@ def test_parquet_with_corrupt_pandas_metadata_is_an_input_error(tmp_path):
     for lean in (False, True):
         with pytest.raises(InputError, match="not a readable Parquet file"):
             data.load_battles(path, lean=lean)
+
+
+def test_parquet_batches_are_sized_by_bytes_per_row(tmp_path):
+    """Narrow files (names and winner) read in batches far larger than CHUNK_ROWS; files with long text per
+    row keep CHUNK_ROWS-row batches, so their memory stays bounded."""
+    import pyarrow.parquet as pq
+
+    n = 200_000
+    narrow = pd.DataFrame({"model_a": ["m1", "m2"] * (n // 2), "model_b": ["m2", "m3"] * (n // 2),
+                           "winner": ["model_a", "tie"] * (n // 2)})
+    narrow.to_parquet(tmp_path / "narrow.parquet")
+    wide = narrow.iloc[:50_000].assign(conv_metadata=["x" * 400 + str(k) for k in range(50_000)])
+    wide.to_parquet(tmp_path / "wide.parquet")
+    assert readers.parquet_batch_rows(pq.ParquetFile(tmp_path / "narrow.parquet").metadata) > 10 * readers.CHUNK_ROWS
+    assert readers.parquet_batch_rows(pq.ParquetFile(tmp_path / "wide.parquet").metadata) == readers.CHUNK_ROWS
