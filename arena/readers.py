@@ -88,7 +88,7 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True) -> p
         out[col] = s
     from arena.data import STYLE_COLUMNS
 
-    for col in STYLE_COLUMNS:
+    for col in STYLE_COLUMNS if lean.saw_metadata else ():  # a file without conv_metadata has no totals
         out[_META + col] = pd.Series(totals[col] if col in totals else np.full(len(chunk), np.nan),
                                      index=chunk.index)
     lean_chunk = pd.DataFrame(out, index=chunk.index)

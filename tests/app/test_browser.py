@@ -17,6 +17,8 @@ import re
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +46,25 @@ def _healthy(url: str) -> bool:
         return False
 
 
+@contextmanager
+def streamlit_server(folder: Path, env: dict[str, str], flags: list[str]) -> Iterator[str]:
+    """``streamlit run app.py`` with ``flags`` on a free port (log in ``folder``), healthy; yields its base URL."""
+    port = free_port()
+    log = open(folder / "streamlit.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", *flags,
+                             "--server.address", "127.0.0.1", "--server.port", str(port)],
+                            cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _healthy(base) or proc.poll() is not None, timeout=90, every=0.3)
+        assert proc.poll() is None, (folder / "streamlit.log").read_text()[-3000:]
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """``streamlit run app.py`` on a free port over a fresh SQLite store with the tiny dataset."""
@@ -53,23 +74,10 @@ def server(tmp_path_factory):
     import_items(engine, load_items(tiny_items(6)), "tiny")
     import_items(engine, load_items(poem_items()), "zz-poems")
     set_criteria(engine, "zz-poems", "Judge the **poem**: rhyme and metre first.")
-    port = free_port()
-    env = {**os.environ, "PREFLAB_DB": url, "PREFLAB_STRATEGY": "uniform"}
-    log = open(db.parent / "streamlit.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    ENGINES[base] = engine
-    try:
-        wait_for(lambda: _healthy(base) or proc.poll() is not None, timeout=90, every=0.3)
-        assert proc.poll() is None, (db.parent / "streamlit.log").read_text()[-3000:]
+    flags = ["--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with streamlit_server(db.parent, {"PREFLAB_DB": url, "PREFLAB_STRATEGY": "uniform"}, flags) as base:
+        ENGINES[base] = engine
         yield base, engine
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="module")

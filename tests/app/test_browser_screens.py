@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import wait_for
-from tests.app.pg_server import free_port
-from tests.app.test_browser import ARGS, CHROMIUM, _healthy, shown_item, wait_revealed
+from tests.app.test_browser import ARGS, CHROMIUM, shown_item, streamlit_server, wait_revealed
 from voting.store import open_store
 from voting.votes import seed_demo
 
@@ -67,21 +63,9 @@ def demo_server(tmp_path_factory):
     engine = open_store(url)
     demo = ROOT / "data" / "demo"
     seed_demo(engine, demo / "items.jsonl", demo / "battles.jsonl")
-    port = free_port()
-    env = {**os.environ, "PREFLAB_DB": url, "PREFLAB_ADMIN_PASSCODE": PASSCODE, "PREFLAB_DATA_DIR": "data"}
-    log = open(db.parent / "streamlit.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", *STREAMLIT_FLAGS,
-                             "--server.address", "127.0.0.1", "--server.port", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: _healthy(base) or proc.poll() is not None, timeout=90, every=0.3)
-        assert proc.poll() is None, (db.parent / "streamlit.log").read_text()[-3000:]
+    env = {"PREFLAB_DB": url, "PREFLAB_ADMIN_PASSCODE": PASSCODE, "PREFLAB_DATA_DIR": "data"}
+    with streamlit_server(db.parent, env, list(STREAMLIT_FLAGS)) as base:
         yield base, engine
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="module")
