@@ -114,7 +114,7 @@ def calibrate_cmd(
     from rich.markup import escape
     from rich.table import Table
 
-    from judge.calibrate import calibrate, position_bias_by_model, report_json
+    from judge.calibrate import position_bias_by_model, report_json
     from judge.card import summary_rows, write_card
     from judge.datasets import attach_human, attach_lengths, load_any, load_family
     from preflab.errors import InputError
@@ -128,9 +128,10 @@ def calibrate_cmd(
         families = load_family(family) if family else None
     except (InputError, ValueError, OSError) as e:
         fail(e)
-    res = calibrate(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
-                    n_bootstrap=n_bootstrap, seed=seed)
-    res["ppi_gain"] = ppi_gain_or_none(pairs, res)
+    from voting.judge_assist import calibration_report
+
+    res = calibration_report(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
+                             n_bootstrap=n_bootstrap, seed=seed)
     table = Table(title=escape(f"Judge calibration: {res['source']}"), show_header=False)
     for k, v in summary_rows(res):
         table.add_row(escape(k), escape(v))
@@ -157,17 +158,4 @@ def calibrate_cmd(
         err.print(f"judge card -> {'stdout' if is_stdout(report) else report}", markup=False)
 
 
-def ppi_gain_or_none(pairs, report):  # noqa: ANN001, ANN201
-    """The card's PPI gain (:func:`voting.judge_assist.judge_ppi_gain`: a BT fit, so it is computed here,
-    above judge/); None without human labels and model names, or when the fit fails (a note says why)."""
-    if not report.get("agreement"):
-        return None
-    from preflab.errors import InputError
-    from voting.judge_assist import judge_ppi_gain
-
-    try:
-        return judge_ppi_gain(pairs)
-    except (InputError, ValueError) as e:
-        report["notes"].append(f"PPI gain not computed: {e}")
-        return None
 # --- end preflab judge calibrate -------------------------------------------------------------------------

@@ -160,3 +160,19 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     gain, lam = unlimited_judge_gain(items, ties)
     return {"gain": gain, "unbounded": not np.isfinite(gain), "lambda": lam, "n_items": float(items.n_labelled),
             "n_votes": float((items.l_human.sum(1) * items.l_mult).sum())}
+
+
+def calibration_report(pairs: pd.DataFrame, **calibrate_kw: Any) -> dict:
+    """:func:`judge.calibrate.calibrate` with the judge card's PPI gain (:func:`judge_ppi_gain`, a BT fit, so
+    it is added here, above judge/): the one report ``preflab judge calibrate`` and the app's calibration page
+    show. ``ppi_gain`` is None without human labels, or when the fit fails (a note then says why)."""
+    from judge.calibrate import calibrate
+
+    report = calibrate(pairs, **calibrate_kw)
+    report["ppi_gain"] = None
+    if report.get("agreement"):
+        try:
+            report["ppi_gain"] = judge_ppi_gain(pairs)
+        except (InputError, ValueError) as e:
+            report["notes"].append(f"PPI gain not computed: {e}")
+    return report

@@ -72,8 +72,9 @@ def _metrics(report: dict) -> dict:
 
 def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     pytest.importorskip("streamlit")
-    from judge.calibrate import calibrate, report_json
+    from judge.calibrate import report_json
     from preflab_cli.judge_cmds import app
+    from voting.judge_assist import calibration_report
     from voting.pages.calibration import judged_pairs
     from voting.store import load_votes, open_store
     from voting.votes import export_bytes, seed_demo
@@ -88,9 +89,12 @@ def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
                                    str(DEMO / "pairs.jsonl"), "--bootstrap", "500", "--json", str(out)])
     assert res.exit_code == 0, res.output
     cli = json.loads(out.read_text())
-    page = json.loads(report_json(calibrate(judged_pairs(engine, "demo", verdicts), n_bootstrap=500)))
+    page = json.loads(report_json(calibration_report(judged_pairs(engine, "demo", verdicts), n_bootstrap=500)))
+    # the page counts every vote, the exported labels file holds one label per item: only n_votes differs
+    assert cli["ppi_gain"].pop("n_votes") == 233 and page["ppi_gain"].pop("n_votes") == 751
     assert _metrics(cli) == _metrics(page)
     assert cli["agreement"]["n"] == 233 and cli["agreement"]["value"] == pytest.approx(0.446, abs=5e-4)
+    assert cli["ppi_gain"]["n_items"] == 233  # the card's PPI gain, on both paths
     assert "7 judged pairs have no human label" in cli["notes"]
 
 

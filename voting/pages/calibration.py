@@ -52,17 +52,10 @@ def render() -> None:
     except (InputError, OSError, ValueError) as e:
         st.error(f"Could not read the verdicts: {e}")
         return
-    from judge.calibrate import calibrate
     from judge.card import render_card
+    from voting.judge_assist import calibration_report
 
-    report = calibrate(pairs, n_bootstrap=500)
-    if report.get("agreement"):
-        from voting.judge_assist import judge_ppi_gain
-
-        try:
-            report["ppi_gain"] = judge_ppi_gain(pairs)
-        except (InputError, ValueError) as e:
-            report["notes"].append(f"PPI gain not computed: {e}")
+    report = calibration_report(pairs, n_bootstrap=500)
     for note in report.get("notes", []):
         st.info(note)
     cols = st.columns(4)
