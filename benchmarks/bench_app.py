@@ -40,18 +40,9 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import write_table
+from tests.app.test_browser import ARGS, CHROMIUM, FRESH_ITEM  # the suite's flags and new-round test
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-FRESH_ITEM = """(old) => {
-  const box = document.querySelector('.st-key-item_marker');
-  const vote = document.querySelector('.st-key-vote_A button');
-  if (!box || !vote || box.querySelector("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
-  const id = box.innerText.replace(/^\\s*Item\\s+/, '').trim();
-  return id && id !== old ? id : null;
-}"""
 FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');
   return b && !b.closest("[data-stale='true']") && document.body.innerText.includes('Vote saved'); }"""
 
