@@ -233,6 +233,28 @@ def test_key_presses_during_a_redraw_are_not_lost(server, browser):
     shot(page, "vote-fast-keys")
 
 
+def test_key_queue_is_installed_once_and_idle_without_keys(server, browser):
+    """The queue's script runs once per tab (not on every run) and checks for buttons only while keys wait:
+    30 voters' idle tabs share the server's cores."""
+    base, engine = server
+    page = login(browser, base, "idle-keys")
+    page.wait_for_function("() => Array.isArray(window.__preflabQueue) && !!window.__preflabKeys")
+    pumps = "window.__preflabPumps"
+    for _ in range(2):
+        before = page.evaluate(pumps)
+        assert isinstance(before, int), "the key queue is not installed"
+        page.wait_for_timeout(1000)
+        assert page.evaluate(pumps) == before, "the key queue polls while no key is queued"
+        item = shown_item(page)
+        page.keyboard.press("1")
+        wait_revealed(page, "A is better.")
+        page.keyboard.press("n")
+        shown_item(page, old=item)
+        page.wait_for_function("() => window.__preflabQueue.length === 0")
+    assert page.evaluate("window.__preflabInstalls") == 1
+    assert len(load_votes(engine).query("voter == 'idle-keys'")) == 2
+
+
 def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server, browser):
     """At 1280x900: criteria first, the limerick's five lines, equal boxes, the long answer scrolls inside
     its box, the vote bar on screen without scrolling, the Undo button counting down."""

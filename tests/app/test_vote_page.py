@@ -66,6 +66,30 @@ def test_blind_vote_reveal_and_next(monkeypatch, seeded_url):
     assert "You: 1 of 4 items" in shown_text(at)
 
 
+def _elements(node) -> list:  # noqa: ANN001
+    """Every element under ``node`` of AppTest's tree, depth first."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        out += [child, *_elements(child)]
+    return out
+
+
+def test_key_queue_installer_is_the_same_html_on_every_run(monkeypatch, seeded_url):
+    """The browser keeps an element whose HTML did not change; a key-queue installer that embedded the run
+    number was replaced (and its iframe reloaded) on every run, in every voter's tab."""
+    at = login(start(monkeypatch, seeded_url))
+
+    def installer() -> list[str]:
+        return [str(e.proto) for e in _elements(at.main) if "__preflabQueue" in str(e.proto)]
+
+    runs = [installer()]
+    at.button(key="vote_A").click().run()
+    runs.append(installer())
+    at.button(key="next").click().run()
+    runs.append(installer())
+    assert len(runs[0]) == 1 and runs[0] == runs[1] == runs[2]
+
+
 def test_reveal_can_be_turned_off(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, reveal="0"))
     at.button(key="vote_A").click().run()

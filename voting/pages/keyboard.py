@@ -5,25 +5,33 @@ Streamlit's button shortcuts act only on buttons on screen, so a key pressed whi
 output never becomes HTML) takes the shortcut keys in the capture phase, queues them and presses the next
 queued key's button only once a new run has drawn the page and that button is on screen, enabled and not
 stale. A key whose button does not come within 20 s (a very busy server) is dropped with a visible note.
+
+Cheap in the browser, where 30 voters' tabs share the server's cores: the installer's HTML is the same on every
+run (Streamlit then leaves it alone instead of replacing it), each run only updates a tiny run-marker element,
+and the queue checks for its button only while keys are waiting (no timer when the queue is empty).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import streamlit as st
 
-# Runs in the app's page (the parent), installed once: code defined in the component's iframe would die with
-# the iframe, which every run replaces.
+# Runs in the app's page, once per tab (a redraw of the same HTML does not run it again).
 _QUEUE = """
 (() => {
   const w = window;
+  w.__preflabKeys = %(keys)s;
+  w.__preflabInstalls = (w.__preflabInstalls || 0) + 1;  // tests: once per tab, not once per run
   if (w.__preflabQueue) return;
   w.__preflabQueue = [];
+  w.__preflabPumps = 0;  // checks made (tests: none while the queue is empty)
   const doc = w.document;
   const note = (text) => {
     let el = doc.getElementById("preflab-keyq");
     if (!el) {
+      if (!text) return;
       el = doc.createElement("div"); el.id = "preflab-keyq";
       el.style.cssText = "position:fixed;right:16px;bottom:16px;z-index:99999;padding:6px 10px;" +
         "border-radius:6px;background:#31333f;color:#fff;font:14px sans-serif;pointer-events:none";
@@ -31,26 +39,40 @@ _QUEUE = """
     }
     el.textContent = text; el.style.display = text ? "block" : "none";
   };
+  // the run that drew the page (a marker each run updates); null while a new run has not drawn it yet
+  const run = () => {
+    const m = doc.querySelector(".st-key-keyboard_queue [data-preflab-run]");
+    return m && !m.closest("[data-stale='true']") ? m.getAttribute("data-preflab-run") : null;
+  };
   const target = (key) => {
     const b = doc.querySelector(".st-key-" + w.__preflabKeys[key] + " button");
     if (!b || b.disabled || b.closest("[data-stale='true']")) return null;
     return b;
   };
-  let waitRun = null, since = 0, clickedAt = 0;
-  const pump = () => {
-    const q = w.__preflabQueue;
-    if (!q.length) { note(""); return; }
+  let waitRun = null, since = 0, clickedAt = 0, timer = 0, shownUntil = 0;
+  const step = (q) => {
     // the last press has not redrawn the page yet (give up waiting after 20 s: a run that drew nothing)
-    if (waitRun !== null && w.__preflabRun === waitRun && Date.now() - clickedAt < 20000) return;
-    const b = target(q[0]);
+    const now = run();
+    if (waitRun !== null && (now === null || now === waitRun) && Date.now() - clickedAt < 20000) return;
+    const b = now === null ? null : target(q[0]);
     if (!b) {
       if (!since) since = Date.now();
-      if (Date.now() - since > 20000) { note("Key '" + q.shift() + "' did nothing here"); since = 0; }
+      if (Date.now() - since > 20000) {
+        note("Key '" + q.shift() + "' did nothing here"); since = 0; shownUntil = Date.now() + 4000;
+      }
       else note("Queued: " + q.join(" "));
       return;
     }
-    q.shift(); since = 0; waitRun = w.__preflabRun; clickedAt = Date.now(); b.click();
+    q.shift(); since = 0; waitRun = now; clickedAt = Date.now(); b.click();
     note(q.length ? "Queued: " + q.join(" ") : "");
+  };
+  const pump = () => {
+    timer = 0; w.__preflabPumps += 1;
+    const q = w.__preflabQueue;
+    if (q.length) step(q);
+    if (q.length) timer = w.setTimeout(pump, 25);  // keys are waiting: look again soon
+    else if (Date.now() >= shownUntil) note("");
+    else w.setTimeout(() => { if (!w.__preflabQueue.length) note(""); }, shownUntil - Date.now());
   };
   w.addEventListener("keydown", (e) => {
     const key = (e.key || "").toLowerCase();
@@ -58,34 +80,29 @@ _QUEUE = """
     const t = e.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || (t && t.isContentEditable)) return;
     e.preventDefault(); e.stopImmediatePropagation();
-    if (!e.repeat) { w.__preflabQueue.push(key); pump(); }
+    if (!e.repeat) { w.__preflabQueue.push(key); if (!timer) pump(); }
   }, true);
-  w.setInterval(pump, 25);
 })();
 """
-_SCRIPT = """<script>
-const w = window.parent;
-w.__preflabKeys = %(keys)s;
-w.__preflabRun = %(run)s;
-if (!w.__preflabQueue) {
-  const s = w.document.createElement("script");
-  s.textContent = %(queue)s;
-  w.document.head.appendChild(s);
-}
+_IFRAME = """<script>
+const w = window.parent, s = w.document.createElement("script");
+s.textContent = %s;
+w.document.head.appendChild(s);
 </script>"""
 
 
 def keyboard_queue(keys: dict[str, str]) -> None:
     """Install (once per browser tab) the key queue; ``keys`` maps a key to the Streamlit key of its button.
 
-    Each run draws the component with a new run number, which tells the queue the page was redrawn.
-    """
+    The installer is the same HTML on every run; each run writes its number into a marker element, which
+    tells the queue the page was redrawn."""
     run = st.session_state["_key_run"] = st.session_state.get("_key_run", 0) + 1
+    script = _QUEUE % {"keys": json.dumps(keys)}
     with st.container(key="keyboard_queue", height=1, border=False):
-        html = _SCRIPT % {"keys": json.dumps(keys), "run": run, "queue": json.dumps(_QUEUE)}
-        if hasattr(st, "iframe"):  # Streamlit >= 1.52 (components.v1.html is deprecated)
-            st.iframe(html, height=1)
+        if "unsafe_allow_javascript" in inspect.signature(st.html).parameters:  # Streamlit >= 1.50: no iframe
+            st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
         else:
             import streamlit.components.v1 as components
 
-            components.html(html, height=0)
+            components.html(_IFRAME % json.dumps(script), height=0)
+        st.html(f'<span data-preflab-run="{run}"></span>')
