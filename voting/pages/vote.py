@@ -156,14 +156,20 @@ def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object]:
     return mine, tallies
 
 
-def _criteria(dataset: str, mine: int) -> bool:
-    """The dataset's judging criteria: in the sidebar on demand, and before the voter's first vote.
-    True when the page should wait for the voter to read them."""
-    text = get_criteria(get_engine(), dataset)
+def _criteria_sidebar(dataset: str) -> None:
+    """The dataset's judging criteria in the sidebar, on demand (full runs only: a fragment cannot draw there)."""
     with st.sidebar.expander("Judging criteria", icon=":material/rule:"):
-        st.markdown(text or GENERIC_CRITERIA)
+        st.markdown(get_criteria(get_engine(), dataset) or GENERIC_CRITERIA)
+
+
+def _criteria(dataset: str, mine: int) -> bool:
+    """The dataset's own judging criteria before the voter's first vote; True when the page should wait for
+    the voter to read them."""
     key = f"criteria_read:{dataset}"
-    if not text or mine or st.session_state.get(key):
+    if mine or st.session_state.get(key):
+        return False
+    text = get_criteria(get_engine(), dataset)
+    if not text:
         return False
     st.markdown("#### How to judge", anchors=False)
     with st.container(border=True):
@@ -178,7 +184,7 @@ def _undo_button(cfg: AppConfig, at: float) -> None:
     left = cfg.undo_seconds - (time.time() - at)
     if st.button(f"Undo ({left:.0f} s left)" if left > 0 else "Undo (window closed)", on_click=_undo,
                  shortcut="u", disabled=left <= 0, key="undo", icon=":material/undo:"):
-        st.rerun(scope="app")  # a click inside the fragment reruns only the fragment; the vote form comes back
+        st.rerun(scope="app")  # a click inside a fragment reruns only that fragment; the vote form comes back
     if left <= 0 and st.session_state.get("_undo_ticking"):
         st.session_state["_undo_ticking"] = False
         st.rerun()  # the whole page, so the once-a-second redraw stops
@@ -201,7 +207,7 @@ def _after_vote(cfg: AppConfig) -> None:
 
 
 def render() -> None:
-    """The page."""
+    """The page: sign-in and sidebar on a full run; the voting part in a fragment (:func:`_voting`)."""
     cfg, engine = get_config(), get_engine()
     voter = voter_gate(cfg)
     if not voter:
@@ -211,10 +217,18 @@ def render() -> None:
         st.warning("There is nothing to vote on yet: import a dataset on the Data page, "
                    "or run `preflab demo-seed --db URL`.")
         return
+    _criteria_sidebar(dataset)
+    st.fragment(_voting)(cfg, dataset, voter)
+
+
+@guarded
+def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
+    """Everything a vote, Skip, Undo or Next changes. A click here reruns only this fragment: the sidebar and
+    the sign-in are neither recomputed on the server nor redrawn in the voter's browser."""
     state = st.session_state
     if msg := state.pop("flash", None):
         st.toast(msg)
-    keyboard_queue(KEYS)
+    keyboard_queue(KEYS)  # in the fragment: its run marker must change on each of the fragment's runs
     mine, tallies = _progress(cfg, dataset, voter)
     if _criteria(dataset, mine):
         return
