@@ -45,7 +45,36 @@ from tests.app.test_browser import ARGS, CHROMIUM, FRESH_ITEM  # the suite's fla
 
 ROOT = Path(__file__).resolve().parents[1]
 FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');
-  return b && !b.closest("[data-stale='true']") && document.body.innerText.includes('Vote saved'); }"""
+  return b && !b.closest("[data-stale='true']") && document.body.textContent.includes('Vote saved'); }"""
+# Waits on a page predicate only when the page changed (a MutationObserver; at most one check a frame), not on
+# every animation frame as Playwright's wait_for_function does: 30 tabs polling at 60 Hz through long waits are
+# browser CPU no real voter spends, and the more the machine lags the more they poll. Resolves with the value.
+ON_CHANGE = """([arg, ms]) => new Promise((resolve, reject) => {
+  const f = (PREDICATE);
+  let obs = null, timer = null;
+  const check = () => {
+    const v = f(arg);
+    if (v) { if (obs) obs.disconnect(); clearTimeout(timer); resolve(v); }
+    return v;
+  };
+  if (check()) return;
+  let queued = false;
+  obs = new MutationObserver(() => {
+    if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; check(); }); }
+  });
+  obs.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  timer = setTimeout(() => { obs.disconnect(); reject(new Error("timed out")); }, ms);
+})"""
+
+
+POLL_EVERY_FRAME = False  # --poll-every-frame: Playwright's own wait (the harness before; for an A/B)
+
+
+async def when(page, predicate: str, arg: object = None, timeout_ms: int = 180_000) -> object:  # noqa: ANN001
+    """Wait until ``predicate(arg)`` (JavaScript) is truthy in ``page``, checked on each change of the page."""
+    if POLL_EVERY_FRAME:
+        return await (await page.wait_for_function(predicate, arg=arg, timeout=timeout_ms)).json_value()
+    return await page.evaluate(ON_CHANGE.replace("PREDICATE", predicate), [arg, timeout_ms])
 
 
 def synthetic_votes(items: list[str], start: int, stop: int, n_voters: int = 1000) -> pd.DataFrame:
@@ -116,7 +145,7 @@ async def voter(browser, base: str, name: str, clock: dict, think: tuple[float, 
     page = await ctx.new_page()
     page.set_default_timeout(180_000)
     await page.goto(f"{base}/?invite={name}")  # an invite link (``name`` is the token): signed in on load
-    item = await (await page.wait_for_function(FRESH_ITEM, arg=None, timeout=180_000)).json_value()
+    item = await when(page, FRESH_ITEM)
     clock["ready"] += 1
     if clock["ready"] == clock["voters"]:  # the measured window starts when every voter is logged in
         clock["until"] = time.monotonic() + clock["seconds"]
@@ -127,14 +156,13 @@ async def voter(browser, base: str, name: str, clock: dict, think: tuple[float, 
         await asyncio.sleep(random.uniform(*think))
         t0 = time.perf_counter()
         await page.locator(".st-key-vote_A button").click()
-        await page.wait_for_function(FRESH_NEXT, timeout=120_000)
+        await when(page, FRESH_NEXT)
         out["vote"].append(time.perf_counter() - t0)
         out["confirmed"] += 1
         await asyncio.sleep(random.uniform(0.2, 0.6))
         t0 = time.perf_counter()
         await page.locator(".st-key-next button").click()
-        handle = await page.wait_for_function(FRESH_ITEM, arg=item, timeout=120_000)
-        item = await handle.json_value()
+        item = await when(page, FRESH_ITEM, item)
         out["next"].append(time.perf_counter() - t0)
     return ctx  # closed by drive after the window's CPU is read (a closed context's renderer takes its CPU time)
 
@@ -350,7 +378,11 @@ def main() -> None:
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--rerun-cost", action="store_true", help="only the CPU ms of one vote + Next per stored count "
                                                              "(AppTest, no browser), for --app-root")
+    ap.add_argument("--poll-every-frame", action="store_true", help="wait with Playwright's wait_for_function "
+                                                                      "(a check every frame), as before")
     args = ap.parse_args()
+    global POLL_EVERY_FRAME  # noqa: PLW0603
+    POLL_EVERY_FRAME = args.poll_every_frame
     think = tuple(float(x) for x in args.think.split(","))
     voters = [int(v) for v in args.voters.split(",") if int(v) > 0]
     rows, profile, load0 = [], [], os.getloadavg()[0]
