@@ -3,8 +3,8 @@
 Per step (voters x stored votes): votes/min, vote -> confirmed and Next -> new pair p50/p95 (seconds, in the
 browser: from the click until the page shows the new state, never a state the old page also had), the app
 server's and the browsers' CPU per confirmed vote (ms; CPU times of the server process and of every Chromium
-process, over the same window: robust to a busy machine, unlike the latencies), and lost votes (confirmed in
-the browser but not stored). Then a profile of one vote (two reruns) in-process, by package. Optionally the
+process, over the same window: far less sensitive to a busy machine than the latencies; the browsers' is what
+limits many voters on a small machine), and lost votes (confirmed in the browser but not stored). Then a profile of one vote (two reruns) in-process, by package. Optionally the
 leaderboard page's render times with many stored votes (``--leaderboard``).
 
 The demo dataset in SQLite or a throw-away PostgreSQL (``--db sqlite,postgresql``); ``--stored`` adds
