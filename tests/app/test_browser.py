@@ -255,6 +255,25 @@ def test_key_queue_is_installed_once_and_idle_without_keys(server, browser):
     assert len(load_votes(engine).query("voter == 'idle-keys'")) == 2
 
 
+def test_undo_counts_down_in_the_browser_without_a_rerun_a_second(server, browser):
+    """The reveal panel asks the server for nothing while it counts the Undo window down (a rerun a second per
+    voter was server and browser work that grew with the time voters spend reading the names)."""
+    base, engine = server
+    page = new_page(browser)
+    sent: list = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
+    page.goto(invite_link(base, "tick-voter"))
+    shown_item(page)
+    page.locator(".st-key-vote_A button").click()
+    wait_revealed(page, "A is better.")
+    label = page.locator(".st-key-undo button")
+    first = int(re.search(r"\((\d+) s left", label.inner_text()).group(1))
+    before = len(sent)
+    page.wait_for_function(f"""() => {{ const m = document.querySelector('.st-key-undo button').innerText
+        .match(/\\((\\d+) s left/); return m && Number(m[1]) <= {first - 2}; }}""", timeout=60_000)
+    assert len(sent) == before, "the page asked the server for reruns while counting down"
+
+
 def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server, browser):
     """At 1280x900: criteria first, the limerick's five lines, equal boxes, the long answer scrolls inside
     its box, the vote bar on screen without scrolling, the Undo button counting down."""

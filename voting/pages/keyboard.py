@@ -74,6 +74,23 @@ _QUEUE = """
     else if (Date.now() >= shownUntil) note("");
     else w.setTimeout(() => { if (!w.__preflabQueue.length) note(""); }, shownUntil - Date.now());
   };
+  // the Undo button's countdown, in the browser: a server rerun a second per voter cost far more
+  let undoTimer = 0;
+  w.__preflabUndo = (left) => {
+    const end = Date.now() + 1000 * left;
+    w.clearInterval(undoTimer);
+    const tick = () => {
+      const b = doc.querySelector(".st-key-undo button");
+      if (!b) { w.clearInterval(undoTimer); return; }
+      const s = Math.round((end - Date.now()) / 1000);
+      const walk = doc.createTreeWalker(b, NodeFilter.SHOW_TEXT);
+      for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+        if (t.nodeValue.startsWith("Undo (")) t.nodeValue = s > 0 ? "Undo (" + s + " s left)" : "Undo (window closed)";
+      }
+      if (s <= 0) { b.disabled = true; w.clearInterval(undoTimer); }
+    };
+    undoTimer = w.setInterval(tick, 1000);
+  };
   w.addEventListener("keydown", (e) => {
     const key = (e.key || "").toLowerCase();
     if (!w.__preflabKeys || !(key in w.__preflabKeys) || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -106,3 +123,12 @@ def keyboard_queue(keys: dict[str, str]) -> None:
 
             components.html(_IFRAME % json.dumps(script), height=0)
         st.html(f'<span data-preflab-run="{run}"></span>')
+
+
+def undo_countdown(seconds_left: float, vote_id: object) -> None:
+    """Count the Undo button's label down in the browser (the key queue's script does it), from
+    ``seconds_left``; ``vote_id`` makes each vote's element new. Without JavaScript in st.html (Streamlit
+    < 1.50) the label stays as drawn; the server enforces the window either way."""
+    if "unsafe_allow_javascript" in inspect.signature(st.html).parameters:
+        st.html(f"<script>/* vote {json.dumps(str(vote_id))} */ window.__preflabUndo && "
+                f"window.__preflabUndo({seconds_left:.1f})</script>", unsafe_allow_javascript=True)

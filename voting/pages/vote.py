@@ -28,7 +28,7 @@ from voting.pages.common import (
     guarded,
     pick_dataset,
 )
-from voting.pages.keyboard import keyboard_queue
+from voting.pages.keyboard import keyboard_queue, undo_countdown
 from voting.pages.voter_gate import open_rate_ok, voter_gate
 from voting.store import (
     DuplicateVote,
@@ -180,16 +180,6 @@ def _criteria(dataset: str, mine: int) -> bool:
     return True
 
 
-def _undo_button(cfg: AppConfig, at: float) -> None:
-    left = cfg.undo_seconds - (time.time() - at)
-    if st.button(f"Undo ({left:.0f} s left)" if left > 0 else "Undo (window closed)", on_click=_undo,
-                 shortcut="u", disabled=left <= 0, key="undo", icon=":material/undo:"):
-        st.rerun(scope="app")  # a click inside a fragment reruns only that fragment; the vote form comes back
-    if left <= 0 and st.session_state.get("_undo_ticking"):
-        st.session_state["_undo_ticking"] = False
-        st.rerun()  # the whole page, so the once-a-second redraw stops
-
-
 def _after_vote(cfg: AppConfig) -> None:
     last = st.session_state["last_vote"]
     rnd = last["round"]
@@ -199,10 +189,12 @@ def _after_vote(cfg: AppConfig) -> None:
         a.markdown(f"**A** was {code_span(rnd['left'])}")
         b.markdown(f"**B** was {code_span(rnd['right'])}")
     c1, c2 = st.columns(2)
-    ticking = cfg.undo_seconds - (time.time() - last["at"]) > 0
-    st.session_state["_undo_ticking"] = ticking
-    with c1:  # the Undo button counts its window down (redrawn once a second while the window is open)
-        st.fragment(_undo_button, run_every=1.0 if ticking else None)(cfg, last["at"])
+    left = cfg.undo_seconds - (time.time() - last["at"])
+    with c1:  # the browser counts the window down (no rerun a second); the server decides whether undo is in time
+        st.button(f"Undo ({left:.0f} s left)" if left > 0 else "Undo (window closed)", on_click=_undo,
+                  shortcut="u", disabled=left <= 0, key="undo", icon=":material/undo:")
+        if left > 0:
+            undo_countdown(left, last["id"])
     c2.button("Next", on_click=_next, shortcut="n", type="primary", key="next", icon=":material/skip_next:")
 
 
