@@ -184,17 +184,18 @@ async def drive(base: str, tokens: list[str], seconds: float, think: tuple[float
     return out
 
 
-def chromium_cpu() -> dict[int, float]:
+def chromium_cpu() -> dict[tuple[int, str], float]:
     """CPU seconds (user + system) of every Chromium process this process started (through Playwright's
-    driver): the browser, its renderers, GPU/compositor and utility processes; by process id."""
+    driver): the browser, its renderers, GPU/compositor and utility processes; by (process id, type)."""
     import psutil
 
     cpu = {}
     for proc in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
             if "chrom" in proc.name():
+                kind = next((a[7:] for a in proc.cmdline() if a.startswith("--type=")), "browser")
                 t = proc.cpu_times()
-                cpu[proc.pid] = t.user + t.system
+                cpu[proc.pid, kind] = t.user + t.system
     return cpu
 
 
@@ -219,7 +220,10 @@ def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[flo
                                 lambda: marks.update(cpu1=server.cpu_times(), b1=chromium_cpu(), t1=time.monotonic())))
         cpu0, cpu1, wall = marks["cpu0"], marks["cpu1"], marks["t1"] - marks["t0"]
         b0 = marks["b0"]
-        browser_cpu = sum(t - b0.get(pid, 0.0) for pid, t in marks["b1"].items())  # new processes: all their CPU
+        by_kind: dict[str, float] = {}
+        for key, t in marks["b1"].items():  # a process new in the window: all its CPU
+            by_kind[key[1]] = by_kind.get(key[1], 0.0) + t - b0.get(key, 0.0)
+        browser_cpu = sum(by_kind.values())
         stored = count_rows(open_store(url)) - before
     finally:
         proc.terminate()
@@ -228,7 +232,8 @@ def step(url: str, app_root: Path, voters: int, seconds: float, think: tuple[flo
     votes = max(res["confirmed"], 1)
     return {"votes": res["confirmed"], "stored": stored, "per_min": res["confirmed"] / wall * 60,
             "vote": res["vote"], "next": res["next"], "cpu_ms": 1000 * cpu / votes, "cpu_share": cpu / wall,
-            "browser_ms": 1000 * browser_cpu / votes, "browser_share": browser_cpu / wall}
+            "browser_ms": 1000 * browser_cpu / votes, "browser_share": browser_cpu / wall,
+            "browser_by_kind": {k: 1000 * v / votes for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])}}
 
 
 def _package(file: str) -> str:
@@ -410,6 +415,8 @@ def main() -> None:
                              f"{r['browser_ms']:.0f}", f"{r['cpu_share']:.0%}", f"{r['browser_share']:.0%}",
                              r["votes"] - r["stored"]])
                 print("| " + " | ".join(map(str, rows[-1])) + " |", flush=True)  # each step as it ends
+                print("  browser CPU per vote by process type (ms): " + ", ".join(
+                    f"{k} {v:.0f}" for k, v in r["browser_by_kind"].items()), flush=True)
             if not args.no_profile and args.app_root == ROOT:  # the last step's (most stored votes) is kept
                 profile = profile_one_vote(url)
     text = ""
