@@ -12,7 +12,6 @@ White (1982), Econometrica 50:1 (sandwich covariance).
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -20,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import arena._jax  # noqa: F401  (x64 + compilation cache)
+from arena._jax import stored_jit
 from arena.data import A_WINS, PairCounts
 from arena.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
 
@@ -196,7 +196,7 @@ def hessian(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEF
     return h.at[-1, -1].add(1.0) if ties == "half" else h
 
 
-@partial(jax.jit, static_argnames=("ties",))
+@stored_jit(static_argnames=("ties",))
 def conditioned_hessian(x: jax.Array, data: PairData, ties: str = "half",
                         ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """:func:`hessian` plus ``c * 1 1^T`` on the strength block, ``c`` = mean diagonal / K.
@@ -226,7 +226,7 @@ def score_outer(x: jax.Array, data: PairData, ties: str = "half") -> jax.Array:
     return _assemble(data, n, jnp.sum(c * g_d * g_d, -1), jnp.sum(c * g_d * g_p, -1), jnp.sum(c * g_p * g_p, -1))
 
 
-@partial(jax.jit, static_argnames=("ties", "max_iter"))
+@stored_jit(static_argnames=("ties", "max_iter"))
 def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAULT_RIDGE,
         tol: float = 1e-9, max_iter: int = 100) -> Fit:
     """Newton's method with step halving on :func:`loss`; stops when ``max|grad| < tol * (1 + n_battles)``.
@@ -264,7 +264,7 @@ def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAUL
     return Fit(x, it, done)
 
 
-@partial(jax.jit, static_argnames=("ties",))
+@stored_jit(static_argnames=("ties",))
 def sandwich_covariance(x: jax.Array, data: PairData, ties: str = "half",
                         ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """Robust covariance ``H^-1 B H^-1`` of ``x`` (White 1982), B summed over battles via their cells.

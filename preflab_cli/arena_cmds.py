@@ -374,11 +374,13 @@ def rank(
     battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"))
     timings.lap("read")
     jax_imported.join()
+    import arena._jax
     from arena.hygiene import parse_filters
     from arena.leaderboard import fit_leaderboard
     from arena.rank_output import bootstrap_progress, rich_table
     from preflab.io import write_table
 
+    arena._jax.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
     timings.lap("imports")
     if judge_battles is not None:  # issue 15: judge-assisted leaderboard
         from preflab_cli.judge_assist import rank_with_judge

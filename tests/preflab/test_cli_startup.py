@@ -1,9 +1,10 @@
-"""What keeps a warm ``preflab rank`` fast (issue 16): no scipy.sparse import on a connected arena, a
-bounded number of compiled programs (each costs a trace and a cache load on every run), and the
-``PREFLAB_TIMINGS`` breakdown that benchmarks/bench_rank.py reads."""
+"""What keeps a warm ``preflab rank`` fast (issue 16): stored programs (nothing of ours traced on a warm
+run), no scipy.sparse import on a connected arena, and the ``PREFLAB_TIMINGS`` breakdown that
+benchmarks/bench_rank.py reads."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -43,21 +44,45 @@ def test_reaches_all_gives_up_on_a_long_chain() -> None:
     assert reaches_all(k, dst, src, max_steps=k) is False
 
 
-def test_warm_rank_loads_no_scipy_sparse_compiles_few_programs_and_reports_its_parts(tmp_path: Path) -> None:
-    code = ("import sys, jax.monitoring\n"
-            "seen = []\n"
-            "jax.monitoring.register_event_listener(lambda e, **k: seen.append(e))\n"
-            "from preflab_cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print('compiled', seen.count('/jax/compilation_cache/compile_requests_use_cache'),\n"
-            "      'scipy.sparse' in sys.modules, file=sys.stderr)\n")
-    env = {"PREFLAB_CACHE": str(tmp_path), "PREFLAB_TIMINGS": "1", "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-c", code, "rank", str(DEMO), "--ci", "both", "--bootstrap", "20"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600,
-                         env={**__import__("os").environ, **env})
-    assert res.returncode == 0, res.stderr
-    # fit, Hessian, sandwich, bootstrap refits: a new jitted step on this path costs every warm run
-    assert re.search(r"^compiled [1-4] False$", res.stderr, re.M), res.stderr
-    line = next(x for x in res.stderr.splitlines() if x.startswith("timings: "))
+RUN = """import sys, jax.monitoring
+compiled, traced = [], set()
+jax.monitoring.register_event_listener(lambda e, **k: compiled.append(e))
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, s, **k: traced.add(k.get("fun_name")) if e.endswith("jaxpr_trace_duration") else None)
+from preflab_cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("compiled", compiled.count("/jax/compilation_cache/compile_requests_use_cache"), file=sys.stderr)
+print("traced", sorted(traced - {"solve", "call_exported"}), file=sys.stderr)
+print("scipy.sparse", "scipy.sparse" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path: Path) -> None:
+    """The second run loads the stored programs: nothing of ours is traced, at most four programs are
+    fetched from the compilation cache, the table is the same, and the timings line names each part."""
+    env = {**os.environ, "PREFLAB_CACHE": str(tmp_path), "PREFLAB_TIMINGS": "1", "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.run([sys.executable, "-c", RUN, "rank", str(DEMO), "--ci", "both", "--bootstrap", "20"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=600, env=env) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    cold, warm = runs
+    assert "traced ['fit', 'refit_signed_chunk', 'sandwich_covariance']" in cold.stderr  # (the Hessian in fit)
+    assert "traced []" in warm.stderr, warm.stderr
+    assert re.search(r"^compiled [1-4]$", warm.stderr, re.M), warm.stderr
+    assert "scipy.sparse False" in warm.stderr
+    assert warm.stdout == cold.stdout
+    line = next(x for x in warm.stderr.splitlines() if x.startswith("timings: "))
     names = re.findall(r"(?:^timings: |; )([A-Za-z +]+) [0-9.]+ s \(cpu [0-9.]+\)", line)
     assert names == ["start", "read", "imports", "fit + CIs", "output", "total"], line
+
+
+def test_stored_programs_are_off_in_the_library_and_after_a_command() -> None:
+    import arena._jax
+    from preflab_cli import main
+
+    assert arena._jax.STORE_PROGRAMS is False
+    with pytest.raises(SystemExit):
+        main(["rank", str(DEMO), "--ci", "sandwich", "--output", "/nonexistent/dir/x.csv"])
+    assert arena._jax.STORE_PROGRAMS is False
