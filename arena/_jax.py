@@ -59,14 +59,15 @@ class StoredJit:
         self.names = list(inspect.signature(jitted).parameters)
         self.name = f"{jitted.__module__}.{jitted.__name__}"
         self.loaded: dict[str, object] = {}
+        self.broken = False
         self.__doc__, self.__name__, self.__wrapped__ = jitted.__doc__, jitted.__name__, jitted
 
     def __call__(self, *args, **kwargs):
-        if STORE_PROGRAMS:
+        if STORE_PROGRAMS and not self.broken:
             try:
                 found = self._stored(args, kwargs)
             except Exception:  # noqa: BLE001  (a cache problem must never break a fit)
-                found = None
+                found, self.broken = None, True  # (and is not retried on every call)
             if found is not None:
                 key, program, dyn_args, dyn_kwargs = found
                 try:

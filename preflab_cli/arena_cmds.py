@@ -371,9 +371,11 @@ def rank(
     timings = Timings()
     jax_imported = import_jax_in_background()  # overlaps reading the file (issue 16: warm rank in 2 s)
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
-    battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"))
-    timings.lap("read")
-    jax_imported.join()
+    try:
+        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"))
+    finally:  # also on bad input: no exit while a thread is still importing
+        timings.lap("read")
+        jax_imported.join()
     import arena._jax
     from arena.hygiene import parse_filters
     from arena.leaderboard import fit_leaderboard
