@@ -12,6 +12,7 @@ import typer
 
 from preflab.errors import InputError
 from preflab.io import is_stdout
+from preflab_cli import common
 from preflab_cli.common import app, console, err, fail, report_console
 
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (Chatbot Arena) or llmfao.")]
@@ -428,6 +429,7 @@ def rank(
             err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
     timings.lap("output")
     timings.report()
+    common.FAST_EXIT = True  # all written, closed and flushed: skip the interpreter teardown
 
 
 # ------------------------------------------------------------------------------------- end of issue 3 block
