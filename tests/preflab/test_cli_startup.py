@@ -86,3 +86,17 @@ def test_stored_programs_are_off_in_the_library_and_after_a_command() -> None:
     with pytest.raises(SystemExit):
         main(["rank", str(DEMO), "--ci", "sandwich", "--output", "/nonexistent/dir/x.csv"])
     assert arena._jax.STORE_PROGRAMS is False
+
+
+def test_the_console_script_skips_teardown_but_writes_everything(tmp_path: Path) -> None:
+    """After ``rank`` the console script ends the process without the interpreter's teardown: the table on
+    stdout, the file and the stderr lines must all be there, and the exit status 0."""
+    out = tmp_path / "board.csv"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFLAB_TIMINGS": "1"}
+    res = subprocess.run([sys.executable, "-c", "from preflab_cli import main; main()", "rank", str(DEMO),
+                          "--bootstrap", "20", "--output", str(out)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=600, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "Leaderboard" in res.stdout and res.stdout.rstrip().endswith("┘")
+    assert f"wrote {out}" in res.stderr and res.stderr.rstrip().splitlines()[-1].startswith("timings: ")
+    assert len(out.read_text().splitlines()) == 6  # header + 5 models
