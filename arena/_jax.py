@@ -47,7 +47,7 @@ _ready: list[bool] = []
 class StoredJit:
     """A jitted function that, with :data:`STORE_PROGRAMS` on, keeps each program it runs as a
     ``jax.export`` module in the cache folder and calls that on later runs: a warm CLI run skips
-    tracing and lowering our Python (~0.5 s of a 2 s run), and XLA's compilation cache still skips
+    tracing and lowering our Python (most of the ~0.8 s JAX overhead of a warm run), and XLA's cache still skips
     compiling. Keyed by the function, its static arguments, the arguments' shapes and dtypes, JAX's
     version, the platform and a hash of arena's sources (an edit invalidates it). Calls under tracing,
     with sharded arguments, or anything that fails fall back to the plain jitted call."""
