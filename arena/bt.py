@@ -12,7 +12,6 @@ White (1982), Econometrica 50:1 (sandwich covariance).
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -20,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import arena._jax  # noqa: F401  (x64 + compilation cache)
+from arena._jax import stored_jit
 from arena.data import A_WINS, PairCounts
 from arena.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
 
@@ -124,8 +124,11 @@ def outcome_derivatives(d: jax.Array, psi: jax.Array, ties: str):
 
     one, zero = jnp.ones_like(d), jnp.zeros_like(d)
     logp, g_d = jax.jvp(f, (d, psi_b), (one, zero))
-    g_p = first(d, psi_b, zero, one)
     h_dd = jax.jvp(lambda a: first(a, psi_b, one, zero), (d,), (one,))[1]
+    if ties == "half":  # psi does not enter: its derivatives are exactly zero (and tracing them is slow)
+        none = jnp.zeros_like(g_d)
+        return logp, g_d, none, h_dd, none, none
+    g_p = first(d, psi_b, zero, one)
     h_dp = jax.jvp(lambda b: first(d, b, one, zero), (psi_b,), (one,))[1]
     h_pp = jax.jvp(lambda b: first(d, b, zero, one), (psi_b,), (one,))[1]
     return logp, g_d, g_p, h_dd, h_dp, h_pp
@@ -137,9 +140,13 @@ def _pair_derivatives(x: jax.Array, data: PairData, ties: str):
 
 
 def assemble(i: jax.Array, j: jax.Array, size: int, m_dd, m_dp, m_pp) -> jax.Array:
-    """Map per-row 2x2 blocks in (d, psi) onto a size x size matrix, d = theta_i - theta_j, psi = last."""
+    """Map per-row 2x2 blocks in (d, psi) onto a size x size matrix, d = theta_i - theta_j, psi = last.
+
+    ``m_dp = m_pp = None``: no psi terms (half ties), the same matrix with five fewer scatters to trace."""
     out = jnp.zeros((size, size))
     out = out.at[i, i].add(m_dd).at[j, j].add(m_dd).at[i, j].add(-m_dd).at[j, i].add(-m_dd)
+    if m_dp is None:
+        return out
     out = out.at[i, -1].add(m_dp).at[-1, i].add(m_dp).at[j, -1].add(-m_dp).at[-1, j].add(-m_dp)
     return out.at[-1, -1].add(jnp.sum(m_pp))
 
@@ -181,12 +188,15 @@ def hessian(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEF
     n = x.shape[0] - 1
     _, _, _, h_dd, h_dp, h_pp = _pair_derivatives(x, data, ties)
     c = data.counts
-    h = _assemble(data, n, -jnp.sum(c * h_dd, -1), -jnp.sum(c * h_dp, -1), -jnp.sum(c * h_pp, -1))
+    if ties == "half":  # no psi terms: they are zeros
+        h = _assemble(data, n, -jnp.sum(c * h_dd, -1), None, None)
+    else:
+        h = _assemble(data, n, -jnp.sum(c * h_dd, -1), -jnp.sum(c * h_dp, -1), -jnp.sum(c * h_pp, -1))
     h = h + ridge * jnp.diag(jnp.ones(n + 1).at[-1].set(0.0))
     return h.at[-1, -1].add(1.0) if ties == "half" else h
 
 
-@partial(jax.jit, static_argnames=("ties",))
+@stored_jit(static_argnames=("ties",))
 def conditioned_hessian(x: jax.Array, data: PairData, ties: str = "half",
                         ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """:func:`hessian` plus ``c * 1 1^T`` on the strength block, ``c`` = mean diagonal / K.
@@ -210,13 +220,13 @@ def score_outer(x: jax.Array, data: PairData, ties: str = "half") -> jax.Array:
     """The sandwich 'meat': sum over battles of the per-battle score outer product, summed per cell."""
     n = x.shape[0] - 1
     _, g_d, g_p, *_ = _pair_derivatives(x, data, ties)
-    if ties == "half":
-        g_p = jnp.zeros_like(g_p)
     c = data.counts
+    if ties == "half":  # psi is pinned, not fitted: no psi terms
+        return _assemble(data, n, jnp.sum(c * g_d * g_d, -1), None, None)
     return _assemble(data, n, jnp.sum(c * g_d * g_d, -1), jnp.sum(c * g_d * g_p, -1), jnp.sum(c * g_p * g_p, -1))
 
 
-@partial(jax.jit, static_argnames=("ties", "max_iter"))
+@stored_jit(static_argnames=("ties", "max_iter"))
 def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAULT_RIDGE,
         tol: float = 1e-9, max_iter: int = 100) -> Fit:
     """Newton's method with step halving on :func:`loss`; stops when ``max|grad| < tol * (1 + n_battles)``.
@@ -254,7 +264,7 @@ def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAUL
     return Fit(x, it, done)
 
 
-@partial(jax.jit, static_argnames=("ties",))
+@stored_jit(static_argnames=("ties",))
 def sandwich_covariance(x: jax.Array, data: PairData, ties: str = "half",
                         ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """Robust covariance ``H^-1 B H^-1`` of ``x`` (White 1982), B summed over battles via their cells.

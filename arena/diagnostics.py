@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from arena.counts import reaches_all
 from arena.data import PairCounts, warn_if_disconnected
 
 
@@ -139,6 +140,9 @@ def separation(models: Sequence[str], i: np.ndarray, j: np.ndarray, counts: np.n
     """None when Ford's condition holds for pair counts (P, 3); else the groups in dominance order."""
     k = len(models)
     src, dst, w = beat_edges(i, j, counts)
+    beat = w > 0
+    if k <= 1 or (reaches_all(k, src[beat], dst[beat]) and reaches_all(k, dst[beat], src[beat])):
+        return None  # strongly connected: every model reaches model 0 and is reached from it
     labels = strong_groups(k, src, dst, w)[0]
     if (labels == labels[0]).all():
         return None

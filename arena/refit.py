@@ -26,6 +26,7 @@ import numpy as np
 
 import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
+from arena._jax import stored_jit
 
 DENSE_MAX_MODELS = 4096
 """Above this a (K, K) matrix per replicate (and H^-1) is too large to be worth it."""
@@ -177,7 +178,7 @@ def refit_dense_chunk(n: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.A
     return _chord(n, s, x_hat, h_inv, ridge, tol, max_iter)
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@stored_jit(static_argnames=("max_iter",))
 def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.Array,
                        ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 50):
     """:func:`refit_dense_chunk` from signed battles ``m`` (R, K, K) and scores ``s`` (R, K)

@@ -1,7 +1,11 @@
-"""What every ``preflab`` command shares: the root Typer app, the two consoles, and exiting on bad input."""
+"""What every ``preflab`` command shares: the root Typer app, the two consoles, exiting on bad input, and
+the start-up helpers of the computing commands (JAX imported in the background, per-part timings)."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -29,6 +33,9 @@ if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside
 
 #: Set by ``preflab --debug``: errors a command would print as one line are raised instead (with traceback).
 DEBUG = False
+#: Set by a command that has written and flushed everything: the console script then ends the process
+#: without the interpreter's teardown, which after JAX takes 0.3-0.9 s (its backends, ~1,300 modules).
+FAST_EXIT = False
 
 
 def fail(error: object, status: int = 2) -> NoReturn:
@@ -43,3 +50,60 @@ def fail(error: object, status: int = 2) -> NoReturn:
 def report_console(output: str | Path | None) -> Console:
     """Where a command prints its human-readable report: stderr when its data goes to stdout (``-``)."""
     return err if is_stdout(output) else console
+
+
+def import_jax_in_background() -> threading.Thread:
+    """Start importing JAX and the fitting modules in a thread, and load what the first compilation-cache
+    lookup needs (the MLIR dialects, LAPACK's kernels: ~0.3 s), so that it overlaps reading the data,
+    which mostly runs outside the GIL (pyarrow, numpy). ``join()`` the thread before fitting; a failure is
+    left for the main thread's own import to raise, with its traceback."""
+
+    def work() -> None:
+        try:
+            import arena.leaderboard  # noqa: F401  (and arena._jax: x64 and the compilation cache)
+            from arena._jax import load_lowering_libraries
+
+            load_lowering_libraries()
+        except Exception:  # noqa: BLE001, S110  (the main thread imports again and reports it)
+            pass
+
+    thread = threading.Thread(target=work, name="preflab-import-jax", daemon=True)
+    thread.start()
+    return thread
+
+
+class Timings:
+    """``PREFLAB_TIMINGS=1``: a command reports where its time went, wall and CPU seconds per part, as one
+    stderr line (``benchmarks/bench_rank.py`` reads it). ``start`` is from the process's start (Linux) to
+    the command's first line: the interpreter, the CLI's imports and parsing the options."""
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("PREFLAB_TIMINGS", "") not in ("", "0")
+        self.parts: list[tuple[str, float, float]] = []
+        self.last = (time.perf_counter(), time.process_time())
+        if self.enabled:
+            self.parts.append(("start", _process_age(), self.last[1]))
+
+    def lap(self, part: str) -> None:
+        """Close ``part``: the time since the previous lap."""
+        if self.enabled:
+            now = (time.perf_counter(), time.process_time())
+            self.parts.append((part, now[0] - self.last[0], now[1] - self.last[1]))
+            self.last = now
+
+    def report(self) -> None:
+        if self.enabled:
+            total = (sum(w for _, w, _ in self.parts), time.process_time())
+            err.print("timings: " + "; ".join(f"{name} {w:.3f} s (cpu {c:.3f})" for name, w, c in
+                                              [*self.parts, ("total", *total)]), highlight=False, soft_wrap=True)
+
+
+def _process_age() -> float:
+    """Seconds since this process started (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = float(f.read().rpartition(")")[2].split()[19])
+        with open("/proc/uptime") as f:
+            return max(0.0, float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0

@@ -1,0 +1,102 @@
+"""What keeps a warm ``preflab rank`` fast (issue 16): stored programs (nothing of ours traced on a warm
+run), no scipy.sparse import on a connected arena, and the ``PREFLAB_TIMINGS`` breakdown that
+benchmarks/bench_rank.py reads."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from arena.counts import reaches_all
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "data" / "demo" / "battles.jsonl"
+
+
+def scipy_strongly_connected(k: int, src: np.ndarray, dst: np.ndarray) -> bool:
+    graph = coo_matrix((np.ones(src.size), (src, dst)), shape=(k, k))
+    return connected_components(graph, directed=True, connection="strong")[0] == 1
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_reaches_all_both_ways_is_strong_connectivity(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 30))
+    n_edges = int(rng.integers(0, 3 * k))
+    src, dst = rng.integers(0, k, n_edges), rng.integers(0, k, n_edges)
+    ours = reaches_all(k, src, dst, max_steps=k + 1) and reaches_all(k, dst, src, max_steps=k + 1)
+    assert ours == scipy_strongly_connected(k, src, dst)
+
+
+def test_reaches_all_gives_up_on_a_long_chain() -> None:
+    k = 100
+    src, dst = np.arange(k - 1), np.arange(1, k)
+    assert reaches_all(k, src, dst, max_steps=10) is None  # the caller then asks scipy
+    assert reaches_all(k, src, dst, max_steps=k) is True
+    assert reaches_all(k, dst, src, max_steps=k) is False
+
+
+RUN = """import sys, jax.monitoring
+compiled, traced = [], set()
+jax.monitoring.register_event_listener(lambda e, **k: compiled.append(e))
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, s, **k: traced.add(k.get("fun_name")) if e.endswith("jaxpr_trace_duration") else None)
+from preflab_cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("compiled", compiled.count("/jax/compilation_cache/compile_requests_use_cache"), file=sys.stderr)
+print("traced", sorted(traced - {"solve", "call_exported"}), file=sys.stderr)
+print("scipy.sparse", "scipy.sparse" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path: Path) -> None:
+    """The second run loads the stored programs: nothing of ours is traced, at most four programs are
+    fetched from the compilation cache, the table is the same, and the timings line names each part."""
+    env = {**os.environ, "PREFLAB_CACHE": str(tmp_path), "PREFLAB_TIMINGS": "1", "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.run([sys.executable, "-c", RUN, "rank", str(DEMO), "--ci", "both", "--bootstrap", "20"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=600, env=env) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    cold, warm = runs
+    assert "traced ['fit', 'refit_signed_chunk', 'sandwich_covariance']" in cold.stderr  # (the Hessian in fit)
+    assert "traced []" in warm.stderr, warm.stderr
+    assert re.search(r"^compiled [1-4]$", warm.stderr, re.M), warm.stderr
+    assert "scipy.sparse False" in warm.stderr
+    assert warm.stdout == cold.stdout
+    line = next(x for x in warm.stderr.splitlines() if x.startswith("timings: "))
+    names = re.findall(r"(?:^timings: |; )([A-Za-z +]+) [0-9.]+ s \(cpu [0-9.]+\)", line)
+    assert names == ["start", "read", "imports", "fit + CIs", "output", "total"], line
+
+
+def test_stored_programs_are_off_in_the_library_and_after_a_command() -> None:
+    import arena._jax
+    from preflab_cli import main
+
+    assert arena._jax.STORE_PROGRAMS is False
+    with pytest.raises(SystemExit):
+        main(["rank", str(DEMO), "--ci", "sandwich", "--output", "/nonexistent/dir/x.csv"])
+    assert arena._jax.STORE_PROGRAMS is False
+
+
+def test_the_console_script_skips_teardown_but_writes_everything(tmp_path: Path) -> None:
+    """After ``rank`` the console script ends the process without the interpreter's teardown: the table on
+    stdout, the file and the stderr lines must all be there, and the exit status 0."""
+    out = tmp_path / "board.csv"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFLAB_TIMINGS": "1"}
+    res = subprocess.run([sys.executable, "-c", "from preflab_cli import main; main()", "rank", str(DEMO),
+                          "--bootstrap", "20", "--output", str(out)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=600, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "Leaderboard" in res.stdout and res.stdout.rstrip().endswith("┘")
+    assert f"wrote {out}" in res.stderr and res.stderr.rstrip().splitlines()[-1].startswith("timings: ")
+    assert len(out.read_text().splitlines()) == 6  # header + 5 models
