@@ -4,7 +4,9 @@ Each reader gives the raw frame that the whole-file readers of :mod:`arena.data`
 so :func:`arena.data.validate` sees the same values and names the same file, line and field. With a ``keep``
 set (``load_battles(..., lean=True)``) every chunk is cut, before the next is read, to the columns the
 statistics read (names and labels as categoricals) and ``conv_metadata`` to its style totals; peak memory is
-then the typed columns plus one chunk, not the file's text as Python objects.
+then the typed columns plus one chunk, not the file's text as Python objects. Numeric columns that validation
+checks but the command does not read (``tstamp``, style totals: ``need``) are checked chunk by chunk and
+dropped; on a problem the reader declines, and the full read reports it in its words.
 
 A reader returns None when its input is anything unusual (a parse error, bad bytes, a renamed style column,
 mixed JSON types...): the caller then runs the exact whole-file reader, which reports the problem as before.

@@ -269,8 +269,9 @@ def test_columns_left_out_are_still_checked(tmp_path, name):
             with small_chunks():
                 full, slim = outcome(path, on_error=on_error), outcome(path, on_error=on_error, lean=True, need=())
             assert_same(slim, full, lean_b=True, need=())
-            text_meta = what != "json" or name.endswith((".csv", ".parquet"))  # JSON: a string is no metadata
-            assert isinstance(full, str) == (on_error == "raise" and text_meta), full
+            tabular = name.endswith((".csv", ".parquet"))  # JSON: a string is no metadata; bad JSON text always raises
+            assert isinstance(full, str) == (on_error == "raise" and (what != "json" or tabular)
+                                             or what == "json" and tabular), full
     path = write(arena_records(60), tmp_path / name)
     with whole_file_readers():
         before = data.load_battles(path)
