@@ -53,6 +53,9 @@ STYLE_COLUMNS: tuple[str, ...] = (
 """Per-side style totals from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` summed)."""
 REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
 OPTIONAL_TEXT: tuple[str, ...] = ("judge", "question_id", "category", "language")
+NUMBER_RANGES: dict[str, tuple[str, float, float]] = {
+    "tstamp": ("seconds since the epoch", 0.0, 1e11), **{c: ("a style count", 0.0, 1e12) for c in STYLE_COLUMNS}}
+"""The numeric columns validation checks: what each holds and its allowed range."""
 
 OnError = Literal["raise", "skip"]
 
@@ -141,6 +144,7 @@ def load_battles(
     fmt: str | None = None,
     lean: bool = False,
     keep: Collection[str] = (),
+    need: Collection[str] | None = None,
 ) -> Battles:
     """Load and validate battles from JSON/JSONL (optionally .gz), CSV, Parquet or a DataFrame.
 
@@ -151,10 +155,12 @@ def load_battles(
     ``lean=True`` keeps only what the statistics read (the canonical, optional and style columns, plus the
     columns named in ``keep``, e.g. conversation text for style control): ``conv_metadata`` becomes its style
     totals and other columns are dropped chunk by chunk as the file is read, so memory stays near the typed
-    columns' size (issue 14). Validation, messages and every kept value are those of a full load.
+    columns' size (issue 14). ``need`` narrows that to the optional columns the caller reads (``()``: the model
+    names and outcomes only); ``tstamp`` and style totals it leaves out are still checked, chunk by chunk, so
+    validation, messages and every kept value are those of a full load (``line`` may be int32).
     """
     cmap = LAYOUTS[layout] if isinstance(layout, str) else layout
-    plan = readers.lean_plan(dict(cmap.columns), keep) if lean else None
+    plan = readers.lean_plan(dict(cmap.columns), keep, need) if lean else None
     if isinstance(source, pd.DataFrame):
         name, raw = "<dataframe>", source.copy()
         raw["line"] = np.arange(len(raw)) + 1
@@ -170,7 +176,7 @@ def load_battles(
         battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error)
     if not lean:
         return battles
-    keep_set = readers.lean_plan({}, keep).keep  # type: ignore[union-attr]  (canonical names, after renaming)
+    keep_set = readers.lean_plan({}, keep, need).keep  # type: ignore[union-attr]  (canonical names, after renaming)
     drop = [c for c in battles.df.columns if c != "line" and c not in keep_set]
     if drop:
         battles = Battles(battles.df.drop(columns=drop), battles.source, battles.skipped)
@@ -286,8 +292,8 @@ def _read_jsonl(path: Path, on_error: OnError, lean: readers.Lean | None = None)
     fast = _read_jsonl_arrow(path, lean)
     if fast is not None:
         return fast
-    if lean is not None:
-        lean.saw_metadata = False  # the fast path may have seen some before it declined
+    if lean is not None:  # the fast path may have seen metadata before it declined; this reader keeps (cannot
+        lean = readers.checks_kept(lean)  # decline on) the checked columns: load_battles drops them after validate
     return _read_jsonl_lines(path, on_error, lean)
 
 
@@ -372,8 +378,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         empty = np.append(np.asarray(labels[col] == ""), True)[codes[col]]  # code -1 (missing) -> True
         checks.append((col, "empty model name", "give every battle two model names", empty))
     names = sorted((set(labels["model_a"]) | set(labels["model_b"])) - {""})
-    model_codes = {c: np.append(pd.Index(names).get_indexer(labels[c]), -1)[codes[c]]
-                   for c in ("model_a", "model_b")}
+    model_codes = {c: _lookup(pd.Index(names).get_indexer(labels[c]))[codes[c]] for c in ("model_a", "model_b")}
     known = np.append(np.asarray(labels["winner"].isin(WINNERS)), False)[codes["winner"]]
     checks.append(("winner", "unknown winner label", f"use one of {list(WINNERS)} or map labels with a ColumnMap",
                    ~known))
@@ -382,13 +387,11 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     for col in ("model_a", "model_b"):
         df[col] = pd.Categorical.from_codes(model_codes[col], names)
     df["winner"] = pd.Categorical.from_codes(
-        np.append(pd.Index(WINNERS).get_indexer(labels["winner"]), -1)[codes["winner"]], list(WINNERS))
-    if "tstamp" in df:
-        checks += _number_checks(df["tstamp"], "tstamp", "seconds since the epoch", 0.0, 1e11)
+        _lookup(pd.Index(WINNERS).get_indexer(labels["winner"]))[codes["winner"]], list(WINNERS))
     _fill_style_columns(df)
-    for col in STYLE_COLUMNS:
+    for col in NUMBER_RANGES:
         if col in df:
-            checks += _number_checks(df[col], col, "a style count", 0.0, 1e12)
+            checks += _number_checks(df[col], col, *NUMBER_RANGES[col])
     bad_any = np.zeros(len(df), dtype=bool)
     for col, problem, hint, mask in checks:
         mask = mask & ~bad_any  # one reason per row: the first that applies
@@ -457,9 +460,19 @@ def _finalise(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _lookup(new_codes: np.ndarray) -> np.ndarray:
+    """A code -> new code table (with -1 -> -1 appended) in the smallest integer type: indexed by every row's
+    code, it makes a per-row array of that type, not of int64 (10M rows: 20 MB, not 80)."""
+    table = np.append(new_codes, -1)
+    return table.astype(np.min_scalar_type(-max(len(table), 2)))
+
+
 def _factorize_stripped(s: pd.Series) -> tuple[np.ndarray, pd.Index, np.ndarray | None]:
     """Row codes (-1 for missing), the stripped string label of each code, and the rows that hold a dict or
-    list instead of a name (None when there are none; those rows get code -1)."""
+    list instead of a name (None when there are none; those rows get code -1). A categorical's own codes
+    serve (no int64 copy per row); categories no row uses only add labels no code points to."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(), pd.Index([str(u).strip() for u in s.cat.categories], dtype=object), None
     not_text = None
     try:
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
@@ -516,7 +529,7 @@ def _fill_style_columns(df: pd.DataFrame) -> None:
                 df[col] = values
 
 
-def _style_from_metadata(meta: pd.Series) -> dict[str, np.ndarray]:
+def _style_from_metadata(meta: Collection) -> dict[str, np.ndarray]:
     """Totals per side from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` are summed).
 
     Float arrays (NaN where absent); a column with a value that is not a count becomes an object array

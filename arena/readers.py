@@ -4,7 +4,9 @@ Each reader gives the raw frame that the whole-file readers of :mod:`arena.data`
 so :func:`arena.data.validate` sees the same values and names the same file, line and field. With a ``keep``
 set (``load_battles(..., lean=True)``) every chunk is cut, before the next is read, to the columns the
 statistics read (names and labels as categoricals) and ``conv_metadata`` to its style totals; peak memory is
-then the typed columns plus one chunk, not the file's text as Python objects.
+then the typed columns plus one chunk, not the file's text as Python objects. Numeric columns that validation
+checks but the command does not read (``tstamp``, style totals: ``need``) are checked chunk by chunk and
+dropped; on a problem the reader declines, and the full read reports it in its words.
 
 A reader returns None when its input is anything unusual (a parse error, bad bytes, a renamed style column,
 mixed JSON types...): the caller then runs the exact whole-file reader, which reports the problem as before.
@@ -25,15 +27,22 @@ PARQUET_BATCH_BYTES = 4 << 20
 """Uncompressed bytes per Parquet batch: narrow files (names and winner only) read in a few large batches,
 since 20,000-row batches of them cost more in per-batch overhead than in memory."""
 
+PARQUET_READ_BUFFER = 1 << 20
 _META = "\x00meta:"  # prefix of the style totals read from conv_metadata, before the file-level decision
+
+
+class Decline(Exception):  # noqa: N818
+    """A chunked reader cannot give the exact frame cheaply (a checked column has a problem): read it whole."""
 
 
 @dataclass
 class Lean:
-    """What a lean load keeps: canonical column names (after the layout's renaming) and the renaming."""
+    """What a lean load keeps: canonical column names (after the layout's renaming), the renaming, and the
+    numeric columns it checks but drops (``tstamp``, style totals the command does not read)."""
 
     keep: frozenset[str]
     renames: dict[str, str]
+    checked: frozenset[str] = field(default=frozenset())
     saw_metadata: bool = field(default=False)
 
     def canonical(self, col: object) -> object:
@@ -43,16 +52,23 @@ class Lean:
         return col == "line" or self.canonical(col) in self.keep
 
 
-def lean_plan(renames: dict[str, str], extra: Collection[str] = ()) -> Lean | None:
-    """The columns the statistics (info, rank, filters, style control) read; None when the layout renames
-    ``conv_metadata`` or a style column (the exact reader handles that)."""
-    from arena.data import OPTIONAL_TEXT, REQUIRED, STYLE_COLUMNS
+def lean_plan(renames: dict[str, str], extra: Collection[str] = (), need: Collection[str] | None = None
+              ) -> Lean | None:
+    """The columns the statistics (info, rank, filters, style control) read, or the required ones plus ``need``;
+    None when the layout renames ``conv_metadata`` or a style column (the exact reader handles that)."""
+    from arena.data import NUMBER_RANGES, OPTIONAL_TEXT, REQUIRED, STYLE_COLUMNS
 
     touched = {"conv_metadata", *STYLE_COLUMNS}
     if touched & (set(renames) | set(renames.values())):
         return None
-    keep = frozenset((*REQUIRED, *OPTIONAL_TEXT, "tstamp", "anony", *STYLE_COLUMNS, *extra))
-    return Lean(keep, dict(renames))
+    optional = (*OPTIONAL_TEXT, "tstamp", "anony", *STYLE_COLUMNS) if need is None else tuple(need)
+    keep = frozenset((*REQUIRED, *optional, *extra))
+    return Lean(keep, dict(renames), frozenset(NUMBER_RANGES) - keep)
+
+
+def checks_kept(lean: Lean) -> Lean:
+    """The plan for a reader that cannot decline: checked columns kept (validated, then dropped by the caller)."""
+    return Lean(lean.keep | lean.checked, lean.renames)
 
 
 def _text_kept(lean: Lean) -> set[str]:
@@ -62,21 +78,43 @@ def _text_kept(lean: Lean) -> set[str]:
     return {*REQUIRED, *OPTIONAL_TEXT}
 
 
-def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True) -> pd.DataFrame:
-    """One chunk cut to the kept columns, ``conv_metadata`` replaced by its style totals (every style column,
-    under a private name: whether a flat column wins is decided for the whole file in :func:`finish`), and
-    (``categorize``: chunks that all have the same columns) names and labels as categoricals."""
+class _ParsedCells:
+    """A tabular file's ``conv_metadata`` JSON text, parsed one cell at a time as it is iterated (as
+    :func:`arena.data._parse_conv_metadata` would, without holding a chunk's dicts)."""
+
+    def __init__(self, cells: pd.Series, lines: pd.Series, name: str) -> None:
+        self.cells, self.lines, self.name = cells, lines, name
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __iter__(self) -> Iterator[object]:
+        from arena.data import _json_cell
+
+        for v, n in zip(self.cells, self.lines, strict=True):
+            yield _json_cell(v, self.name, n)
+
+
+def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text_of: Path | None = None
+           ) -> pd.DataFrame:
+    """One chunk cut to the kept columns, ``conv_metadata`` replaced by its kept style totals (under a private
+    name: whether a flat column wins is decided for the whole file in :func:`finish`), the checked columns
+    checked (:class:`Decline` on any problem) and dropped, and (``categorize``: chunks that all have the same
+    columns) names and labels as categoricals. ``text_of``: the file whose ``conv_metadata`` is JSON text."""
     if lean is None:
         return chunk
-    from arena.data import _style_from_metadata
+    from arena.data import STYLE_COLUMNS, _style_from_metadata
 
     attrs = chunk.attrs  # before pandas copies them (deeply): the JSONL reader appends to its list later
     if "conv_metadata" in chunk:
         lean.saw_metadata = True
-        totals = _style_from_metadata(chunk["conv_metadata"])
+        meta = chunk["conv_metadata"]
+        totals = _style_from_metadata(meta if text_of is None else _ParsedCells(meta, chunk["line"], str(text_of)))
         chunk = chunk.drop(columns="conv_metadata")
     else:
         totals = {}
+    by_name = {lean.canonical(c): c for c in chunk.columns}
+    check(lean, {col: chunk[by_name[col]] if col in by_name else totals.get(col) for col in lean.checked})
     chunk = chunk[[c for c in chunk.columns if lean.kept(c)]]
     text = _text_kept(lean)
     out = {}
@@ -86,14 +124,24 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True) -> p
                 and _all_text(s):
             s = s.astype("category")
         out[col] = s
-    from arena.data import STYLE_COLUMNS
-
     for col in STYLE_COLUMNS if lean.saw_metadata else ():  # a file without conv_metadata has no totals
-        out[_META + col] = pd.Series(totals[col] if col in totals else np.full(len(chunk), np.nan),
-                                     index=chunk.index)
+        if col in lean.keep:
+            out[_META + col] = pd.Series(totals[col] if col in totals else np.full(len(chunk), np.nan),
+                                         index=chunk.index)
     lean_chunk = pd.DataFrame(out, index=chunk.index)
     lean_chunk.attrs = attrs  # the JSONL reader's list of skipped lines travels with the chunks
     return lean_chunk
+
+
+def check(lean: Lean, values: dict[str, object]) -> None:
+    """:class:`Decline` when a checked column's values (a flat column wins over ``conv_metadata``'s totals, as in
+    :func:`arena.data.validate`; None: absent) have any problem that validation would report."""
+    from arena.data import NUMBER_RANGES, _number_checks
+
+    for col, v in values.items():
+        if v is not None and col in lean.checked and any(
+                m.any() for *_, m in _number_checks(pd.Series(v), col, *NUMBER_RANGES[col])):
+            raise Decline(col)
 
 
 def _all_text(s: pd.Series) -> bool:
@@ -137,7 +185,7 @@ def finish(df: pd.DataFrame, lean: Lean | None) -> pd.DataFrame:
     from arena.data import STYLE_COLUMNS
 
     meta = [c for c in df.columns if isinstance(c, str) and c.startswith(_META)]
-    fill = [c for c in STYLE_COLUMNS if c not in df and lean.saw_metadata]
+    fill = [c for c in STYLE_COLUMNS if c not in df and _META + c in df]
     out = df.drop(columns=meta)
     for col in fill:
         out[col] = df[_META + col].to_numpy()
@@ -190,9 +238,9 @@ def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
                              encoding_errors="strict", chunksize=CHUNK_ROWS)
         with reader:
             for chunk in reader:
-                chunk["line"] = np.arange(start, start + len(chunk))
+                chunk["line"] = np.arange(start, start + len(chunk), dtype=_line_type(lean))
                 start += len(chunk)
-                chunks.append(shrink(_parse_conv_metadata(chunk, path), lean))
+                chunks.append(_parse_conv_metadata(chunk, path) if lean is None else shrink(chunk, lean, text_of=path))
                 release_memory()
     except Exception:  # noqa: BLE001  (any problem: the exact reader names it)
         return None
@@ -220,13 +268,15 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
         names = [n for n in schema.names if not n.startswith("__index_level_")]
         kept = names
         if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
-            kept = [n for n in names if n == "conv_metadata" or lean.kept(n)]
+            kept = [n for n in names if n == "conv_metadata" or lean.kept(n) or lean.canonical(n) in lean.checked]
             text = _text_kept(lean)
             dictionary = [n for n in names if lean.canonical(n) in text
                           and (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
         else:
             dictionary = []
-        pf = pq.ParquetFile(path, read_dictionary=dictionary)
+        # no pre-buffering (it pins every row group's compressed column chunks until the end: 25 MB per 612,000
+        # rows) and buffered reads (a column chunk is read a MB at a time, not whole)
+        pf = pq.ParquetFile(path, read_dictionary=dictionary, pre_buffer=False, buffer_size=PARQUET_READ_BUFFER)
         chunks, start = [], 1
         for batch in pf.iter_batches(batch_size=parquet_batch_rows(pf.metadata), columns=names,
                                      use_pandas_metadata=False):
@@ -234,9 +284,9 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
             chunk = table.replace_schema_metadata(schema.metadata).to_pandas()
             del table, batch
             chunk.index = pd.RangeIndex(len(chunk))
-            chunk["line"] = np.arange(start, start + len(chunk))
+            chunk["line"] = np.arange(start, start + len(chunk), dtype=_line_type(lean))
             start += len(chunk)
-            chunks.append(shrink(_parse_conv_metadata(chunk, path), lean))
+            chunks.append(_parse_conv_metadata(chunk, path) if lean is None else shrink(chunk, lean, text_of=path))
             release_memory()
     except Exception:  # noqa: BLE001
         return None
@@ -246,6 +296,11 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     if schema.metadata and b"PANDAS_ATTRS" in schema.metadata:  # pandas.read_parquet restores df.attrs
         df.attrs = json.loads(schema.metadata[b"PANDAS_ATTRS"])
     return df
+
+
+def _line_type(lean: Lean | None) -> type:
+    """Lean frames number lines as int32 (a file has fewer than 2**31 lines; half the column's memory)."""
+    return np.int64 if lean is None else np.int32
 
 
 def parquet_batch_rows(meta) -> int:  # noqa: ANN001  (pyarrow.parquet.FileMetaData)
@@ -272,6 +327,15 @@ def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | None:
+    """:func:`_read_jsonl_arrow`; when a checked column has a problem, again with it kept (validation then sees
+    the values a full load sees, and reports them in its words)."""
+    try:
+        return _read_jsonl_arrow(path, lean)
+    except Decline:
+        return _read_jsonl_arrow(path, checks_kept(lean))  # type: ignore[arg-type]
+
+
+def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | None:
     """The fast path: Arrow's JSONL reader, columns typed in C++ (names as categoricals), no per-row dicts
     (a lean load: none at all; otherwise ``conv_metadata``'s, made a slice at a time). None when the file is
     anything but plain, strict, one-object-per-line JSONL (gzip, blank lines, NaN, mixed types, bad bytes,
@@ -299,13 +363,19 @@ def read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | Non
         return None
     columns = {}
     totals: list[dict[str, np.ndarray]] = []
+    flat = {lean.canonical(n) for n in table.column_names} if lean is not None else set()
     for name, col in zip(table.column_names, table.columns, strict=True):
         if lean is not None and name != "conv_metadata" and not lean.kept(name):
+            if lean.canonical(name) in lean.checked:
+                check(lean, {lean.canonical(name): _plain_column(col)})
             continue  # never read downstream (checked for NaN above)
         if name == "conv_metadata" and lean is not None and (pa.types.is_struct(col.type)
                                                              or pa.types.is_string(col.type)):
             lean.saw_metadata = True
-            totals = [_style_from_metadata(pd.Series(part, dtype=object)) for part in _dict_slices(col)]
+            for part in _dict_slices(col):
+                part_totals = _style_from_metadata(part)
+                check(lean, {c: v for c, v in part_totals.items() if c not in flat})
+                totals.append({c: v for c, v in part_totals.items() if c in lean.keep})
         elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             columns[name] = pc.dictionary_encode(col).to_pandas()
         elif pa.types.is_struct(col.type) and name == "conv_metadata":
@@ -316,16 +386,26 @@ def read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | Non
         else:
             columns[name] = col.to_pandas()
     df = pd.DataFrame(columns)
-    df["line"] = np.arange(1, len(df) + 1, dtype=np.int64)
-    if totals:
-        from arena.data import STYLE_COLUMNS
-
-        for c in STYLE_COLUMNS:
-            df[_META + c] = _concat_values([pd.Series(t[c]) for t in totals])
+    df["line"] = np.arange(1, len(df) + 1, dtype=_line_type(lean))
+    for c in totals[0] if totals else ():
+        df[_META + c] = _concat_values([pd.Series(t[c]) for t in totals])
     df.attrs["bad_json_lines"] = []
     del table, col
     release_memory()
     return finish(df, lean)
+
+
+def _plain_column(col) -> pd.Series:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    """An Arrow column as :func:`read_jsonl_arrow` converts it when it keeps it; :class:`Decline` where that
+    reader would decline (nested values)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return pc.dictionary_encode(col).to_pandas()
+    if pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
+        raise Decline("nested")
+    return col.to_pandas()
 
 
 def _dict_slices(col) -> Iterator[list]:

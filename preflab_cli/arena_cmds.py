@@ -20,15 +20,16 @@ SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, c
 
 
 def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False, lean: bool = False,
-                 keep: tuple[str, ...] = ()):
+                 keep: tuple[str, ...] = (), need: tuple[str, ...] | None = None):
     """Load battles for a command; print a clear error and exit 2 on bad input, report skipped rows.
 
-    ``lean``: keep only the columns the statistics read (plus ``keep``), for bounded memory (issue 14)."""
+    ``lean``: keep only the columns the statistics read (``need``: only these optional ones; plus ``keep``),
+    for bounded memory (issue 14)."""
     from arena.data import load_battles
 
     try:
         battles = load_battles(path, layout=layout, on_error="skip" if skip_bad_rows else "raise", lean=lean,
-                               keep=keep)
+                               keep=keep, need=need)
     except InputError as e:
         fail(e)
     if battles.skipped:
@@ -41,7 +42,7 @@ def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False
     """Validate a battles file and summarise it: rows, models, outcomes, graph components."""
     from arena.data import aggregate, comparison_components
 
-    battles = load_or_exit(path, layout, skip_bad_rows, lean=True)
+    battles = load_or_exit(path, layout, skip_bad_rows, lean=True, need=())  # names and outcomes only
     counts = aggregate(battles)
     comps = comparison_components(counts)
     outcomes = battles.df["winner"].value_counts().to_dict()
@@ -371,9 +372,13 @@ def rank(
 
     timings = Timings()
     jax_imported = import_jax_in_background()  # overlaps reading the file (issue 16: warm rank in 2 s)
+    from arena.data import STYLE_COLUMNS
+
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
+    # filters and judge matching read the optional columns; a plain fit reads names and outcomes (+ style)
+    need = None if filters or judge_battles is not None else STYLE_COLUMNS if style_control else ()
     try:
-        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"))
+        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
     finally:  # also on bad input: no exit while a thread is still importing
         timings.lap("read")
         jax_imported.join()

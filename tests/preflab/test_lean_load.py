@@ -95,17 +95,21 @@ def outcome(path: Path, **kw):
             return str(e)
 
 
-def lean_view(b: data.Battles) -> pd.DataFrame:
-    return b.df.drop(columns=[c for c in b.df.columns if c != "line" and c not in KEEP])
+def lean_view(b: data.Battles, need=None) -> pd.DataFrame:
+    keep = readers.lean_plan({}, (), need).keep  # type: ignore[union-attr]
+    return b.df.drop(columns=[c for c in b.df.columns if c != "line" and c not in keep])
 
 
-def assert_same(a, b, lean_b: bool = False) -> None:
+def assert_same(a, b, lean_b: bool = False, need=None) -> None:
     """Both the same InputError message, or the same battles (``b`` cut to the lean columns if asked)."""
     assert type(a) is type(b), (a, b)
     if isinstance(a, str):
         assert a == b
         return
-    pd.testing.assert_frame_equal(a.df, lean_view(b) if lean_b else b.df, check_exact=True)
+    if lean_b:  # the lean frame numbers lines as int32: the same numbers
+        assert a.df["line"].dtype in (np.int32, np.int64)
+        a = data.Battles(a.df.astype({"line": np.int64}), a.source, a.skipped)
+    pd.testing.assert_frame_equal(a.df, lean_view(b, need) if lean_b else b.df, check_exact=True)
     assert a.skipped == b.skipped and a.source == b.source
 
 
@@ -119,9 +123,13 @@ def test_valid_files_same_battles_in_every_reader(tmp_path, name):
         before = outcome(path)
     with small_chunks():  # 6 chunks: categories united, style totals decided for the whole file
         full, lean = outcome(path), outcome(path, lean=True)
+        slim, styled = outcome(path, lean=True, need=()), outcome(path, lean=True, need=data.STYLE_COLUMNS)
     assert isinstance(before, data.Battles), before
     assert_same(full, before)
     assert_same(lean, before, lean_b=True)
+    assert_same(slim, before, lean_b=True, need=())
+    assert_same(styled, before, lean_b=True, need=data.STYLE_COLUMNS)
+    assert list(slim.df.columns) == ["model_a", "model_b", "winner", "line"]
     assert "conv_metadata" not in lean.df and "conversation_a" not in lean.df and "score" not in lean.df
     assert lean.df["header_count_a"].tolist() == [float(i % 2 + 1) for i in range(23)]
     assert not any(lean.df[c].dtype == object for c in lean.df.columns)  # no per-row Python objects kept
@@ -206,9 +214,11 @@ def test_mutated_files_same_outcome_lean_full_and_whole_file(name, tmp_path_fact
                 before = outcome(path, on_error=on_error)
             with small_chunks():
                 full, lean = outcome(path, on_error=on_error), outcome(path, on_error=on_error, lean=True)
+                slim = outcome(path, on_error=on_error, lean=True, need=())
             if name.endswith((".csv", ".parquet")):
                 assert_same(full, before)
             assert_same(lean, full, lean_b=True)
+            assert_same(slim, full, lean_b=True, need=())
 
     check()
 
@@ -239,3 +249,32 @@ def test_parquet_batches_are_sized_by_bytes_per_row(tmp_path):
     wide.to_parquet(tmp_path / "wide.parquet")
     assert readers.parquet_batch_rows(pq.ParquetFile(tmp_path / "narrow.parquet").metadata) > 10 * readers.CHUNK_ROWS
     assert readers.parquet_batch_rows(pq.ParquetFile(tmp_path / "wide.parquet").metadata) == readers.CHUNK_ROWS
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_columns_left_out_are_still_checked(tmp_path, name):
+    """``need=()`` drops tstamp and the style totals, but a bad value there (in the last chunk) is still the
+    full load's error, or skipped row; and the leaderboard of a slim load is the full load's."""
+    from arena.leaderboard import fit_leaderboard
+
+    mutations = {"tstamp": lambda r: r.update(tstamp="soon"),
+                 "style": lambda r: r["conv_metadata"].update(header_count_a={"h1": "many"}),
+                 "flat": lambda r: r.update(bold_count_b=-3),
+                 "json": lambda r: r.update(conv_metadata="{not json")}
+    for what, mutate in mutations.items():
+        recs = arena_records()
+        mutate(recs[21])
+        path = write(recs, tmp_path / f"{what}-{name}")
+        for on_error in ("raise", "skip"):
+            with small_chunks():
+                full, slim = outcome(path, on_error=on_error), outcome(path, on_error=on_error, lean=True, need=())
+            assert_same(slim, full, lean_b=True, need=())
+            tabular = name.endswith((".csv", ".parquet"))  # JSON: a string is no metadata; bad JSON text always raises
+            assert isinstance(full, str) == (on_error == "raise" and (what != "json" or tabular)
+                                             or what == "json" and tabular), full
+    path = write(arena_records(60), tmp_path / name)
+    with whole_file_readers():
+        before = data.load_battles(path)
+    slim = data.load_battles(path, lean=True, need=())
+    a = fit_leaderboard(before, n_bootstrap=20, seed=1).table
+    pd.testing.assert_frame_equal(a, fit_leaderboard(slim, n_bootstrap=20, seed=1).table, check_exact=True)
