@@ -1,7 +1,8 @@
 """The ``preflab`` command line: thin shells over library calls, one module per package.
 
-:mod:`preflab_cli.arena_cmds` (statistics), :mod:`preflab_cli.judge_cmds` (``preflab judge ...``) and
-:mod:`preflab_cli.voting_cmds` (the app and its store). Each command parses, calls one library function
+:mod:`preflab_cli.arena_cmds` (statistics), :mod:`preflab_cli.rank_cmd` (``preflab rank``),
+:mod:`preflab_cli.judge_cmds` (``preflab judge ...``) and :mod:`preflab_cli.voting_cmds` (the app and its
+store). Each command parses, calls one library function
 and prints. Library imports happen inside commands, so ``preflab --help`` loads no JAX.
 """
 
@@ -12,7 +13,7 @@ import sys
 
 from preflab.errors import InputError
 from preflab.redact import redact
-from preflab_cli import arena_cmds, common, voting_cmds  # noqa: F401  (register their commands on app)
+from preflab_cli import arena_cmds, common, rank_cmd, voting_cmds  # noqa: F401  (register their commands on app)
 from preflab_cli.common import app, err
 from preflab_cli.judge_cmds import app as judge_app
 

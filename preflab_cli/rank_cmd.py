@@ -1,0 +1,125 @@
+"""``preflab rank``: battles -> Bradley-Terry leaderboard with bootstrap and/or sandwich intervals.
+
+Its own module (from :mod:`preflab_cli.arena_cmds`): the warm-start work of issue 16 (JAX imported while the
+file is read, stored programs, per-part timings, fast exit) lives with the one command that needs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from preflab.io import is_stdout
+from preflab_cli import common
+from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
+from preflab_cli.common import app, err, fail, report_console
+
+
+@app.command()
+def rank(
+    path: Path,
+    layout: LayoutOpt = "arena",
+    skip_bad_rows: SkipOpt = False,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (vmapped refits).")] = 1000,
+    ci: Annotated[str, typer.Option("--ci", help="bootstrap | sandwich | both")] = "bootstrap",
+    ties: Annotated[str, typer.Option("--ties", help="half | rao-kupper | davidson")] = "half",
+    style_control: Annotated[bool, typer.Option("--style-control", help="Adjust for length/markdown.")] = False,
+    anchor: Annotated[str | None, typer.Option("--anchor", help="Pin a model: NAME=RATING.")] = None,
+    level: Annotated[float, typer.Option("--level", help="Interval level.")] = 0.95,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    filters: Annotated[list[str] | None, typer.Option(
+        "--filter", help="category=A,B | language=X | exclude=M1,M2 | anony | daily-cap=N | dedup (repeatable)")] = None,
+    output: Annotated[Path | None, typer.Option("--output", help="Write the table: .csv, .json or .parquet.")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Forest plot of ratings: .png or .html.")] = None,
+    heatmap: Annotated[Path | None, typer.Option("--heatmap", help="Observed win-rate heatmap: .png/.html.")] = None,
+    scale: Annotated[float, typer.Option("--scale")] = 400.0,
+    base: Annotated[float, typer.Option("--base")] = 10.0,
+    init: Annotated[float, typer.Option("--init", help="Mean rating (or the anchor's default).")] = 1000.0,
+    weights: Annotated[str, typer.Option("--weights", help="multinomial | poisson resampling")] = "multinomial",
+    min_battles: Annotated[int, typer.Option("--min-battles", help="Warn below this many battles.")] = 10,
+    device: Annotated[str | None, typer.Option("--device", help="JAX platform: cpu, gpu/cuda, tpu.")] = None,
+    top: Annotated[int | None, typer.Option("--top", help="Show only the first N rows.")] = None,
+    ridge: Annotated[float | None, typer.Option("--ridge", help="Ridge prior on the log strengths (e.g. 0.01): "
+                                                "finite ratings and intervals even when Ford's condition "
+                                                "fails; default: none (1e-6 numerical pin only).")] = None,
+    style_features: Annotated[str | None, typer.Option(
+        "--style-features", help="Comma list from length,headers,lists,bold (default all).")] = None,
+    judge_battles: Annotated[Path | None, typer.Option(
+        "--judge-battles", help="Judge battles or a `preflab judge run` verdict file: PPI++ leaderboard.")] = None,
+    judge_labels: Annotated[str, typer.Option("--judge-labels", help="auto | hard | soft judge labels.")] = "auto",
+) -> None:
+    """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
+
+    With --judge-battles, judge verdicts sharpen the human ratings by prediction-powered inference (PPI++):
+    items are matched by question_id (or item_id) and the model pair; the table adds `ess`."""
+    import warnings
+
+    from preflab_cli.common import Timings, import_jax_in_background
+
+    timings = Timings()
+    jax_imported = import_jax_in_background()  # overlaps reading the file (issue 16: warm rank in 2 s)
+    from arena.data import STYLE_COLUMNS
+
+    text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
+    # filters and judge matching read the optional columns; a plain fit reads names and outcomes (+ style)
+    need = None if filters or judge_battles is not None else STYLE_COLUMNS if style_control else ()
+    try:
+        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
+    finally:  # also on bad input: no exit while a thread is still importing
+        timings.lap("read")
+        jax_imported.join()
+    import arena._jax
+    from arena.hygiene import parse_filters
+    from arena.leaderboard import fit_leaderboard
+    from arena.rank_output import bootstrap_progress, rich_table
+    from preflab.io import write_table
+
+    arena._jax.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
+    timings.lap("imports")
+    if judge_battles is not None:  # issue 15: judge-assisted leaderboard
+        from preflab_cli.judge_assist import rank_with_judge
+
+        return rank_with_judge(battles, judge_battles, layout=layout, skip_bad_rows=skip_bad_rows,
+                               labels=judge_labels, ci=ci, bootstrap=bootstrap, ties=ties, level=level, seed=seed,
+                               scale=scale, base=base, init=init, output=output, top=top)
+    feats = tuple(f.strip() for f in style_features.split(",")) if style_features else None
+    try:
+        with bootstrap_progress(bootstrap if ci != "sandwich" else 0, enabled=err.is_terminal) as advance, \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lb = fit_leaderboard(battles, n_bootstrap=bootstrap, ci=ci, ties=ties, style_control=style_control,
+                                 anchor=anchor, level=level, seed=seed, scale=scale, base=base, init=init,
+                                 weights=weights, min_battles=min_battles, device=device, style_features=feats,
+                                 filters=parse_filters(filters or []), progress=advance,
+                                 **({} if ridge is None else {"ridge": ridge}))
+    except (ValueError, RuntimeError) as e:
+        fail(e)
+    timings.lap("fit + CIs")
+    for line in lb.hygiene:
+        err.print(line, highlight=False)
+    for w in caught:
+        err.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False)
+    show = report_console(output if is_stdout(output) else plot if is_stdout(plot) else heatmap)
+    show.print(rich_table(lb.table, top))
+    if lb.tie_parameter:
+        tp = lb.tie_parameter
+        show.print(f"tie parameter ({ties}): {tp['value']:.4f}  " + "  ".join(
+            f"{m} [{tp[f'lower_{m}']:.4f}, {tp[f'upper_{m}']:.4f}]" for m in ("sandwich", "bootstrap")
+            if f"lower_{m}" in tp))
+    if lb.style is not None:
+        show.print("style coefficients (log-odds per SD):\n"
+                   + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
+    if output:
+        err.print(f"wrote {write_table(lb.table, output, meta_key='leaderboard')}")
+    if plot or heatmap:
+        from arena.plots import forest_plot, win_rate_heatmap  # matplotlib only when asked for
+
+        if plot:
+            err.print(f"wrote {forest_plot(lb.table, plot)}")
+        if heatmap:
+            err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
+    timings.lap("output")
+    timings.report()
+    common.FAST_EXIT = True  # all written, closed and flushed: skip the interpreter teardown
