@@ -31,7 +31,7 @@ from arena.counts import (  # noqa: F401  (re-exported)
     comparison_components,
     warn_if_disconnected,
 )
-from preflab.errors import InputError
+from preflab.errors import InputError, shown
 from preflab.io import (
     is_stdout,
     iter_text_lines,
@@ -401,7 +401,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         if on_error == "raise":
             src_col = col if col in raw else _source_name(cmap, col)
             value = raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first]
-            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value!r})",
+            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({shown(value)})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
         bad_any |= mask
