@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from arena import readers
+from arena import lean_load, readers
 
 # Aggregation is part of the data model; it lives in arena.counts to keep files small.
 from arena.counts import (  # noqa: F401  (re-exported)
@@ -31,7 +31,7 @@ from arena.counts import (  # noqa: F401  (re-exported)
     comparison_components,
     warn_if_disconnected,
 )
-from preflab.errors import InputError
+from preflab.errors import InputError, shown
 from preflab.io import (
     is_stdout,
     iter_text_lines,
@@ -160,7 +160,7 @@ def load_battles(
     validation, messages and every kept value are those of a full load (``line`` may be int32).
     """
     cmap = LAYOUTS[layout] if isinstance(layout, str) else layout
-    plan = readers.lean_plan(dict(cmap.columns), keep, need) if lean else None
+    plan = lean_load.lean_plan(dict(cmap.columns), keep, need) if lean else None
     if isinstance(source, pd.DataFrame):
         name, raw = "<dataframe>", source.copy()
         raw["line"] = np.arange(len(raw)) + 1
@@ -176,7 +176,7 @@ def load_battles(
         battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error)
     if not lean:
         return battles
-    keep_set = readers.lean_plan({}, keep, need).keep  # type: ignore[union-attr]  (canonical names, after renaming)
+    keep_set = lean_load.lean_plan({}, keep, need).keep  # type: ignore[union-attr]  (canonical names, after renaming)
     drop = [c for c in battles.df.columns if c != "line" and c not in keep_set]
     if drop:
         battles = Battles(battles.df.drop(columns=drop), battles.source, battles.skipped)
@@ -197,7 +197,7 @@ def _format_of(path: Path, fmt: str | None) -> str:
     return known[ext]
 
 
-def _read_file(path: Path, fmt: str | None, on_error: OnError, lean: readers.Lean | None = None) -> pd.DataFrame:
+def _read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:
     """The raw frame of a file: chunked readers first (the same values, in bounded memory), the whole-file
     readers when those decline (they name any problem)."""
     if not path.exists():
@@ -288,19 +288,19 @@ def _concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
     return df
 
 
-def _read_jsonl(path: Path, on_error: OnError, lean: readers.Lean | None = None) -> pd.DataFrame:
+def _read_jsonl(path: Path, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:
     fast = _read_jsonl_arrow(path, lean)
     if fast is not None:
         return fast
     if lean is not None:  # the fast path may have seen metadata before it declined; this reader keeps (cannot
-        lean = readers.checks_kept(lean)  # decline on) the checked columns: load_battles drops them after validate
+        lean = lean_load.checks_kept(lean)  # decline on) the checked columns: load_battles drops them after validate
     return _read_jsonl_lines(path, on_error, lean)
 
 
 _read_jsonl_arrow = readers.read_jsonl_arrow
 
 
-def _read_jsonl_lines(path: Path, on_error: OnError, lean: readers.Lean | None = None) -> pd.DataFrame:
+def _read_jsonl_lines(path: Path, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:
     name = str(path)
     chunks: list[pd.DataFrame] = []
     records: list = []
@@ -320,13 +320,13 @@ def _read_jsonl_lines(path: Path, on_error: OnError, lean: readers.Lean | None =
         records.append(rec)
         lines.append(n)
         if len(records) >= CHUNK_ROWS:
-            chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
+            chunks.append(lean_load.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
             records, lines = [], []
     if records or not chunks:
-        chunks.append(readers.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
+        chunks.append(lean_load.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
     if lean is None:
         return _concat_chunks(chunks)
-    df = readers.finish(readers.concat_json_chunks(chunks), lean)
+    df = lean_load.finish(readers.concat_json_chunks(chunks), lean)
     df.attrs["bad_json_lines"] = bad
     return df
 
@@ -401,7 +401,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         if on_error == "raise":
             src_col = col if col in raw else _source_name(cmap, col)
             value = raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first]
-            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value!r})",
+            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({shown(value)})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
         bad_any |= mask

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from preflab.alpaca import load_annotations
-from preflab.errors import InputError
+from preflab.errors import InputError, shown
 from preflab.io import iter_jsonl, load_json_records, read_csv, read_parquet, require_rows
 
 TABLE_COLUMNS = ("instruction", "model", "baseline", "preference", "output_length", "baseline_length",
@@ -157,7 +157,7 @@ def table_from_frame(raw: pd.DataFrame, source: str = "<table>", scale: str = "a
     pref = pd.to_numeric(raw["preference"], errors="coerce")
     bad = pref.isna().to_numpy().nonzero()[0]
     if len(bad):
-        raise LCDataError(source, int(bad[0]) + 1, "preference", f"not a number ({raw['preference'].iloc[bad[0]]!r})",
+        raise LCDataError(source, int(bad[0]) + 1, "preference", f"not a number ({shown(raw['preference'].iloc[bad[0]])})",
                           f"{len(bad)} such record(s); give a probability in [0, 1] or an AlpacaEval 1-2 value")
     if scale == "auto":  # the scale most values fit; the first record off it is then reported
         scale = "12" if pref.between(1, 2).sum() > pref.between(0, 1).sum() else "01"
@@ -243,7 +243,7 @@ def _text_lengths(texts: pd.Series, source: str, field: str) -> np.ndarray:
     missing = texts.map(lambda v: not isinstance(v, str)).to_numpy().nonzero()[0]
     if len(missing):
         i = int(missing[0])
-        raise LCDataError(source, i + 1, field, f"missing output text ({texts.iloc[i]!r}): its length is unknown",
+        raise LCDataError(source, i + 1, field, f"missing output text ({shown(texts.iloc[i])}): its length is unknown",
                           f"{len(missing)} such record(s); every record needs both outputs")
     return texts.str.len().to_numpy()
 
@@ -254,7 +254,7 @@ def _given_lengths(lengths: pd.Series, source: str, field: str) -> np.ndarray:
     if len(bad):
         i = int(bad[0])
         what = "infinite length" if np.isinf(values.iloc[i]) else "missing or negative length"
-        raise LCDataError(source, i + 1, field, f"{what} ({lengths.iloc[i]!r})",
+        raise LCDataError(source, i + 1, field, f"{what} ({shown(lengths.iloc[i])})",
                           f"{len(bad)} such record(s); give lengths in characters")
     return values.to_numpy(float)
 

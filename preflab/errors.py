@@ -14,3 +14,11 @@ class InputError(ValueError):
         where = source if line is None else f"{source}, line {line}"
         what = f"field '{field}': " if field else ""
         super().__init__(f"{where}: {what}{problem}" + (f". {hint}" if hint else ""))
+
+
+def shown(value: object) -> str:
+    """A bad value as a message quotes it: the plain Python value's repr (``-3.0``), never a numpy scalar's
+    (``np.float64(-3.0)``), whichever reader or chunking typed the column."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()
+    return repr(value)

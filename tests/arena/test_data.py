@@ -253,3 +253,34 @@ def test_with_df_keeps_missing_flags_and_drops_unused_models() -> None:
     assert sub.models == ["alpha", "gamma"] and len(sub) == 2
     assert sub.df["anony"].tolist() == [True, True]
     assert b.with_df(b.df.iloc[:2]).df["anony"].isna().tolist() == [False, True]
+
+
+@pytest.mark.parametrize("lean", [False, True])
+def test_bad_style_value_message_same_whatever_the_chunking(tmp_path, monkeypatch, lean):
+    """A flat style count out of range is quoted as a plain value: a chunk that types the column float64 gave
+    ``np.float64(-3.0)``, a mix of chunks ``-3.0`` (the line reader: a blank line)."""
+    import arena.data
+    import arena.readers
+
+    rows = [{"model_a": "a", "model_b": "b", "winner": "model_a"} for _ in range(4)]
+    rows[3]["header_count_a"] = -3.0
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    messages = set()
+    for rows_per_chunk in (2, 20_000):
+        monkeypatch.setattr(arena.data, "CHUNK_ROWS", rows_per_chunk)
+        monkeypatch.setattr(arena.readers, "CHUNK_ROWS", rows_per_chunk)
+        with pytest.raises(InputError, match="header_count_a") as e:
+            load_battles(path, lean=lean)
+        messages.add(str(e.value))
+    assert len(messages) == 1, messages
+    assert "(-3.0)" in messages.pop()
+
+
+def test_error_quotes_no_numpy_scalar(tmp_path):
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps({"model_a": "a", "model_b": "b", "winner": "model_a",
+                                        "tstamp": -1 if i == 2 else 5}) + "\n" for i in range(4)))
+    with pytest.raises(InputError, match=r"tstamp.*\(-1\)") as e:
+        load_battles(path)
+    assert "np." not in str(e.value)

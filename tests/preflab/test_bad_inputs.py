@@ -17,6 +17,7 @@ def test_bad_input_is_one_clear_error(case, tmp_path):
     text = " ".join(res.err.split())
     assert res.code == 2, f"exit {res.code}: {res.err[-800:]}{res.out[-300:]}"
     assert "Traceback" not in res.err + res.out
+    assert "np." not in text, text  # values quoted as written, not as numpy scalars (np.float64(nan))
     errors = [line for line in res.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, res.err
     assert case.filename in text, text

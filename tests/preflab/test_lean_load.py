@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena import data, readers
+from arena import data, lean_load, readers
 from preflab.errors import InputError
 from tests.preflab import bad_cases as bc
 from tests.preflab.test_fuzz_readers import byte_mutations, record_mutations
 
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")), deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-KEEP = readers.lean_plan({}).keep  # type: ignore[union-attr]
+KEEP = lean_load.lean_plan({}).keep  # type: ignore[union-attr]
 
 
 def arena_records(n: int = 23) -> list[dict]:
@@ -96,7 +96,7 @@ def outcome(path: Path, **kw):
 
 
 def lean_view(b: data.Battles, need=None) -> pd.DataFrame:
-    keep = readers.lean_plan({}, (), need).keep  # type: ignore[union-attr]
+    keep = lean_load.lean_plan({}, (), need).keep  # type: ignore[union-attr]
     return b.df.drop(columns=[c for c in b.df.columns if c != "line" and c not in keep])
 
 
