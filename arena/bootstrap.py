@@ -61,11 +61,27 @@ def draw_weights(counts: np.ndarray, n_replicates: int, rng: np.random.Generator
         row, extra = draws[r], int(sums[r]) - total
         if extra > 0:  # drop `extra` battles chosen uniformly without replacement
             pos = rng.choice(int(sums[r]), extra, replace=False)
-            np.subtract.at(row, np.searchsorted(np.cumsum(row), pos, side="right"), 1.0)
+            np.subtract.at(row, _battle_cells(row, pos), 1.0)
         else:  # add -extra battles drawn iid from the empirical distribution
             cells = np.searchsorted(p_cum, rng.random(-extra), side="right")
             np.add.at(row, np.minimum(cells, row.size - 1), 1.0)
     return draws
+
+
+def _battle_cells(row: np.ndarray, pos: np.ndarray, block: int = 64) -> np.ndarray:
+    """Cell of each battle ``pos`` (0-based) when cell c holds ``row[c]`` (integers) battles in order:
+    ``searchsorted(cumsum(row), pos, side="right")`` with the cumulative sum taken over blocks of cells
+    and then only inside the blocks hit (the full one costs ~4 ns a cell; exact on integers)."""
+    n_full = row.size // block * block
+    sums = np.add.reduce(row[:n_full].reshape(-1, block), axis=1)
+    if n_full < row.size:
+        sums = np.r_[sums, row[n_full:].sum()]
+    ends = np.cumsum(sums)
+    hit = np.searchsorted(ends, pos, side="right")  # the block holding each battle
+    local = pos - (ends[hit] - sums[hit])
+    cells = hit[:, None] * block + np.arange(block)
+    inside = np.cumsum(np.where(cells < row.size, row[np.minimum(cells, row.size - 1)], 0), axis=1)
+    return hit * block + np.sum(inside <= local[:, None], axis=1)
 
 
 def _block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: WeightKind,
@@ -190,12 +206,12 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     out, flags, n_fallback = [], [], 0
     src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
     screen = None if dense else _tree_screen(data, live)  # the dense refit checks Ford's condition itself
-    local = threading.local()  # per thread: beat-matrix scratch, reused across blocks
+    local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
             w = _block_weights(flat[live], seed, b, n, weights, table)
             if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
-                scratch = vars(local).setdefault(n, np.zeros((n, n_models * n_models), layout.dtype))
+                scratch = vars(local).setdefault(n, np.empty((n, live.size + 1), layout.dtype))
                 mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
             return w
 
