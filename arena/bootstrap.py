@@ -51,12 +51,13 @@ def draw_weights(counts: np.ndarray, n_replicates: int, rng: np.random.Generator
     if kind not in ("multinomial", "poisson"):
         raise ValueError(f"unknown weight kind {kind!r}; use 'multinomial' or 'poisson'")
     counts = np.asarray(counts, np.float64)
-    draws = (table or PoissonTable(counts)).draw(n_replicates, rng)
+    table = table or PoissonTable(counts)
+    draws = table.draw(n_replicates, rng)
     if kind == "poisson":
         return draws
     total = int(round(counts.sum()))
     sums = draws.sum(axis=1).astype(np.int64)
-    p_cum = np.cumsum(counts) / counts.sum() if np.any(sums < total) else None
+    p_cum = table.share_cdf if np.any(sums < total) else None
     for r in np.flatnonzero(sums != total):
         row, extra = draws[r], int(sums[r]) - total
         if extra > 0:  # drop `extra` battles chosen uniformly without replacement

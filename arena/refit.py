@@ -220,6 +220,6 @@ def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.
 
 
 def bytes_per_replicate(n_models: int) -> int:
-    """Bytes one dense replicate needs: M on the host and the device (float32, shared on CPU), N on the
-    device (float64), and temporaries."""
+    """Bytes one dense replicate needs: M on the host and the device (float32, shared on CPU) and 8 bytes a
+    pair of temporaries (the budget the chunk sizes were measured with; N is no longer copied)."""
     return (4 + 8) * n_models * n_models + 64 * n_models
