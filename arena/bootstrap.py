@@ -225,10 +225,12 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
         pending = [submit(c) for c in range(min(2, len(chunks)))]
         for c in range(len(chunks)):
             mats, futures = pending.pop(0)
-            w_live = np.concatenate([f.result() for f in futures])
+            parts = [f.result() for f in futures]
+            # the dense refit needs no copy of the chunk's draws: made only for a fallback or a separated one
+            w_live = None if dense else np.concatenate(parts)
             if c + 2 < len(chunks):
                 pending.append(submit(c + 2))
-            n_real = w_live.shape[0]
+            n_real = sum(len(p) for p in parts)
             if dense:
                 for m in mats if n_real < width else ():  # padding rows: copies of real ones (results dropped)
                     m[n_real:] = m[np.arange(width - n_real) % n_real]
@@ -244,6 +246,7 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                 bad = np.flatnonzero(~ok)
                 # pad to a power of two: a handful of compiled shapes instead of one per count of failures
                 padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
+                w_live = np.concatenate(parts) if w_live is None else w_live
                 sub = jax.device_put(_sparse_counts(flat.size, live, w_live[padded]).transpose(2, 0, 1), devs[0])
                 xb, okb = newton_refit_chunk(sub, jax.device_put(np.asarray(x_hat), devs[0]),
                                              bt.PairData(*(jax.device_put(np.asarray(a), devs[0]) for a in data)),
@@ -254,7 +257,9 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                 n_fallback += bad.size
             if dense:
                 separated = ~np.asarray(connected)[:n_real]
-                sep = (separated, _outside(n_models, src, dst, data, flat.size, live, w_live, separated))
+                if separated.any() and w_live is None:
+                    w_live = np.concatenate(parts)
+                sep = (separated, _outside(n_models, src, dst, data, flat.size, live, w_live, separated, n_real))
             else:
                 sep = _separation_flags(n_models, screen, src, dst, data, flat.size, live, w_live)
             flags.append((ok, *sep))
@@ -310,10 +315,10 @@ def _separation_flags(n_models: int, screen: np.ndarray | None, src: np.ndarray,
 
 
 def _outside(n_models: int, src: np.ndarray, dst: np.ndarray, data: bt.PairData, n_flat: int, live: np.ndarray,
-             w_live: np.ndarray, separated: np.ndarray) -> np.ndarray:
+             w_live: np.ndarray | None, separated: np.ndarray, n_rep: int) -> np.ndarray:
     """(R, K) models outside each ``separated`` replicate's largest strongly connected group (Tarjan's
     components for those replicates only; :func:`arena.diagnostics.replicate_separation`)."""
-    outside = np.zeros((w_live.shape[0], n_models), bool)
+    outside = np.zeros((n_rep, n_models), bool)
     if separated.any():
         w3 = _sparse_counts(n_flat, live, w_live[separated])
         outside[separated] = replicate_separation(n_models, src, dst, beat_edges(data.i, data.j, w3)[2])[1]
