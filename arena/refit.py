@@ -129,8 +129,9 @@ def strongly_connected(beats: jax.Array) -> jax.Array:
 
     def body(state):
         f, b, it, _ = state
-        f2 = f | jnp.any(f[:, :, None] & (beats > 0), axis=1)
-        b2 = b | jnp.any((beats > 0) & b[:, None, :], axis=2)
+        edges, f, b = jax.lax.optimization_barrier((beats, f, b))  # (not hoisted: see _steps)
+        f2 = f | jnp.any(f[:, :, None] & (edges > 0), axis=1)
+        b2 = b | jnp.any((edges > 0) & b[:, None, :], axis=2)
         return f2, b2, it + 1, jnp.any(f2 != f) | jnp.any(b2 != b)
 
     def go(state):
@@ -166,7 +167,10 @@ def _steps(n: jax.Array, s: jax.Array, x0: jax.Array, h_inv: jax.Array, ridge: f
     """Chord steps ``x <- x - grad(x) H^-1`` (in ``x0``'s dtype) until every step is below ``tol``."""
     def body(state):
         x, it, _ = state
-        step = dense_gradient(x, n, s, ridge) @ h_inv  # h_inv is symmetric
+        # tied to x so XLA does not hoist |n| (and its float64 copy) out of the loop: a fresh (R, K, K)
+        # buffer per call costs more in page faults than the fused conversion costs per step
+        n_here, x = jax.lax.optimization_barrier((n, x))
+        step = dense_gradient(x, n_here, s, ridge) @ h_inv  # h_inv is symmetric
         return x - step, it + 1, jnp.max(jnp.abs(step), axis=1)
 
     def go(state):
