@@ -9,7 +9,8 @@ the gradient of the negative log-likelihood is
 iteration costs one add and one division per (pair, replicate), with no per-pair exp and no scatter:
 dense, fused and vectorised on CPU and GPU alike, where the sparse gather/scatter form of
 :func:`arena.bootstrap.refit_chunk` is bound by XLA's serial scatter. Replicates are refitted by the same
-chord-Newton steps from the full-data MLE with its Hessian inverse held fixed (Kelley 1995, 5.4).
+chord-Newton steps from the full-data MLE with its Hessian inverse held fixed (Kelley 1995, 5.4): float32
+steps first (the counts are exact in float32), float64 steps to the same stopping rule after them.
 
 Chosen by :func:`use_dense`: half ties and a graph dense enough that evaluating every ordered pair costs
 less than the sparse form (measured: the dense form is ~8x cheaper per element on CPU).
