@@ -13,7 +13,7 @@ the last value). Means above :data:`MAX_TABLE_MEAN` use numpy's sampler.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -55,6 +55,7 @@ class PoissonTable:
 
     def __init__(self, counts: np.ndarray):
         counts = np.asarray(counts)
+        self.counts = counts
         self.size = counts.size
         integer = np.all(counts == np.round(counts)) and counts.size > 0 and counts.min() >= 0
         small = (counts <= MAX_TABLE_MEAN) if integer else np.zeros(counts.size, bool)
@@ -75,10 +76,15 @@ class PoissonTable:
         self.base = (group * BUCKETS).astype(np.int32)
         self.contiguous = self.small.size == self.size  # every cell from the tables: no scatter needed
 
+    @cached_property
+    def share_cdf(self) -> np.ndarray:
+        """Cumulative count shares (C,): the CDF over cells of a battle drawn from the counts."""
+        return np.cumsum(self.counts) / self.counts.sum()
+
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """(n, C) float64 Poisson draws, row r independent of the others."""
         b = rng.integers(0, BUCKETS, (n, self.small.size), dtype=np.uint16)
-        k = self.lut[self.base + b.astype(np.int32)]
+        k = np.take(self.lut, np.add(self.base, b, dtype=np.int32))  # (one pass each; ~2x fancy indexing)
         amb = np.flatnonzero(k < 0)
         if amb.size:
             start = -1 - k.flat[amb]

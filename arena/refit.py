@@ -9,7 +9,8 @@ the gradient of the negative log-likelihood is
 iteration costs one add and one division per (pair, replicate), with no per-pair exp and no scatter:
 dense, fused and vectorised on CPU and GPU alike, where the sparse gather/scatter form of
 :func:`arena.bootstrap.refit_chunk` is bound by XLA's serial scatter. Replicates are refitted by the same
-chord-Newton steps from the full-data MLE with its Hessian inverse held fixed (Kelley 1995, 5.4).
+chord-Newton steps from the full-data MLE with its Hessian inverse held fixed (Kelley 1995, 5.4): float32
+steps first (the counts are exact in float32), float64 steps to the same stopping rule after them.
 
 Chosen by :func:`use_dense`: half ties and a graph dense enough that evaluating every ordered pair costs
 less than the sparse form (measured: the dense form is ~8x cheaper per element on CPU).
@@ -40,68 +41,73 @@ def use_dense(n_models: int, n_pairs: int, ties: str) -> bool:
 
 
 class DenseLayout(NamedTuple):
-    """Where a replicate's live-cell counts go in its beat matrix ``W`` (K, K), flattened: ``W[a, b]`` is
-    a's wins over b plus half their ties, so ``N = W + W^T`` (battles) and ``S = W 1`` (scores)."""
+    """Where a replicate's live-cell counts go: per pair met (i < j) its live cells of i's wins, j's wins and
+    ties (``cells`` (3, P), n_cells where a cell is absent: a zero), its flat positions ``up = i K + j`` and
+    ``down = j K + i`` in the (K, K) battle matrix, the positions no pair reaches (``zero``), and ``score``
+    (K, cells), sparse: a model's wins plus half its ties, ``S = W 1``."""
 
     n_models: int
     n_cells: int
-    pos: np.ndarray  # flat positions a * K + b that any live cell reaches, ascending
-    win: np.ndarray  # the live cell of a's wins over b there, or n_cells (a zero)
-    tied: np.ndarray  # the positions (flat, a subset of pos) where a and b tied
-    tie: np.ndarray  # the live cell of those ties
+    cells: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    zero: np.ndarray
+    score: object  # scipy.sparse.csr_matrix
     dtype: type
 
 
 def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLayout:
     """Layout for the flat (P, 3) cells ``cells`` of ``data`` (column 0: i wins, 1: j wins, 2: tie);
-    float32 beat matrices when no resampled pair total can reach 2^24 (exact integers and halves)."""
+    float32 matrices when no resampled pair total can reach 2^24 (exact integers and halves)."""
+    from scipy.sparse import csr_matrix
+
     k, n_cells = n_models, len(cells)
     pair, col = np.divmod(np.asarray(cells, np.int64), 3)
-    i, j = data.i[pair].astype(np.int64), data.j[pair].astype(np.int64)
-    up, down, idx = i * k + j, j * k + i, np.arange(n_cells)
-    reached = np.zeros(k * k, bool)  # (np.unique is ~10x slower here)
+    met = np.unique(pair)  # ascending, like the cells
+    where = np.full((3, len(data.i)), n_cells)
+    where[col, pair] = np.arange(n_cells)
+    i, j = data.i[met].astype(np.int64), data.j[met].astype(np.int64)
+    up, down = i * k + j, j * k + i
+    reached = np.zeros(k * k, bool)
     reached[up] = reached[down] = True
-    pos = np.flatnonzero(reached)
-    win = np.full(pos.size, n_cells)
-    for c, where in ((0, up), (1, down)):
-        win[np.searchsorted(pos, where[col == c])] = idx[col == c]
-    ties = col == 2
-    tied, tie = np.r_[up[ties], down[ties]], np.r_[idx[ties], idx[ties]]
     dtype = np.float32 if 2 * float(np.sum(data.counts)) < EXACT_F32 else np.float64
-    return DenseLayout(k, n_cells, pos, win, tied, tie, dtype)
-
-
-def beat_matrices(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Resampled live-cell counts ``w`` (R, cells) -> beat matrices ``W`` (R, K, K), written into ``out``
-    (R, K * K, zero off ``layout.pos``: it may be reused) when given. ``W[r, a, b] > 0`` exactly when a
-    beat or tied b in replicate r. Row by row, gathers and an ascending scatter: ~3x numpy's 2-d fancy
-    indexing."""
-    k, n_rep = layout.n_models, w.shape[0]
-    if out is None:
-        out = np.zeros((n_rep, k * k), layout.dtype)
-    padded = np.empty((n_rep, layout.n_cells + 1), layout.dtype)  # last column: the absent cell's zero
-    padded[:, :-1] = w
-    padded[:, -1] = 0
-    for r in range(n_rep):
-        row, o = padded[r], out[r]
-        o[layout.pos] = row[layout.win]
-        if layout.tie.size:  # tied positions are distinct: the buffered += adds once each
-            o[layout.tied] += 0.5 * row[layout.tie]
-    return out.reshape(n_rep, k, k)
+    ties = col == 2
+    who = np.where(col == 1, data.j[pair], data.i[pair])  # the winner, or i for a tie (j added below)
+    rows = np.r_[who, data.j[pair][ties]]
+    vals = np.r_[np.where(ties, 0.5, 1.0), np.full(ties.sum(), 0.5)].astype(dtype)
+    score = csr_matrix((vals, (rows, np.r_[np.arange(n_cells), np.flatnonzero(ties)])), shape=(k, n_cells))
+    return DenseLayout(k, n_cells, where[:, met], up, down, np.flatnonzero(~reached), score, dtype)
 
 
 def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None,
                    scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Resampled live-cell counts ``w`` (R, cells) -> signed battles ``M`` (R, K, K), written into ``out``
-    (R, K * K) when given, and scores ``S = W 1`` (R, K): ``|M| = N = W + W^T`` and ``M[a, b] > 0``
-    exactly when a beat or tied b (``W[a, b] > 0``), so one matrix carries the refit and Ford's condition.
-    ``scratch`` (R, K * K) holds W (see :func:`beat_matrices`; reusing it saves the page faults of a fresh
-    one). (The transposed sum is ~6x faster in numpy than in XLA on CPU.)"""
-    k, n_rep = layout.n_models, w.shape[0]
-    beats = beat_matrices(layout, w, scratch)
-    m = np.add(beats, np.swapaxes(beats, 1, 2), out=None if out is None else out.reshape(n_rep, k, k))
-    np.copysign(m, beats - 0.25, out=m)  # beats are 0 or >= 1/2: M = -N where a never beat nor tied b
-    return m, beats.sum(axis=2, dtype=np.float64)
+    """Resampled live-cell counts ``w`` (R, cells) (integers) -> signed battles ``M`` (R, K, K), written
+    into ``out`` (R, K * K) when given, and scores ``S = W 1`` (R, K), ``W[a, b]`` being a's wins over b
+    plus half their ties: ``|M| = N = W + W^T`` and ``M[a, b] > 0`` exactly when a beat or tied b
+    (``W[a, b] > 0``), so one matrix carries the refit and Ford's condition. Written pair by pair: one
+    gather per cell kind and one scatter per direction, every element of ``out`` written once.
+    ``scratch`` (R, cells + 1) of the layout's dtype may be passed to reuse."""
+    k, n_rep, n = layout.n_models, w.shape[0], layout.n_cells
+    out = np.empty((n_rep, k * k), layout.dtype) if out is None else out.reshape(n_rep, k * k)
+    padded = np.empty((n_rep, n + 1), layout.dtype) if scratch is None else scratch[:n_rep]
+    padded[:, :-1] = w
+    padded[:, -1] = 0  # the absent cell's zero
+    ci, cj, ct = layout.cells
+    scores = np.empty((n_rep, k))
+    for r in range(n_rep):
+        row, o = padded[r], out[r]
+        scores[r] = layout.score @ row[:-1]  # exact: halves below 2^23 in float32 (see dense_layout)
+        a, b, t = row[ci], row[cj], row[ct]
+        total = a + b
+        total += t
+        a += t  # a beat or tied b: a + t > 0 (counts are integers)
+        b += t
+        a -= 0.25
+        b -= 0.25
+        o[layout.up] = np.copysign(total, a, out=a)
+        o[layout.down] = np.copysign(total, b, out=b)
+        o[layout.zero] = 0
+    return out.reshape(n_rep, k, k), scores
 
 
 def dense_counts(layout: DenseLayout, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,9 +121,8 @@ def strongly_connected(beats: jax.Array) -> jax.Array:
 
     Ford's condition for the BT MLE (Ford 1957; Hunter 2004, Ann. Stat. 32:384): every model is reached
     from model 0 along the edges and reaches it. Breadth-first search from model 0 in both directions at
-    once, one matrix-vector product per direction and level (``beats >= 0``, so a positive product means
-    an edge from a reached model), until nothing grows: exact, and one or two levels on an arena where
-    most pairs met.
+    once, one pass over ``beats`` per direction and level (a fused any-reduction: signed battles work
+    as they are), until nothing grows: exact, and one or two levels on an arena where most pairs met.
     """
     k = beats.shape[1]
     first = jnp.arange(k)[None, :] == 0
@@ -126,8 +131,9 @@ def strongly_connected(beats: jax.Array) -> jax.Array:
 
     def body(state):
         f, b, it, _ = state
-        f2 = f | (jnp.einsum("rk,rkj->rj", f.astype(beats.dtype), beats) > 0)
-        b2 = b | (jnp.einsum("rj,rkj->rk", b.astype(beats.dtype), beats) > 0)
+        edges, f, b = jax.lax.optimization_barrier((beats, f, b))  # (not hoisted: see _steps)
+        f2 = f | jnp.any(f[:, :, None] & (edges > 0), axis=1)
+        b2 = b | jnp.any((edges > 0) & b[:, None, :], axis=2)
         return f2, b2, it + 1, jnp.any(f2 != f) | jnp.any(b2 != b)
 
     def go(state):
@@ -146,25 +152,53 @@ def dense_gradient(x: jax.Array, n: jax.Array, s: jax.Array, ridge: float) -> ja
     """
     theta = x[:, :-1]
     p = jnp.exp(theta - jnp.max(theta, axis=1, keepdims=True))
-    denom = jnp.sum(n / (p[:, :, None] + p[:, None, :]), axis=2, dtype=x.dtype)
+    # |n|: signed battles (:func:`signed_battles`) are read as they are, the sign dropped in the fused loop
+    denom = jnp.sum(jnp.abs(n) / (p[:, :, None] + p[:, None, :]), axis=2, dtype=x.dtype)
     g = p * denom - s + ridge * theta
     return jnp.concatenate([g, x[:, -1:]], axis=1)
 
 
-def _chord(n: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.Array, ridge: float, tol: float,
-           max_iter: int):
-    n_rep = n.shape[0]
-    x0 = jnp.broadcast_to(x_hat[None, :], (n_rep, x_hat.shape[0]))
+COARSE_STEP = 1e-5
+"""The float32 start stops once every step is below this (float32 gradients settle ~1e-6 in theta)."""
+COARSE_ITER = 8
+"""At most this many float32 steps: the float64 steps decide convergence whatever they left."""
 
+
+def _steps(n: jax.Array, s: jax.Array, x0: jax.Array, h_inv: jax.Array, ridge: float, tol: float,
+           max_iter: int):
+    """Chord steps ``x <- x - grad(x) H^-1`` (in ``x0``'s dtype) until every step is below ``tol``."""
     def body(state):
         x, it, _ = state
-        step = dense_gradient(x, n, s, ridge) @ h_inv  # h_inv is symmetric
+        # tied to x so XLA does not hoist |n| (and its float64 copy) out of the loop: a fresh (R, K, K)
+        # buffer per call costs more in page faults than the fused conversion costs per step
+        n_here, x = jax.lax.optimization_barrier((n, x))
+        step = dense_gradient(x, n_here, s, ridge) @ h_inv  # h_inv is symmetric
         return x - step, it + 1, jnp.max(jnp.abs(step), axis=1)
 
     def go(state):
         return jnp.any(state[2] >= tol) & (state[1] < max_iter)
 
-    x, _, last = jax.lax.while_loop(go, body, (x0, 0, jnp.full(n_rep, jnp.inf)))
+    x, _, last = jax.lax.while_loop(go, body, (x0, 0, jnp.full(x0.shape[0], jnp.inf, x0.dtype)))
+    return x, last
+
+
+def _chord(n: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.Array, ridge: float, tol: float,
+           max_iter: int, coarse: jax.Array | None = None):
+    """Chord-Newton refits from ``x_hat``; with float32 battles ``coarse`` (R, K, K), float32 steps first
+    (half the memory traffic, twice the vector width) and float64 steps from where they stopped, so the
+    answer and the stopping rule are the float64 ones (mixed-precision refinement, as in style_refit)."""
+    x = jnp.broadcast_to(x_hat[None, :], (n.shape[0], x_hat.shape[0]))
+    if coarse is not None:
+        f32 = jnp.float32
+        x32, _ = _steps(coarse, s.astype(f32), x.astype(f32), h_inv.astype(f32), ridge, COARSE_STEP, COARSE_ITER)
+        x32 = x32.astype(x.dtype)
+        # float32 rounding moves the strengths' mean, a direction the float64 steps barely act on (only the
+        # ridge pins it): put it back where the float64 steps keep it, x_hat's
+        drift = jnp.mean(x32[:, :-1], axis=1, keepdims=True) - jnp.mean(x_hat[:-1])
+        x32 = x32.at[:, :-1].add(-drift)
+        # a replicate the float32 steps threw off (overflow on a separated resample) restarts from x_hat
+        x = jnp.where(jnp.all(jnp.isfinite(x32), axis=1, keepdims=True), x32, x)
+    x, last = _steps(n, s, x, h_inv, ridge, tol, max_iter)
     return x, (last < tol) & jnp.all(jnp.isfinite(x), axis=1)
 
 
@@ -184,12 +218,14 @@ def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.
     """:func:`refit_dense_chunk` from signed battles ``m`` (R, K, K) and scores ``s`` (R, K)
     (:func:`signed_battles`), with Ford's condition per replicate: returns x (R, K+1), converged (R,)
     and strongly connected (R,)."""
-    # N in float64 once per chunk: XLA's fused float32 -> float64 division loop is ~1.5x slower per step
-    x, ok = _chord(jnp.abs(m).astype(x_hat.dtype), s, x_hat, h_inv, ridge, tol, max_iter)
-    return x, ok, strongly_connected(jnp.maximum(m, 0))
+    # the steps read M itself (float32, exact; its sign dropped in the fused loop): no N copy is made, the
+    # float64 steps convert on the fly (cheaper than a float64 copy when the float32 steps leave only a few)
+    coarse = m if m.dtype == jnp.float32 and x_hat.dtype == jnp.float64 else None
+    x, ok = _chord(m, s, x_hat, h_inv, ridge, tol, max_iter, coarse)
+    return x, ok, strongly_connected(m)
 
 
 def bytes_per_replicate(n_models: int) -> int:
-    """Bytes one dense replicate needs: M on the host and the device (float32, shared on CPU), N on the
-    device (float64), and temporaries."""
+    """Bytes one dense replicate needs: M on the host and the device (float32, shared on CPU) and 8 bytes a
+    pair of temporaries (the budget the chunk sizes were measured with; N is no longer copied)."""
     return (4 + 8) * n_models * n_models + 64 * n_models

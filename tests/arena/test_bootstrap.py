@@ -225,3 +225,12 @@ def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
                                                         r"converge.*the other 37"):
         lb = fit_leaderboard(battles_frame(k=4, n=2_000), n_bootstrap=40)
     assert lb.excluded["not_converged"] == 3 and lb.replicates.shape[0] == 37
+
+
+def test_battle_cells_equal_the_search_over_the_full_cumulative_sum():
+    rng = np.random.default_rng(9)
+    for n in (1, 5, 63, 64, 65, 130, 5_000):
+        row = rng.poisson(rng.choice([0.2, 1.0, 4.0], n)).astype(float)
+        row[-1] += 1  # at least one battle, the last cell included
+        pos = np.arange(int(row.sum()))
+        np.testing.assert_array_equal(bs._battle_cells(row, pos), np.searchsorted(np.cumsum(row), pos, side="right"))

@@ -203,3 +203,20 @@ def test_dense_separation_flags_equal_the_full_tarjan_check():
     assert 5 < dense.separated.sum() < 60
     np.testing.assert_array_equal(dense.separated, sparse.separated)
     np.testing.assert_array_equal(dense.outside, sparse.outside)
+
+
+def test_float32_start_ends_where_float64_steps_alone_do():
+    # the float32 steps only move the start: the float64 steps must land on the same refits (their mean too)
+    counts, _ = simulated_counts(k=40, n=30_000, seed=5)
+    d, x, h_inv = _fit_parts(counts)
+    flat = d.counts.ravel()
+    live = np.flatnonzero(flat)
+    layout = refit.dense_layout(d, live, 40)
+    assert layout.dtype == np.float32
+    m, s = refit.signed_battles(layout, bs._block_weights(flat[live], 7, 0, 10, "multinomial"))
+    x32, ok32, c32 = refit.refit_signed_chunk(jnp.asarray(m), jnp.asarray(s), jnp.asarray(x), jnp.asarray(h_inv))
+    x64, ok64, c64 = refit.refit_signed_chunk(jnp.asarray(m.astype(np.float64)), jnp.asarray(s), jnp.asarray(x),
+                                              jnp.asarray(h_inv))  # float64 battles: no float32 start
+    assert np.all(ok32) and np.all(ok64)
+    np.testing.assert_array_equal(c32, c64)
+    np.testing.assert_allclose(np.asarray(x32), np.asarray(x64), rtol=0, atol=1e-9)
