@@ -31,6 +31,8 @@ from arena._jax import stored_jit
 
 DENSE_MAX_MODELS = 4096
 """Above this a (K, K) matrix per replicate (and H^-1) is too large to be worth it."""
+SPARSE_SCORES_FROM = 1 << 16
+"""Layouts with more live cells sum replicate scores by a scipy CSR product (:func:`replicate_scores`)."""
 EXACT_F32 = 1 << 24
 """Counts below this are exact in float32: the count matrices travel and sit in float32 below it."""
 
@@ -43,8 +45,9 @@ def use_dense(n_models: int, n_pairs: int, ties: str) -> bool:
 class DenseLayout(NamedTuple):
     """Where a replicate's live-cell counts go: per pair met (i < j) its live cells of i's wins, j's wins and
     ties (``cells`` (3, P), n_cells where a cell is absent: a zero), its flat positions ``up = i K + j`` and
-    ``down = j K + i`` in the (K, K) battle matrix, the positions no pair reaches (``zero``), and ``score``
-    (K, cells), sparse: a model's wins plus half its ties, ``S = W 1``."""
+    ``down = j K + i`` in the (K, K) battle matrix, the positions no pair reaches (``zero``), and the
+    scores' terms (``score_model``, ``score_cell``, ``score_weight``): a model's wins plus half its ties,
+    ``S = W 1``; ``score`` is the same sum as a scipy CSR matrix for large layouts (:func:`replicate_scores`)."""
 
     n_models: int
     n_cells: int
@@ -52,15 +55,16 @@ class DenseLayout(NamedTuple):
     up: np.ndarray
     down: np.ndarray
     zero: np.ndarray
-    score: object  # scipy.sparse.csr_matrix
+    score_model: np.ndarray
+    score_cell: np.ndarray
+    score_weight: np.ndarray
+    score: object  # scipy.sparse.csr_matrix (K, cells) or None
     dtype: type
 
 
 def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLayout:
     """Layout for the flat (P, 3) cells ``cells`` of ``data`` (column 0: i wins, 1: j wins, 2: tie);
     float32 matrices when no resampled pair total can reach 2^24 (exact integers and halves)."""
-    from scipy.sparse import csr_matrix
-
     k, n_cells = n_models, len(cells)
     pair, col = np.divmod(np.asarray(cells, np.int64), 3)
     met = np.unique(pair)  # ascending, like the cells
@@ -74,9 +78,24 @@ def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLa
     ties = col == 2
     who = np.where(col == 1, data.j[pair], data.i[pair])  # the winner, or i for a tie (j added below)
     rows = np.r_[who, data.j[pair][ties]]
-    vals = np.r_[np.where(ties, 0.5, 1.0), np.full(ties.sum(), 0.5)].astype(dtype)
-    score = csr_matrix((vals, (rows, np.r_[np.arange(n_cells), np.flatnonzero(ties)])), shape=(k, n_cells))
-    return DenseLayout(k, n_cells, where[:, met], up, down, np.flatnonzero(~reached), score, dtype)
+    vals = np.r_[np.where(ties, 0.5, 1.0), np.full(ties.sum(), 0.5)]
+    cols = np.r_[np.arange(n_cells), np.flatnonzero(ties)]
+    score = None
+    if n_cells > SPARSE_SCORES_FROM:
+        from scipy.sparse import csr_matrix
+
+        score = csr_matrix((vals.astype(dtype), (rows, cols)), shape=(k, n_cells))
+    return DenseLayout(k, n_cells, where[:, met], up, down, np.flatnonzero(~reached), rows, cols, vals, score,
+                       dtype)
+
+
+def replicate_scores(layout: DenseLayout, row: np.ndarray) -> np.ndarray:
+    """``S = W 1`` (K,) for one replicate's live-cell counts ``row`` (cells,): exact (integers and halves
+    below 2^24, see :func:`dense_layout`). A CSR product for large layouts (~3.5x ``np.bincount`` at 1M
+    cells); ``np.bincount`` below, where it is cheap and spares the CLI scipy.sparse's import (~0.2 s)."""
+    if layout.score is not None:
+        return layout.score @ row
+    return np.bincount(layout.score_model, row[layout.score_cell] * layout.score_weight, layout.n_models)
 
 
 def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None,
@@ -96,7 +115,7 @@ def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = 
     scores = np.empty((n_rep, k))
     for r in range(n_rep):
         row, o = padded[r], out[r]
-        scores[r] = layout.score @ row[:-1]  # exact: halves below 2^23 in float32 (see dense_layout)
+        scores[r] = replicate_scores(layout, row[:-1])
         a, b, t = row[ci], row[cj], row[ct]
         total = a + b
         total += t

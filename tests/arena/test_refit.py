@@ -174,13 +174,18 @@ def test_strongly_connected_equals_tarjan_on_graphs_built_to_break_fords_conditi
     assert 5 < want.sum() < 55  # both answers occur
 
 
-def test_signed_battles_carry_the_battles_scores_and_beat_graph():
+@pytest.mark.parametrize("sparse_scores", [False, True])
+def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, sparse_scores):
+    # both score kernels (np.bincount; scipy CSR, used for large layouts) give the exact scores
+    monkeypatch.setattr(refit, "SPARSE_SCORES_FROM", 0 if sparse_scores else 1 << 16)
     counts, _ = simulated_counts(k=9, n=300, seed=2)
     d, _, _ = _fit_parts(counts)
     flat = d.counts.ravel()
     live = np.flatnonzero(flat)
     w = bs._block_weights(flat[live], 3, 0, 5, "multinomial")
-    m, s = refit.signed_battles(refit.dense_layout(d, live, 9), w)
+    layout = refit.dense_layout(d, live, 9)
+    assert (layout.score is not None) == sparse_scores
+    m, s = refit.signed_battles(layout, w)
     for r in range(5):
         c = np.zeros(flat.size)
         c[live] = w[r]
@@ -190,7 +195,7 @@ def test_signed_battles_carry_the_battles_scores_and_beat_graph():
         beats[d.j, d.i] += c[:, 1] + c[:, 2] / 2
         np.testing.assert_array_equal(np.abs(m[r]), beats + beats.T)
         np.testing.assert_array_equal(m[r] > 0, beats > 0)
-        np.testing.assert_allclose(s[r], beats.sum(axis=1))
+        np.testing.assert_array_equal(s[r], beats.sum(axis=1))
 
 
 def test_dense_separation_flags_equal_the_full_tarjan_check():
