@@ -95,9 +95,9 @@ class StoredJit:
                 if len(leaf.sharding.device_set) != 1:
                     return None
                 platforms.add(next(iter(leaf.sharding.device_set)).platform)
-        platform = platforms.pop() if len(platforms) == 1 else jax.devices()[0].platform
-        if platforms:
+        if len(platforms) > 1:
             return None
+        platform = platforms.pop() if platforms else jax.devices()[0].platform
         avals = [str(jax.typeof(leaf)) + ("w" if isinstance(leaf, float | int) else "") for leaf in leaves]
         text = repr((self.name, sorted(static.items()), str(tree), avals, platform, jax.__version__, _sources()))
         key = hashlib.sha256(text.encode()).hexdigest()[:32]
