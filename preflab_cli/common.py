@@ -67,6 +67,11 @@ def import_jax_in_background() -> threading.Thread:
         except Exception:  # noqa: BLE001, S110  (the main thread imports again and reports it)
             pass
 
+    # numpy's and pandas' C extensions are not safe to initialise from two threads at once (seen: "cannot
+    # import name '__cpu_features__' from partially initialized module numpy._core._multiarray_umath" in
+    # about one warm rank of four): the reader's modules load here first, only JAX's in the thread
+    import arena.data  # noqa: F401
+
     thread = threading.Thread(target=work, name="preflab-import-jax", daemon=True)
     thread.start()
     return thread

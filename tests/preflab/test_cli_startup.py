@@ -100,3 +100,23 @@ def test_the_console_script_skips_teardown_but_writes_everything(tmp_path: Path)
     assert "Leaderboard" in res.stdout and res.stdout.rstrip().endswith("┘")
     assert f"wrote {out}" in res.stderr and res.stderr.rstrip().splitlines()[-1].startswith("timings: ")
     assert len(out.read_text().splitlines()) == 6  # header + 5 models
+
+
+def test_numpy_and_pandas_load_before_the_jax_import_thread_starts() -> None:
+    """Two threads initialising numpy's C extension at once failed about one warm rank in four
+    ("partially initialized module numpy._core._multiarray_umath"): the thread may start only once numpy
+    and pandas are loaded."""
+    code = ("import sys, threading\n"
+            "seen = []\n"
+            "start = threading.Thread.start\n"
+            "def record(self):\n"
+            "    seen.append(('numpy' in sys.modules, 'pandas' in sys.modules))\n"
+            "    start(self)\n"
+            "threading.Thread.start = record\n"
+            "from preflab_cli.common import import_jax_in_background\n"
+            "import_jax_in_background().join()\n"
+            "print(seen[0])\n")  # (JAX may start threads of its own later)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "(True, True)", res.stdout
