@@ -476,8 +476,8 @@ def _factorize_stripped(s: pd.Series) -> tuple[np.ndarray, pd.Index, np.ndarray 
     not_text = None
     try:
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    except TypeError:  # unhashable values: JSON objects or arrays where a string belongs
-        not_text = s.map(lambda v: isinstance(v, (dict, list))).to_numpy(bool)
+    except TypeError:  # unhashable values: JSON objects or arrays (Parquet lists: numpy arrays) for a name
+        not_text = s.map(lambda v: isinstance(v, (dict, list, np.ndarray))).to_numpy(bool)
         codes, uniques = pd.factorize(s.where(~not_text, None), use_na_sentinel=True)
     return codes, pd.Index([str(u).strip() for u in uniques], dtype=object), not_text
 

@@ -19,6 +19,6 @@ class InputError(ValueError):
 def shown(value: object) -> str:
     """A bad value as a message quotes it: the plain Python value's repr (``-3.0``), never a numpy scalar's
     (``np.float64(-3.0)``), whichever reader or chunking typed the column."""
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):
-        value = value.item()
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        value = value.tolist()  # a scalar's Python value, an array's list (a Parquet list cell)
     return repr(value)

@@ -284,3 +284,17 @@ def test_error_quotes_no_numpy_scalar(tmp_path):
     with pytest.raises(InputError, match=r"tstamp.*\(-1\)") as e:
         load_battles(path)
     assert "np." not in str(e.value)
+
+
+@pytest.mark.parametrize("column", ["model_a", "bold_count_a"])
+def test_a_parquet_list_where_a_value_belongs_is_an_input_error(tmp_path, column):
+    """Parquet lists come back as numpy arrays: a list as a model name was a TypeError (unhashable), as a
+    style count a ValueError while quoting it (both found by the reader fuzz)."""
+    from preflab.errors import InputError
+
+    row = {"model_a": "m0", "model_b": "m1", "winner": "model_a", "tstamp": 1.7e9, "bold_count_a": 0,
+           "bold_count_b": 1}
+    path = tmp_path / "b.parquet"
+    pd.DataFrame([{**row, column: []}]).to_parquet(path)  # (pyarrow cannot mix lists and values in a column)
+    with pytest.raises(InputError, match=rf"line 1: field '{column}'"):
+        load_battles(path)
