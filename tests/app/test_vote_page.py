@@ -90,6 +90,50 @@ def test_key_queue_installer_is_the_same_html_on_every_run(monkeypatch, seeded_u
     assert len(runs[0]) == 1 and runs[0] == runs[1] == runs[2]
 
 
+def _tree(at: AppTest) -> dict[tuple, str]:
+    """The main area's elements by their place (indices from the root): their protobuf text."""
+    out: dict[tuple, str] = {}
+
+    def walk(node, path: tuple) -> None:  # noqa: ANN001
+        for k, child in getattr(node, "children", {}).items():
+            out[path + (k,)] = f"{type(child).__name__} {getattr(child, 'proto', '')}"
+            walk(child, path + (k,))
+
+    walk(at.main, ())
+    return out
+
+
+def _pair_places(tree: dict[tuple, str]) -> list[tuple]:
+    """The places of the prompt and the two answers: from the "Prompt" heading to answer B's text."""
+    places = sorted(tree)
+    first = next(p for p in places if "#### Prompt" in tree[p])
+    box_b = next(p for p in places if "answer_B" in tree[p])
+    last = max(p for p in places if p[:len(box_b)] == box_b)
+    return [p for p in places if first <= p <= last]
+
+
+def test_the_answers_stay_as_they_are_from_vote_to_reveal(monkeypatch, seeded_url):
+    """Vote -> reveal sends the prompt and answers again unchanged in the same places (the browser keeps them
+    and redraws only the bar under them); Next and Skip put the new pair in the same places (an update, not
+    new elements), the Skip message after it."""
+    at = login(start(monkeypatch, seeded_url))
+    before = _tree(at)
+    pair = _pair_places(before)
+    assert len(pair) >= 6 and any("answer_A" in before[p] for p in pair)
+    at.button(key="vote_A").click().run()
+    after = _tree(at)
+    assert [after.get(p) for p in pair] == [before[p] for p in pair]
+    assert "Vote saved" in shown_text(at)
+    kinds = [before[p].split(" ")[0] for p in pair]
+    for click in ("next", "skip"):
+        item = [c.value for c in at.caption if c.value.startswith("Item ")]
+        at.button(key=click).click().run()
+        new = _tree(at)
+        assert [c.value for c in at.caption if c.value.startswith("Item ")] != item
+        assert _pair_places(new) == pair and [new[p].split(" ")[0] for p in pair] == kinds
+    assert at.toast and "Skipped" in at.toast[0].value
+
+
 def test_reveal_can_be_turned_off(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, reveal="0"))
     at.button(key="vote_A").click().run()

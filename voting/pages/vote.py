@@ -180,8 +180,8 @@ def _criteria(dataset: str, mine: int) -> bool:
     return True
 
 
-def _after_vote(cfg: AppConfig) -> None:
-    last = st.session_state["last_vote"]
+def _after_vote(cfg: AppConfig, last: dict) -> None:
+    """Under the answers, in place of the vote bar: the vote said, the names (if revealed), Undo and Next."""
     rnd = last["round"]
     st.success(f"Vote saved: {SAID[last['choice']]}.")
     if cfg.reveal:
@@ -196,6 +196,33 @@ def _after_vote(cfg: AppConfig) -> None:
         if left > 0:
             undo_countdown(left, last["id"])
     c2.button("Next", on_click=_next, shortcut="n", type="primary", key="next", icon=":material/skip_next:")
+
+
+def _pair(rnd: dict) -> None:
+    """The prompt and the two answers. Drawn the same way before and after the vote (same elements, same
+    places, same content), so the browser keeps them as they are and redraws only the bar under them."""
+    answers = cached_answers(rnd["dataset"], rnd["item_id"])
+    st.markdown("#### Prompt", anchors=False)
+    with st.container(key="item_marker"):  # what a voter quotes when reporting an item; tests wait on it
+        st.caption(f"Item {rnd['item_id']}")
+    long_prompt = len(rnd["prompt"]) > 300 or rnd["prompt"].count("\n") > 4
+    with st.container(border=True, height=PROMPT_HEIGHT if long_prompt else "content"):
+        st.markdown(with_line_breaks(rnd["prompt"]), unsafe_allow_html=False)
+    cols = st.columns(2)
+    for col, side, model in ((cols[0], "A", rnd["left"]), (cols[1], "B", rnd["right"])):
+        with col:
+            st.markdown(f"#### {side}", anchors=False)
+            with st.container(border=True, height=ANSWER_HEIGHT, key=f"answer_{side}"):
+                st.markdown(with_line_breaks(answers[model]), unsafe_allow_html=False)
+
+
+def _vote_bar() -> None:
+    cols = st.columns(len(BUTTONS) + 1)
+    for col, (choice, label, key, icon) in zip(cols, BUTTONS, strict=False):  # Streamlit shows the shortcut key
+        col.button(label, on_click=_cast, args=(choice,), shortcut=key, key=f"vote_{choice}", icon=icon,
+                   width="stretch", type="primary" if choice in ("A", "B") else "secondary")
+    cols[-1].button("Skip", on_click=_skip, shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
+    st.text_input("Why? (optional)", key="reason", max_chars=1000)
 
 
 def render() -> None:
@@ -218,14 +245,20 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
     """Everything a vote, Skip, Undo or Next changes. A click here reruns only this fragment: the sidebar and
     the sign-in are neither recomputed on the server nor redrawn in the voter's browser."""
     state = st.session_state
-    if msg := state.pop("flash", None):
-        st.toast(msg)
     keyboard_queue(KEYS)  # in the fragment: its run marker must change on each of the fragment's runs
     mine, tallies = _progress(cfg, dataset, voter)
-    if _criteria(dataset, mine):
-        return
-    if state.get("last_vote"):
-        _after_vote(cfg)
+    if not _criteria(dataset, mine):
+        _round(cfg, dataset, voter, tallies)
+    if msg := state.pop("flash", None):  # last: an element before the pair would move it and make it new
+        st.toast(msg)
+
+
+def _round(cfg: AppConfig, dataset: str, voter: str, tallies) -> None:  # noqa: ANN001
+    """The pair, with the vote bar under it before the vote and the after-vote panel in its place after."""
+    state = st.session_state
+    if last := state.get("last_vote"):
+        _pair(last["round"])
+        _after_vote(cfg, last)
         return
     rnd = state.get("round")
     if rnd is None or rnd["dataset"] != dataset:
@@ -234,26 +267,8 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
         state.pop("round", None)
         st.success("You have seen every item available to you. Thank you for voting!")
         return
-    answers = cached_answers(dataset, rnd["item_id"])
-    st.markdown("#### Prompt", anchors=False)
-    with st.container(key="item_marker"):  # what a voter quotes when reporting an item; tests wait on it
-        st.caption(f"Item {rnd['item_id']}")
-    long_prompt = len(rnd["prompt"]) > 300 or rnd["prompt"].count("\n") > 4
-    with st.container(border=True, height=PROMPT_HEIGHT if long_prompt else "content"):
-        st.markdown(with_line_breaks(rnd["prompt"]), unsafe_allow_html=False)
-    cols = st.columns(2)
-    for col, side, model in ((cols[0], "A", rnd["left"]), (cols[1], "B", rnd["right"])):
-        with col:
-            st.markdown(f"#### {side}", anchors=False)
-            with st.container(border=True, height=ANSWER_HEIGHT, key=f"answer_{side}"):
-                st.markdown(with_line_breaks(answers[model]), unsafe_allow_html=False)
-    cols = st.columns(len(BUTTONS) + 1)
-    for col, (choice, label, key, icon) in zip(cols, BUTTONS, strict=False):  # Streamlit shows the shortcut key
-        col.button(label, on_click=_cast, args=(choice,), shortcut=key, key=f"vote_{choice}", icon=icon,
-                   width="stretch", type="primary" if choice in ("A", "B") else "secondary")
-    cols[-1].button("Skip", on_click=_skip, shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
-    st.text_input("Why? (optional)", key="reason", max_chars=1000)
-
+    _pair(rnd)
+    _vote_bar()
 
 if __name__ == "__main__":
     render()
