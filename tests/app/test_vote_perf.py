@@ -8,7 +8,7 @@ import time
 import sqlalchemy as sa
 
 from tests.app.test_vote_page import login, shown_text, start
-from voting.pages.vote import with_line_breaks
+from voting.pages.vote import shown_markdown
 from voting.store import count_rows, load_votes, open_store, set_criteria, vote_tallies, votes_t
 
 LIMERICK = "There once was a model from Rome\nWho answered each prompt with a poem\n\nThe end."
@@ -104,9 +104,16 @@ def test_no_magic_output_in_the_sidebar(monkeypatch, seeded_url):
 
 
 def test_line_breaks_are_kept_outside_code():
-    md = with_line_breaks(LIMERICK + "\n```\ncode line 1\ncode line 2\n```")
+    md = shown_markdown(LIMERICK + "\n```\ncode line 1\ncode line 2\n```")
     assert md.startswith("There once was a model from Rome  \nWho answered each prompt with a poem\n\nThe end.")
     assert "code line 1\ncode line 2" in md  # no trailing spaces inside the fence
+
+
+def test_code_blocks_are_plain_monospace():
+    """An opening fence loses its language (no syntax colouring, no mermaid diagram); the code and the
+    fences' lengths stay, so a longer fence still holds a shorter one."""
+    md = shown_markdown("Run:\n```python\nprint(1)\n```\n  ~~~~mermaid x\ngraph\n```js\n~~~~\nafter")
+    assert md == "Run:  \n```\nprint(1)\n```\n  ~~~~\ngraph\n```js\n~~~~\nafter"
 
 
 def test_judging_criteria_before_the_first_vote_and_on_demand(monkeypatch, seeded_url):

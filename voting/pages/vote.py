@@ -11,6 +11,7 @@ outcome) and this voter's own items; items, models and answers are cached per da
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 
@@ -54,13 +55,18 @@ GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: co
                     "bad** when neither is acceptable.")
 
 
-def with_line_breaks(text: str) -> str:
-    """Markdown that keeps the text's single line breaks (a limerick stays five lines): a hard break
-    (two trailing spaces) on every line followed by another non-empty line, outside fenced code blocks."""
+def shown_markdown(text: str) -> str:
+    """Markdown for a prompt or an answer: the text's single line breaks kept (a limerick stays five lines: a
+    hard break, two trailing spaces, on every line followed by another non-empty line, outside fenced code
+    blocks), and fenced code blocks plain (the info string after an opening fence dropped: no per-token
+    syntax colouring, the browser's largest cost per answer, and no ``mermaid`` diagram drawn from model
+    output; the code stays a monospace block)."""
     lines, out, fence = text.split("\n"), [], None
     for k, line in enumerate(lines):
         mark = line.lstrip()[:3]
         if mark in ("```", "~~~"):
+            if fence is None:  # an opening fence: keep its indent and marker run, drop the language
+                line = re.match(r"\s*(`+|~+)", line).group(0)
             fence = None if fence == mark else (fence or mark)
         nxt = lines[k + 1] if k + 1 < len(lines) else ""
         hard = fence is None and mark not in ("```", "~~~") and line.strip() and nxt.strip()
@@ -207,13 +213,13 @@ def _pair(rnd: dict) -> None:
         st.caption(f"Item {rnd['item_id']}")
     long_prompt = len(rnd["prompt"]) > 300 or rnd["prompt"].count("\n") > 4
     with st.container(border=True, height=PROMPT_HEIGHT if long_prompt else "content"):
-        st.markdown(with_line_breaks(rnd["prompt"]), unsafe_allow_html=False)
+        st.markdown(shown_markdown(rnd["prompt"]), unsafe_allow_html=False)
     cols = st.columns(2)
     for col, side, model in ((cols[0], "A", rnd["left"]), (cols[1], "B", rnd["right"])):
         with col:
             st.markdown(f"#### {side}", anchors=False)
             with st.container(border=True, height=ANSWER_HEIGHT, key=f"answer_{side}"):
-                st.markdown(with_line_breaks(answers[model]), unsafe_allow_html=False)
+                st.markdown(shown_markdown(answers[model]), unsafe_allow_html=False)
 
 
 def _vote_bar() -> None:
