@@ -261,11 +261,15 @@ def profile_one_vote(url: str) -> list[list[object]]:
     at.button[0].click().run()
     at.button(key="vote_A").click().run()  # warm: caches filled
     at.button(key="next").click().run()
+    import voting.app
+
+    voting.app.warm_imports().join()  # the app's background import (JAX) is done: a server's steady state
     prof = cProfile.Profile()
 
-    def on_thread(*_: object) -> None:  # AppTest runs the page script in its own thread: profile that one
-        sys.setprofile(None)
-        prof.enable()
+    def on_thread(*_: object) -> None:  # AppTest runs the page script in its own thread: profile that one only
+        sys.setprofile(None)  # (not a thread the app or a library starts meanwhile)
+        if threading.current_thread().name == "ScriptRunner.scriptThread":
+            prof.enable()
 
     threading.setprofile(on_thread)
     at.button(key="vote_A").click().run()
@@ -278,7 +282,8 @@ def profile_one_vote(url: str) -> list[list[object]]:
         key = _package(file)
         by[key] = by.get(key, 0.0) + tottime
     total = sum(by.values())
-    return [[k, f"{1000 * v:.1f}", f"{v / total:.0%}"] for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:8]]
+    top = [[k, f"{1000 * v:.1f}", f"{v / total:.0%}"] for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:8]]
+    return [*top, ["all (the two reruns)", f"{1000 * total:.1f}", "100%"]]
 
 
 RERUN_SCRIPT = """
