@@ -50,6 +50,10 @@ SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both
 KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
 ANSWER_HEIGHT = 300  # px: both answers in equal boxes that scroll, the vote bar still on a 1280x900 screen
 PROMPT_HEIGHT = 130  # px, for prompts longer than fit in a few lines
+# While a click's rerun runs, Streamlit fades the page's elements out over 1 s after 0.5 s: on a machine with
+# no GPU every frame of that fade is drawn by the CPU, over the whole page, in every voter's tab. Dim in one
+# step after the same 0.5 s instead (the same cue on a slow run, no frames on a fast one).
+STALE_CSS = '<style>[data-stale="true"] { transition: opacity 0s linear 0.5s !important; }</style>'
 GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: correct, helpful, clear. "
                     "Length is not a virtue by itself. Use **Tie** when they are equally good and **Both are "
                     "bad** when neither is acceptable.")
@@ -187,21 +191,19 @@ def _criteria(dataset: str, mine: int) -> bool:
 
 
 def _after_vote(cfg: AppConfig, last: dict) -> None:
-    """Under the answers, in place of the vote bar: the vote said, the names (if revealed), Undo and Next."""
+    """Under the answers, in place of the vote bar: the vote said and the names (if revealed) in one line,
+    Undo and Next in one row (few elements and no columns: less for every voter's browser to draw)."""
     rnd = last["round"]
-    st.success(f"Vote saved: {SAID[last['choice']]}.")
-    if cfg.reveal:
-        a, b = st.columns(2)
-        a.markdown(f"**A** was {code_span(rnd['left'])}")
-        b.markdown(f"**B** was {code_span(rnd['right'])}")
-    c1, c2 = st.columns(2)
+    names = f" **A** was {code_span(rnd['left'])}, **B** was {code_span(rnd['right'])}." if cfg.reveal else ""
+    st.success(f"Vote saved: {SAID[last['choice']]}.{names}")
     left = cfg.undo_seconds - (time.time() - last["at"])
-    with c1:  # the browser counts the window down (no rerun a second); the server decides whether undo is in time
+    with st.container(horizontal=True, key="after_vote"):
+        # the browser counts the window down (no rerun a second); the server decides whether undo is in time
         st.button(f"Undo ({left:.0f} s left)" if left > 0 else "Undo (window closed)", on_click=_undo,
                   shortcut="u", disabled=left <= 0, key="undo", icon=":material/undo:")
-        if left > 0:
-            undo_countdown(left, last["id"])
-    c2.button("Next", on_click=_next, shortcut="n", type="primary", key="next", icon=":material/skip_next:")
+        st.button("Next", on_click=_next, shortcut="n", type="primary", key="next", icon=":material/skip_next:")
+    if left > 0:
+        undo_countdown(left, last["id"])
 
 
 def _pair(rnd: dict) -> None:
@@ -223,11 +225,11 @@ def _pair(rnd: dict) -> None:
 
 
 def _vote_bar() -> None:
-    cols = st.columns(len(BUTTONS) + 1)
-    for col, (choice, label, key, icon) in zip(cols, BUTTONS, strict=False):  # Streamlit shows the shortcut key
-        col.button(label, on_click=_cast, args=(choice,), shortcut=key, key=f"vote_{choice}", icon=icon,
-                   width="stretch", type="primary" if choice in ("A", "B") else "secondary")
-    cols[-1].button("Skip", on_click=_skip, shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
+    with st.container(horizontal=True, key="vote_bar"):  # one row, no columns; Streamlit shows the shortcut key
+        for choice, label, key, icon in BUTTONS:
+            st.button(label, on_click=_cast, args=(choice,), shortcut=key, key=f"vote_{choice}", icon=icon,
+                      width="stretch", type="primary" if choice in ("A", "B") else "secondary")
+        st.button("Skip", on_click=_skip, shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
     st.text_input("Why? (optional)", key="reason", max_chars=1000)
 
 
@@ -252,6 +254,7 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
     the sign-in are neither recomputed on the server nor redrawn in the voter's browser."""
     state = st.session_state
     keyboard_queue(KEYS)  # in the fragment: its run marker must change on each of the fragment's runs
+    st.html(STALE_CSS)  # our own constant CSS (no model text); the same on every run, so drawn once
     mine, tallies = _progress(cfg, dataset, voter)
     if not _criteria(dataset, mine):
         _round(cfg, dataset, voter, tallies)
