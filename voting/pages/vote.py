@@ -50,10 +50,6 @@ SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both
 KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
 ANSWER_HEIGHT = 300  # px: both answers in equal boxes that scroll, the vote bar still on a 1280x900 screen
 PROMPT_HEIGHT = 130  # px, for prompts longer than fit in a few lines
-# While a click's rerun runs, Streamlit fades the page's elements out over 1 s after 0.5 s: on a machine with
-# no GPU every frame of that fade is drawn by the CPU, over the whole page, in every voter's tab. Dim in one
-# step after the same 0.5 s instead (the same cue on a slow run, no frames on a fast one).
-STALE_CSS = '<style>[data-stale="true"] { transition: opacity 0s linear 0.5s !important; }</style>'
 GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: correct, helpful, clear. "
                     "Length is not a virtue by itself. Use **Tie** when they are equally good and **Both are "
                     "bad** when neither is acceptable.")
@@ -254,7 +250,6 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
     the sign-in are neither recomputed on the server nor redrawn in the voter's browser."""
     state = st.session_state
     keyboard_queue(KEYS)  # in the fragment: its run marker must change on each of the fragment's runs
-    st.html(STALE_CSS)  # our own constant CSS (no model text); the same on every run, so drawn once
     mine, tallies = _progress(cfg, dataset, voter)
     if not _criteria(dataset, mine):
         _round(cfg, dataset, voter, tallies)
