@@ -3,7 +3,8 @@
 Keyboard: 1 = A is better, 2 = B is better, 3 = tie, 4 = both are bad, S = skip; after the vote
 U = undo, N = next (queued in the browser, so no key press is lost while the page redraws; see
 :mod:`voting.pages.keyboard`). Answers are rendered as Markdown with raw HTML disabled (shown as text), with
-their line breaks kept, in equal-height boxes that scroll.
+their line breaks kept and fenced code plain (monospace, no syntax colouring), in equal-height boxes that
+scroll. After the vote the prompt and answers stay as they are; only the bar under them changes.
 
 Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
 outcome) and this voter's own items; items, models and answers are cached per dataset version.
