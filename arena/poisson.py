@@ -41,11 +41,11 @@ def inversion_table(mean: int) -> tuple[np.ndarray, np.ndarray]:
     cdf = poisson_cdf(mean)
     scaled = cdf * BUCKETS  # exact: BUCKETS is a power of two
     # at bucket b's start k = #{m: F(m) <= b / B}: the value m on buckets [ceil(B F(m-1)), ceil(B F(m)));
-    # just below its end, #{m: F(m) < (b + 1) / B}: m on [floor(B F(m-1)), floor(B F(m))) (F(last) = 1)
-    values = np.arange(cdf.size)
-    lo = np.repeat(values, np.diff(np.concatenate([[0], np.ceil(scaled)])).astype(np.int64))
-    hi = np.repeat(values, np.diff(np.concatenate([[0], np.floor(scaled)])).astype(np.int64))
-    lut = np.where(hi > lo, -1 - lo, lo).astype(np.int16)
+    # a bucket straddles a jump exactly when it is floor(B F(m)) for a B F(m) that is not an integer
+    lut = np.repeat(np.arange(cdf.size, dtype=np.int16), np.diff(np.ceil(scaled), prepend=0).astype(np.int64))
+    jumps = np.floor(scaled)
+    inside = jumps[jumps != scaled].astype(np.int64)
+    lut[inside] = -1 - lut[inside]  # (the CLI builds ~200 tables per run: int16 throughout, one pass)
     lut.flags.writeable = cdf.flags.writeable = False
     return lut, cdf
 

@@ -30,7 +30,7 @@ def test_poisson_cdf_equals_scipy(mean):
     assert stats.poisson.sf(cdf.size - 1, mean) < 1e-30  # the mass folded into the last value
 
 
-@pytest.mark.parametrize("mean", [1, 7, 67, 2500])
+@pytest.mark.parametrize("mean", [0, 1, 7, 67, 2500, 4096])
 def test_guide_table_is_the_inversion_of_the_bucket_start(mean):
     lut, cdf = inversion_table(mean)
     start = np.arange(BUCKETS) / BUCKETS
@@ -40,6 +40,7 @@ def test_guide_table_is_the_inversion_of_the_bucket_start(mean):
     np.testing.assert_array_equal(lut[decided], k_start[decided])
     assert np.all(k_start[decided] == k_end[decided])
     np.testing.assert_array_equal(-1 - lut[~decided], k_start[~decided])
+    assert np.all(k_end[~decided] > k_start[~decided])  # marked exactly where a jump falls inside
 
 
 def test_table_draws_have_the_poisson_distribution():
