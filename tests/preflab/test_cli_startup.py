@@ -57,12 +57,14 @@ except SystemExit:
 print("compiled", compiled.count("/jax/compilation_cache/compile_requests_use_cache"), file=sys.stderr)
 print("traced", sorted(traced - {"solve", "call_exported"}), file=sys.stderr)
 print("scipy.sparse", "scipy.sparse" in sys.modules, file=sys.stderr)
+print("scipy.linalg", "scipy.linalg" in sys.modules, file=sys.stderr)
 """
 
 
 def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path: Path) -> None:
     """The second run loads the stored programs: nothing of ours is traced, at most four programs are
-    fetched from the compilation cache, the table is the same, and the timings line names each part."""
+    fetched from the compilation cache, the table is the same, and the timings line names each part.
+    Neither run imports scipy.sparse, nor scipy.linalg (LAPACK's kernels come without it)."""
     env = {**os.environ, "PREFLAB_CACHE": str(tmp_path), "PREFLAB_TIMINGS": "1", "PYTHONPATH": str(ROOT)}
     runs = [subprocess.run([sys.executable, "-c", RUN, "rank", str(DEMO), "--ci", "both", "--bootstrap", "20"],
                            capture_output=True, text=True, cwd=ROOT, timeout=600, env=env) for _ in range(2)]
@@ -72,6 +74,7 @@ def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path:
     assert "traced []" in warm.stderr, warm.stderr
     assert re.search(r"^compiled [1-4]$", warm.stderr, re.M), warm.stderr
     assert "scipy.sparse False" in warm.stderr
+    assert "scipy.linalg False" in cold.stderr and "scipy.linalg False" in warm.stderr
     assert warm.stdout == cold.stdout
     line = next(x for x in warm.stderr.splitlines() if x.startswith("timings: "))
     names = re.findall(r"(?:^timings: |; )([A-Za-z +]+) [0-9.]+ s \(cpu [0-9.]+\)", line)
@@ -120,3 +123,24 @@ def test_numpy_and_pandas_load_before_the_jax_import_thread_starts() -> None:
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "(True, True)", res.stdout
+
+
+def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> None:
+    """JAX's LAPACK calls work after LAPACK is set up from scipy's two kernel modules alone, and a later
+    ``import scipy.linalg`` loads the package and those modules as usual."""
+    code = ("import sys, numpy as np\n"
+            "from arena._jax import load_lowering_libraries\n"
+            "load_lowering_libraries()\n"
+            "assert not any(m.startswith('scipy.linalg') for m in sys.modules), 'scipy.linalg imported'\n"
+            "import jax.numpy as jnp\n"
+            "a, b = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])\n"
+            "assert np.allclose(np.asarray(jnp.linalg.solve(a, b)), np.linalg.solve(a, b), rtol=1e-14)\n"
+            "import scipy.linalg\n"
+            "from scipy.linalg import cython_lapack\n"
+            "assert scipy.linalg.cython_blas.__pyx_capi__ and cython_lapack.__pyx_capi__\n"
+            "assert np.allclose(scipy.linalg.solve(a, b), np.linalg.solve(a, b))\n"
+            "print('ok')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
