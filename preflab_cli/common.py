@@ -67,6 +67,10 @@ def import_jax_in_background() -> threading.Thread:
         except Exception:  # noqa: BLE001, S110  (the main thread imports again and reports it)
             pass
 
+    # OpenBLAS's idle workers spin 2^28 cycles after each call before they sleep: on two cores one small
+    # np.linalg.inv (the bootstrap's H^-1) cost ~0.2 s of CPU taken from the weight draws; 2^4 cycles
+    # changes when they sleep, not how many there are or what they compute (read when numpy loads)
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     # numpy's and pandas' C extensions are not safe to initialise from two threads at once (seen: "cannot
     # import name '__cpu_features__' from partially initialized module numpy._core._multiarray_umath" in
     # about one warm rank of four): the reader's modules load here first, only JAX's in the thread

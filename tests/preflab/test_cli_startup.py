@@ -144,3 +144,21 @@ def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> N
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
+
+
+def test_openblas_workers_sleep_at_once_on_a_rank() -> None:
+    """Idle OpenBLAS workers spin 2^28 cycles by default (~0.2 s of CPU after H^-1 on two cores): the rank
+    command's start-up asks for 2^4 before numpy loads, unless the user chose a value."""
+    code = ("import os, sys\n"
+            "import preflab_cli\n"
+            "from preflab_cli.common import import_jax_in_background\n"
+            "assert 'numpy' not in sys.modules  # (it reads the variable when it loads)\n"
+            "import_jax_in_background().join()\n"
+            "print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    for preset, expected in ((None, "4"), ("20", "20")):
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                             env={**env, "PYTHONPATH": str(ROOT), **({"OPENBLAS_THREAD_TIMEOUT": preset} if preset
+                                                                    else {})})
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == expected
