@@ -145,8 +145,37 @@ def load_lowering_libraries() -> None:
         import jax.numpy as jnp
         import numpy as np
 
+        _init_lapack()
         jax.jit(jnp.linalg.solve).lower(np.eye(2), np.ones(2))
         _ready.append(True)
+
+
+def _init_lapack() -> None:
+    """jaxlib takes LAPACK's kernels from scipy's ``cython_blas``/``cython_lapack``, imported through the
+    package ``scipy.linalg`` (~0.25 s, most of it scipy's copy of numpy's namespace, f2py and unittest
+    included): load those two extension modules alone for it, then forget them, so that a later
+    ``import scipy.linalg`` loads them as usual. Anything unexpected leaves it to jaxlib's own way."""
+    import importlib.util
+    import sys
+
+    if "scipy.linalg" in sys.modules:
+        return
+    names = [f"scipy.linalg.{m}" for m in ("cython_blas", "cython_lapack")]
+    try:
+        from jaxlib.cpu import _lapack
+
+        folder = Path(importlib.util.find_spec("scipy").origin).parent / "linalg"
+        for name in names:
+            path = next(folder.glob(name.rpartition(".")[2] + ".*.so"))
+            spec = importlib.util.spec_from_file_location(name, path)
+            sys.modules[name] = module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        _lapack.initialize()
+    except Exception:  # noqa: BLE001, S110  (jaxlib initialises LAPACK itself when it first lowers a call)
+        pass
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
 
 
 def _picklable(exported):

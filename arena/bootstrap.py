@@ -71,8 +71,11 @@ def draw_weights(counts: np.ndarray, n_replicates: int, rng: np.random.Generator
 
 def _battle_cells(row: np.ndarray, pos: np.ndarray, block: int = 64) -> np.ndarray:
     """Cell of each battle ``pos`` (0-based) when cell c holds ``row[c]`` (integers) battles in order:
-    ``searchsorted(cumsum(row), pos, side="right")`` with the cumulative sum taken over blocks of cells
-    and then only inside the blocks hit (the full one costs ~4 ns a cell; exact on integers)."""
+    ``searchsorted(cumsum(row), pos, side="right")``. For a few battles in many cells the cumulative sum
+    is taken over blocks of cells and then only inside the blocks hit (the full one costs ~4 ns a cell,
+    the blocks hit ~``block`` times that per battle); exact on integers either way."""
+    if row.size <= 4 * block * pos.size:  # battles many for the cells (W1: ~800 in 15k cells): the full sum
+        return np.searchsorted(np.cumsum(row), pos, side="right")
     n_full = row.size // block * block
     sums = np.add.reduce(row[:n_full].reshape(-1, block), axis=1)
     if n_full < row.size:

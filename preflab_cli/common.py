@@ -4,8 +4,11 @@ the start-up helpers of the computing commands (JAX imported in the background, 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -60,13 +63,18 @@ def import_jax_in_background() -> threading.Thread:
 
     def work() -> None:
         try:
-            import arena.leaderboard  # noqa: F401  (and arena._jax: x64 and the compilation cache)
+            with jax_plugin_scan_by_folder_name():
+                import arena.leaderboard  # noqa: F401  (and arena._jax: x64 and the compilation cache)
             from arena._jax import load_lowering_libraries
 
             load_lowering_libraries()
         except Exception:  # noqa: BLE001, S110  (the main thread imports again and reports it)
             pass
 
+    # OpenBLAS's idle workers spin 2^28 cycles after each call before they sleep: on two cores one small
+    # np.linalg.inv (the bootstrap's H^-1) cost ~0.2 s of CPU taken from the weight draws; 2^4 cycles
+    # changes when they sleep, not how many there are or what they compute (read when numpy loads)
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     # numpy's and pandas' C extensions are not safe to initialise from two threads at once (seen: "cannot
     # import name '__cpu_features__' from partially initialized module numpy._core._multiarray_umath" in
     # about one warm rank of four): the reader's modules load here first, only JAX's in the thread
@@ -75,6 +83,30 @@ def import_jax_in_background() -> threading.Thread:
     thread = threading.Thread(target=work, name="preflab-import-jax", daemon=True)
     thread.start()
     return thread
+
+
+@contextmanager
+def jax_plugin_scan_by_folder_name() -> Iterator[None]:
+    """While JAX is imported, its search for ROCm plugins (the metadata of every installed distribution
+    read and parsed: ~0.12 s of a warm rank for ~165 of them) sees only the distributions whose folder
+    name could be one, ``jax_rocm*``; JAX still checks their metadata itself. Other callers, and
+    distributions without a folder name, are served as usual."""
+    import importlib.metadata as md
+
+    original, active = md.distributions, [True]
+
+    def distributions(**kwargs):
+        found = original(**kwargs)
+        if active and sys._getframe(1).f_globals.get("__name__", "").startswith("jax."):
+            return (d for d in found if (getattr(d, "_normalized_name", None) or "jax_rocm").startswith("jax_rocm"))
+        return found
+
+    md.distributions = distributions
+    try:
+        yield
+    finally:
+        active.clear()  # (a module that bound the wrapper keeps getting every distribution)
+        md.distributions = original
 
 
 class Timings:

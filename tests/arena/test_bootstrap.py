@@ -229,8 +229,11 @@ def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
 
 def test_battle_cells_equal_the_search_over_the_full_cumulative_sum():
     rng = np.random.default_rng(9)
-    for n in (1, 5, 63, 64, 65, 130, 5_000):
+    for n in (1, 5, 63, 64, 65, 130, 5_000, 60_000):
         row = rng.poisson(rng.choice([0.2, 1.0, 4.0], n)).astype(float)
         row[-1] += 1  # at least one battle, the last cell included
-        pos = np.arange(int(row.sum()))
-        np.testing.assert_array_equal(bs._battle_cells(row, pos), np.searchsorted(np.cumsum(row), pos, side="right"))
+        every = np.arange(int(row.sum()))
+        # every battle (the full sum's branch) and a few (the blocks' branch, on long rows)
+        for pos in (every, rng.choice(every, min(every.size, 20), replace=False), every[-1:]):
+            np.testing.assert_array_equal(bs._battle_cells(row, pos),
+                                          np.searchsorted(np.cumsum(row), pos, side="right"))

@@ -16,7 +16,7 @@ from scipy import stats
 
 from arena import bootstrap as bs
 from arena import bt, refit
-from arena.poisson import BUCKETS, PoissonTable, inversion_table, poisson_cdf
+from arena.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
 from tests.arena.test_bt import simulated_counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def test_poisson_cdf_equals_scipy(mean):
     assert stats.poisson.sf(cdf.size - 1, mean) < 1e-30  # the mass folded into the last value
 
 
-@pytest.mark.parametrize("mean", [1, 7, 67, 2500])
+@pytest.mark.parametrize("mean", [0, 1, 7, 67, 2500, 4096])
 def test_guide_table_is_the_inversion_of_the_bucket_start(mean):
     lut, cdf = inversion_table(mean)
     start = np.arange(BUCKETS) / BUCKETS
@@ -40,6 +40,7 @@ def test_guide_table_is_the_inversion_of_the_bucket_start(mean):
     np.testing.assert_array_equal(lut[decided], k_start[decided])
     assert np.all(k_start[decided] == k_end[decided])
     np.testing.assert_array_equal(-1 - lut[~decided], k_start[~decided])
+    assert np.all(k_end[~decided] > k_start[~decided])  # marked exactly where a jump falls inside
 
 
 def test_table_draws_have_the_poisson_distribution():
@@ -55,6 +56,35 @@ def test_table_draws_have_the_poisson_distribution():
         assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4
         assert draws[:, c].mean() == pytest.approx(lam, rel=0.02)
         assert draws[:, c].var() == pytest.approx(lam, rel=0.05)
+
+
+def test_bucket_draws_are_numpys_16_bit_integers_and_leave_the_same_state():
+    for shape in ((1, 1), (1, 2), (3, 5), (5, 14_849), (2, 0)):
+        ours, numpys = np.random.default_rng([4, shape[1]]), np.random.default_rng([4, shape[1]])
+        b = buckets(ours, shape)
+        np.testing.assert_array_equal(b, numpys.integers(0, BUCKETS, shape, dtype=np.uint16))
+        assert b.shape == shape and b.dtype.itemsize == 2
+        assert ours.random() == numpys.random()  # the stream goes on identically
+
+
+def test_table_draws_invert_their_uniform_exactly():
+    """Every draw is #{m: F(m) <= u} (capped at the table's end), u being the bucket's uniform, refined by a
+    fresh one where the bucket straddles a jump: replayed here from the same stream, tail buckets included."""
+    means = np.array([0, 1, 4, 67, 67, 300, 4096], float)
+    n = 40_000
+    draws = PoissonTable(means).draw(n, np.random.default_rng(8))
+    rng = np.random.default_rng(8)
+    b = rng.integers(0, BUCKETS, (n, means.size), dtype=np.uint16)
+    luts = [inversion_table(int(m))[0] for m in means]
+    amb = np.flatnonzero(np.stack([lut[b[:, c]] for c, lut in enumerate(luts)], axis=1) < 0)
+    u = (b.flat[amb] + rng.random(amb.size)) / BUCKETS
+    v = b / BUCKETS
+    v.flat[amb] = u
+    assert np.any(b.flat[amb] == 0)  # a bucket 0 spanning tens of values (Poisson(300): 0-230) among them
+    for c, m in enumerate(means):
+        cdf = poisson_cdf(int(m))
+        expected = np.minimum(cdf.size - 1, np.searchsorted(cdf, v[:, c], side="right"))
+        np.testing.assert_array_equal(draws[:, c], expected)
 
 
 def _fit_parts(counts):

@@ -57,12 +57,14 @@ except SystemExit:
 print("compiled", compiled.count("/jax/compilation_cache/compile_requests_use_cache"), file=sys.stderr)
 print("traced", sorted(traced - {"solve", "call_exported"}), file=sys.stderr)
 print("scipy.sparse", "scipy.sparse" in sys.modules, file=sys.stderr)
+print("scipy.linalg", "scipy.linalg" in sys.modules, file=sys.stderr)
 """
 
 
 def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path: Path) -> None:
     """The second run loads the stored programs: nothing of ours is traced, at most four programs are
-    fetched from the compilation cache, the table is the same, and the timings line names each part."""
+    fetched from the compilation cache, the table is the same, and the timings line names each part.
+    Neither run imports scipy.sparse, nor scipy.linalg (LAPACK's kernels come without it)."""
     env = {**os.environ, "PREFLAB_CACHE": str(tmp_path), "PREFLAB_TIMINGS": "1", "PYTHONPATH": str(ROOT)}
     runs = [subprocess.run([sys.executable, "-c", RUN, "rank", str(DEMO), "--ci", "both", "--bootstrap", "20"],
                            capture_output=True, text=True, cwd=ROOT, timeout=600, env=env) for _ in range(2)]
@@ -72,6 +74,7 @@ def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path:
     assert "traced []" in warm.stderr, warm.stderr
     assert re.search(r"^compiled [1-4]$", warm.stderr, re.M), warm.stderr
     assert "scipy.sparse False" in warm.stderr
+    assert "scipy.linalg False" in cold.stderr and "scipy.linalg False" in warm.stderr
     assert warm.stdout == cold.stdout
     line = next(x for x in warm.stderr.splitlines() if x.startswith("timings: "))
     names = re.findall(r"(?:^timings: |; )([A-Za-z +]+) [0-9.]+ s \(cpu [0-9.]+\)", line)
@@ -120,3 +123,80 @@ def test_numpy_and_pandas_load_before_the_jax_import_thread_starts() -> None:
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "(True, True)", res.stdout
+
+
+def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> None:
+    """JAX's LAPACK calls work after LAPACK is set up from scipy's two kernel modules alone, and a later
+    ``import scipy.linalg`` loads the package and those modules as usual."""
+    code = ("import sys, numpy as np\n"
+            "from arena._jax import load_lowering_libraries\n"
+            "load_lowering_libraries()\n"
+            "assert not any(m.startswith('scipy.linalg') for m in sys.modules), 'scipy.linalg imported'\n"
+            "import jax.numpy as jnp\n"
+            "a, b = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])\n"
+            "assert np.allclose(np.asarray(jnp.linalg.solve(a, b)), np.linalg.solve(a, b), rtol=1e-14)\n"
+            "import scipy.linalg\n"
+            "from scipy.linalg import cython_lapack\n"
+            "assert scipy.linalg.cython_blas.__pyx_capi__ and cython_lapack.__pyx_capi__\n"
+            "assert np.allclose(scipy.linalg.solve(a, b), np.linalg.solve(a, b))\n"
+            "print('ok')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+
+
+def test_openblas_workers_sleep_at_once_on_a_rank() -> None:
+    """Idle OpenBLAS workers spin 2^28 cycles by default (~0.2 s of CPU after H^-1 on two cores): the rank
+    command's start-up asks for 2^4 before numpy loads, unless the user chose a value."""
+    code = ("import os, sys\n"
+            "import preflab_cli\n"
+            "from preflab_cli.common import import_jax_in_background\n"
+            "assert 'numpy' not in sys.modules  # (it reads the variable when it loads)\n"
+            "import_jax_in_background().join()\n"
+            "print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    for preset, expected in ((None, "4"), ("20", "20")):
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                             env={**env, "PYTHONPATH": str(ROOT), **({"OPENBLAS_THREAD_TIMEOUT": preset} if preset
+                                                                    else {})})
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == expected
+
+
+def test_jax_import_reads_the_metadata_of_plugin_candidates_only() -> None:
+    """JAX's import looks for ROCm plugins by parsing every installed distribution's metadata (~0.12 s):
+    in the rank command's import thread it reads none but ``jax_rocm*`` candidates', and afterwards
+    ``importlib.metadata`` is as it was."""
+    code = ("import importlib.metadata as md, sys\n"
+            "reads = []\n"
+            "original = md.PathDistribution.read_text\n"
+            "def read_text(self, name):\n"
+            "    if name in ('METADATA', 'PKG-INFO') and threading.current_thread().name.startswith('preflab'):\n"
+            "        reads.append(self._normalized_name)\n"
+            "    return original(self, name)\n"
+            "import threading\n"
+            "md.PathDistribution.read_text = read_text\n"
+            "from preflab_cli.common import import_jax_in_background\n"
+            "import_jax_in_background().join()\n"
+            "assert 'jax' in sys.modules and md.distributions.__module__ == 'importlib.metadata'\n"
+            "print(reads, len(list(md.distributions())) > 10)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[] True", res.stdout
+
+
+def test_the_plugin_scan_filter_serves_other_callers_everything() -> None:
+    import importlib.metadata as md
+
+    from preflab_cli.common import jax_plugin_scan_by_folder_name
+
+    every = sorted(d._normalized_name for d in md.distributions())
+    with jax_plugin_scan_by_folder_name():
+        ours = sorted(d._normalized_name for d in md.distributions())
+        jax_module = {"__name__": "jax._src.numpy.array_constructors", "md": md}
+        exec("found = [d._normalized_name for d in md.distributions()]", jax_module)  # noqa: S102
+    assert ours == every and "jax" in every
+    assert all(name.startswith("jax_rocm") for name in jax_module["found"])
+    assert md.distributions.__module__ == "importlib.metadata"
