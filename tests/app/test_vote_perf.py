@@ -109,11 +109,11 @@ def test_line_breaks_are_kept_outside_code():
     assert "code line 1\ncode line 2" in md  # no trailing spaces inside the fence
 
 
-def test_code_blocks_are_plain_monospace():
-    """An opening fence loses its language (no syntax colouring, no mermaid diagram); the code and the
-    fences' lengths stay, so a longer fence still holds a shorter one."""
-    md = shown_markdown("Run:\n```python\nprint(1)\n```\n  ~~~~mermaid x\ngraph\n```js\n~~~~\nafter")
-    assert md == "Run:  \n```\nprint(1)\n```\n  ~~~~\ngraph\n```js\n~~~~\nafter"
+def test_mermaid_fences_are_shown_as_text():
+    """A ``mermaid`` fence loses its language (Streamlit would draw the model's text as a diagram); other
+    fences keep theirs (colouring), and the fences' lengths stay, so a longer fence still holds a shorter one."""
+    md = shown_markdown("Run:\n```python\nprint(1)\n```\n  ~~~~mermaid x\ngraph\n```mermaid\n~~~~\nafter")
+    assert md == "Run:  \n```python\nprint(1)\n```\n  ~~~~\ngraph\n```mermaid\n~~~~\nafter"
 
 
 def test_judging_criteria_before_the_first_vote_and_on_demand(monkeypatch, seeded_url):

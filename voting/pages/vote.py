@@ -59,15 +59,14 @@ GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: co
 def shown_markdown(text: str) -> str:
     """Markdown for a prompt or an answer: the text's single line breaks kept (a limerick stays five lines: a
     hard break, two trailing spaces, on every line followed by another non-empty line, outside fenced code
-    blocks), and fenced code blocks plain (the info string after an opening fence dropped: no per-token
-    syntax colouring, the browser's largest cost per answer, and no ``mermaid`` diagram drawn from model
-    output; the code stays a monospace block)."""
+    blocks), and a ``mermaid`` fence shown as its text: Streamlit would draw model output as a diagram,
+    which is not what the voter compares. Other fences keep their language (syntax colouring)."""
     lines, out, fence = text.split("\n"), [], None
     for k, line in enumerate(lines):
         mark = line.lstrip()[:3]
         if mark in ("```", "~~~"):
-            if fence is None:  # an opening fence: keep its indent and marker run, drop the language
-                line = re.match(r"\s*(`+|~+)", line).group(0)
+            opening = re.match(r"(\s*(?:`+|~+))\s*mermaid\b", line, re.I) if fence is None else None
+            line = opening.group(1) if opening else line
             fence = None if fence == mark else (fence or mark)
         nxt = lines[k + 1] if k + 1 < len(lines) else ""
         hard = fence is None and mark not in ("```", "~~~") and line.strip() and nxt.strip()
