@@ -299,3 +299,14 @@ def test_dense_bootstrap_replicates_are_those_of_the_recorded_seed(kind, std, fi
     atol = 1e-8 / (400 / np.log(10))  # 1e-8 Elo in natural-log strength
     np.testing.assert_allclose(r.x[:, :60].std(axis=0)[[0, 17, 59]], std, rtol=0, atol=atol)
     np.testing.assert_allclose(r.x[[0, 39], 5], first_last, rtol=0, atol=atol)
+
+
+def test_dense_cpu_chunks_stay_in_cache_but_not_below_the_floor():
+    cpu = jax.devices("cpu")[0]
+    for k in (100, 300, 1000):  # a chunk's float32 battles within CACHE_CHUNK, at least MIN_DENSE_CHUNK
+        n = bs.chunk_size(100 * k, k, cpu, dense=True)
+        assert n % bs.BLOCK == 0
+        assert n == bs.MIN_DENSE_CHUNK or n * 4 * k * k <= bs.CACHE_CHUNK < (n + bs.BLOCK) * 4 * k * k
+    assert bs.chunk_size(15_000, 100, cpu, dense=True) == 100  # W1 ran as one chunk of 1,000: no overlap
+    assert bs.chunk_size(130_000, 300, cpu, dense=True) == 15
+    assert bs.chunk_size(15_000, 100, cpu, dense=False) > 100  # the sparse refit keeps its memory rule
