@@ -282,6 +282,7 @@ def test_two_level_table_draws_equal_the_fine_table_inversion():
     small = table.small
     np.testing.assert_array_equal(got[:, small], want[:, small])
     assert 0.001 < np.mean(table.coarse < 0) < 0.05  # a few coarse buckets need the fine table
+    assert PoissonTable(np.arange(1, 10.0)).coarse is None  # few means: their fine tables stay in cache
 
 
 @pytest.mark.parametrize("kind, std, first_last", [
