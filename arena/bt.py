@@ -300,9 +300,22 @@ def to_elo(theta: jax.Array | np.ndarray, *, scale: float = 400.0, base: float =
     'Chatbot Arena', ICML): scale 400, base 10, init 1000.
     """
     theta = np.asarray(theta)
-    m = elo_matrix(theta.shape[-1], anchor)
     level = init if anchor_rating is None else anchor_rating
-    return theta @ m.T * (scale / math.log(base)) + level
+    return elo_offsets(theta, anchor) * (scale / math.log(base)) + level
+
+
+def elo_offsets(theta: np.ndarray, anchor: int | None = None) -> np.ndarray:
+    """``theta @ elo_matrix(K, anchor).T`` in O(K) a row: ``theta`` minus its mean, or minus ``theta[anchor]``
+    (the product costs K^2 a row: 2 GFLOP for 1,000 replicates of 1,000 models)."""
+    ref = theta.mean(axis=-1, keepdims=True) if anchor is None else theta[..., anchor:anchor + 1]
+    return theta - ref
+
+
+def elo_covariance(cov: np.ndarray, anchor: int | None = None) -> np.ndarray:
+    """``m @ cov @ m.T`` for ``m = elo_matrix(K, anchor)`` and a (K, K) ``cov``, in O(K^2)."""
+    if anchor is None:
+        return cov - cov.mean(axis=1, keepdims=True) - cov.mean(axis=0, keepdims=True) + cov.mean()
+    return cov - cov[anchor:anchor + 1] - cov[:, anchor:anchor + 1] + cov[anchor, anchor]
 
 
 def fit_ratings(counts: PairCounts, ties: str = "half", ridge: float = DEFAULT_RIDGE) -> tuple[np.ndarray, Fit]:

@@ -88,8 +88,7 @@ def _as_battles(battles: Battles | pd.DataFrame) -> Battles:
 
 def _sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None, scale: EloScale, level: float):
     k = len(x) - 1
-    m = bt.elo_matrix(k, anchor) * scale.per_nat
-    cov_r = m @ cov[:k, :k] @ m.T
+    cov_r = bt.elo_covariance(cov[:k, :k], anchor) * scale.per_nat**2
     se = np.sqrt(np.clip(np.diag(cov_r), 0, None))
     return se, NormalDist().inv_cdf(0.5 + level / 2), cov_r
 

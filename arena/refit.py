@@ -34,7 +34,8 @@ DENSE_MAX_MODELS = 4096
 SPARSE_SCORES_FROM = 1 << 16
 """Layouts with more live cells sum replicate scores by a scipy CSR product (:func:`replicate_scores`)."""
 EXACT_F32 = 1 << 24
-"""Counts below this are exact in float32: the count matrices travel and sit in float32 below it."""
+"""Counts below this are exact in float32: the battle matrices travel and sit in float32 when every resampled
+pair total stays below it (fewer battles in all), the score sums when twice the battles do (their halves)."""
 
 
 def use_dense(n_models: int, n_pairs: int, ties: str) -> bool:
@@ -63,18 +64,22 @@ class DenseLayout(NamedTuple):
 
 
 def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLayout:
-    """Layout for the flat (P, 3) cells ``cells`` of ``data`` (column 0: i wins, 1: j wins, 2: tie);
-    float32 matrices when no resampled pair total can reach 2^24 (exact integers and halves)."""
+    """Layout for the flat (P, 3) cells ``cells`` (ascending) of ``data`` (column 0: i wins, 1: j wins, 2: tie);
+    float32 matrices when no resampled pair total can reach 2^24 (a pair has at most the resample's battles:
+    exact integers), float32 score sums when no score can (exact halves), float64 otherwise."""
     k, n_cells = n_models, len(cells)
     pair, col = np.divmod(np.asarray(cells, np.int64), 3)
-    met = np.unique(pair)  # ascending, like the cells
+    met = pair[np.r_[True, pair[1:] != pair[:-1]]] if n_cells else pair  # unique pairs (sorted: no hashing)
     where = np.full((3, len(data.i)), n_cells)
     where[col, pair] = np.arange(n_cells)
     i, j = data.i[met].astype(np.int64), data.j[met].astype(np.int64)
     up, down = i * k + j, j * k + i
     reached = np.zeros(k * k, bool)
     reached[up] = reached[down] = True
-    dtype = np.float32 if 2 * float(np.sum(data.counts)) < EXACT_F32 else np.float64
+    n_battles = float(np.sum(data.counts))
+    most = n_battles + 12 * np.sqrt(n_battles) + 20  # the Poisson weights' total, as arena.poisson bounds a draw
+    dtype = np.float32 if most < EXACT_F32 else np.float64
+    score_dtype = np.float32 if 2 * most < EXACT_F32 else np.float64
     ties = col == 2
     who = np.where(col == 1, data.j[pair], data.i[pair])  # the winner, or i for a tie (j added below)
     rows = np.r_[who, data.j[pair][ties]]
@@ -84,7 +89,7 @@ def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLa
     if n_cells > SPARSE_SCORES_FROM:
         from scipy.sparse import csr_matrix
 
-        score = csr_matrix((vals.astype(dtype), (rows, cols)), shape=(k, n_cells))
+        score = csr_matrix((vals.astype(score_dtype), (rows, cols)), shape=(k, n_cells))
     return DenseLayout(k, n_cells, where[:, met], up, down, np.flatnonzero(~reached), rows, cols, vals, score,
                        dtype)
 

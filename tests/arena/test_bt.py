@@ -196,3 +196,14 @@ def test_matches_arena_rank_and_evalica(llmfao_counts, shared_data):
     ev = evalica.bradley_terry(df["model_a"], df["model_b"], winners, tolerance=1e-12, limit=100_000)
     ev_elo = np.log(ev.scores.loc[ours.index].to_numpy()) * ELO
     assert np.max(np.abs((ev_elo - ev_elo.mean() + 1000) - ours.to_numpy())) < 1e-3
+
+
+@pytest.mark.parametrize("anchor", [None, 0, 4])
+def test_elo_offsets_and_covariance_equal_the_elo_matrix_products(anchor):
+    rng = np.random.default_rng(4)
+    theta = rng.normal(size=(7, 6))
+    a = rng.normal(size=(6, 6))
+    cov = a @ a.T
+    m = bt.elo_matrix(6, anchor)
+    np.testing.assert_allclose(bt.elo_offsets(theta, anchor), theta @ m.T, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(bt.elo_covariance(cov, anchor), m @ cov @ m.T, rtol=0, atol=1e-13)

@@ -255,3 +255,89 @@ def test_float32_start_ends_where_float64_steps_alone_do():
     assert np.all(ok32) and np.all(ok64)
     np.testing.assert_array_equal(c32, c64)
     np.testing.assert_allclose(np.asarray(x32), np.asarray(x64), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("sparse_scores", [False, True])
+def test_float32_battles_past_2_23_battles_with_exact_float64_scores(monkeypatch, sparse_scores):
+    # 12.6M battles (10M rows at 100 models reached float64 matrices before): pair totals are exact in
+    # float32 below 2^24, a score's halves above 2^23 are not, so the scores are summed in float64
+    monkeypatch.setattr(refit, "SPARSE_SCORES_FROM", 0 if sparse_scores else 1 << 16)
+    counts = np.array([[5_000_000, 300_000, 1_000_001], [5_500_000, 800_000, 0], [2_000, 1_000, 999]], float)
+    d = bt.PairData(np.array([0, 0, 1], np.int32), np.array([1, 2, 2], np.int32), counts)
+    x = np.asarray(bt.fit(bt.initial_x(d, 3, "half"), d).x)
+    h_inv = np.linalg.inv(np.asarray(bt.conditioned_hessian(x, d)))
+    flat = counts.ravel()
+    live = np.flatnonzero(flat)
+    layout = refit.dense_layout(d, live, 3)
+    assert layout.dtype == np.float32
+    w = bs._block_weights(flat[live], 5, 0, 6, "multinomial")
+    m, s = refit.signed_battles(layout, w)
+    c = np.zeros((6, flat.size))
+    c[:, live] = w
+    c = c.reshape(6, -1, 3)
+    score = np.zeros((6, 3))
+    for a, col in ((d.i, 0), (d.j, 1)):
+        np.add.at(score.T, a, (c[:, :, col] + c[:, :, 2] / 2).T)
+    assert np.any(score % 1 == 0.5) and score.max() > 1 << 23
+    np.testing.assert_array_equal(s, score)
+    x32, ok32, _ = refit.refit_signed_chunk(jnp.asarray(m), jnp.asarray(s), jnp.asarray(x), jnp.asarray(h_inv))
+    x64, ok64, _ = refit.refit_signed_chunk(jnp.asarray(m.astype(np.float64)), jnp.asarray(s), jnp.asarray(x),
+                                            jnp.asarray(h_inv))
+    assert np.all(ok32) and np.all(ok64)
+    np.testing.assert_allclose(np.asarray(x32), np.asarray(x64), rtol=0, atol=1e-9)
+    big = d._replace(counts=counts * 1.4)  # 17.6M battles: pair totals could pass 2^24
+    assert refit.dense_layout(big, live, 3).dtype == np.float64
+
+
+def test_two_level_table_draws_equal_the_fine_table_inversion():
+    # the coarse table only fetches the same values faster: every draw equals the one-level guide table's
+    means = np.r_[np.arange(0, 120), [500, 2500, 4096, 5000]].astype(float)
+    table = PoissonTable(means)
+    rng = np.random.default_rng(9)
+    got = table.draw(300, rng)
+    rng = np.random.default_rng(9)
+    b = rng.integers(0, BUCKETS, (300, table.small.size), dtype=np.uint16)
+    want = np.empty(got.shape)
+    want[:, table.big] = np.nan
+    amb = []
+    for c, mean in enumerate(means[table.small].astype(int)):
+        lut, _ = inversion_table(mean)
+        want[:, table.small[c]] = lut[b[:, c]]
+        amb += [(r, c) for r in np.flatnonzero(lut[b[:, c]] < 0)]
+    amb.sort()  # the fresh uniforms are drawn in row-major order of the straddling buckets
+    u = rng.random(len(amb))
+    for (r, c), v in zip(amb, u, strict=True):
+        _, cdf = inversion_table(int(means[table.small[c]]))
+        want[r, table.small[c]] = np.searchsorted(cdf, (b[r, c] + v) / BUCKETS, side="right")
+    small = table.small
+    np.testing.assert_array_equal(got[:, small], want[:, small])
+    assert 0.001 < np.mean(table.coarse < 0) < 0.05  # a few coarse buckets need the fine table
+    assert PoissonTable(np.arange(1, 10.0)).coarse is None  # few means: their fine tables stay in cache
+
+
+@pytest.mark.parametrize("kind, std, first_last", [
+    ("multinomial", [0.04458199644256503, 0.05806379939710298, 0.05059734208304833],
+     [-0.757680239365056, -0.6458035877916032]),
+    ("poisson", [0.04434748026514734, 0.05712677683271264, 0.05100860957823459],
+     [-0.7528749909201489, -0.6435317291149593])])
+def test_dense_bootstrap_replicates_are_those_of_the_recorded_seed(kind, std, first_last):
+    # recorded before the speed work of session 22: the same seed must give the same replicates (1e-8 Elo)
+    counts, _ = simulated_counts(k=60, n=40_000, seed=21)
+    d, x, h_inv = _fit_parts(counts)
+    assert refit.use_dense(60, len(d.i), "half")
+    r = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=40, seed=13, weights=kind)
+    assert r.converged.all() and r.n_fallback == 0
+    atol = 1e-8 / (400 / np.log(10))  # 1e-8 Elo in natural-log strength
+    np.testing.assert_allclose(r.x[:, :60].std(axis=0)[[0, 17, 59]], std, rtol=0, atol=atol)
+    np.testing.assert_allclose(r.x[[0, 39], 5], first_last, rtol=0, atol=atol)
+
+
+def test_dense_cpu_chunks_stay_in_cache_but_not_below_the_floor():
+    cpu = jax.devices("cpu")[0]
+    for k in (100, 300, 1000):  # a chunk's float32 battles within CACHE_CHUNK, at least MIN_DENSE_CHUNK
+        n = bs.chunk_size(100 * k, k, cpu, dense=True)
+        assert n % bs.BLOCK == 0
+        assert n == bs.MIN_DENSE_CHUNK or n * 4 * k * k <= bs.CACHE_CHUNK < (n + bs.BLOCK) * 4 * k * k
+    assert bs.chunk_size(15_000, 100, cpu, dense=True) == 100  # W1 ran as one chunk of 1,000: no overlap
+    assert bs.chunk_size(130_000, 300, cpu, dense=True) == 15
+    assert bs.chunk_size(15_000, 100, cpu, dense=False) > 100  # the sparse refit keeps its memory rule
