@@ -356,3 +356,25 @@ def test_undo_after_the_reveal_brings_another_item(server, browser):
     assert load_votes(engine).query("voter == 'undo-voter'").empty
     assert count_rows(engine, "undone_votes") >= 1
     shot(page, "vote-undone")
+
+
+def test_a_vote_sends_only_the_bar_and_next_the_new_pair(server, browser):
+    """A vote reruns only the bar's fragment: the prompt and answers are not sent to the browser again (each
+    element sent is React, style and layout work in every voter's tab); Next sends the new pair."""
+    base, _ = server
+    page = new_page(browser)
+    got: list = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda f: got.append(f if isinstance(f, bytes)
+                                                                                   else f.encode())))
+    page.goto(invite_link(base, "bar-voter"))
+    first = shown_item(page)
+    answer = page.locator(".st-key-answer_A").inner_text().strip().splitlines()[-1][:20].encode()
+    got.clear()
+    page.locator(".st-key-vote_A button").click()
+    wait_revealed(page, "A is better.")
+    vote = b"".join(got)
+    assert b"Prompt number" not in vote and answer not in vote, "a vote sent the prompt and answers again"
+    got.clear()
+    page.locator(".st-key-next button").click()
+    shown_item(page, old=first)
+    assert b"Prompt number" in b"".join(got), "Next did not send the new pair"

@@ -4,7 +4,8 @@ Keyboard: 1 = A is better, 2 = B is better, 3 = tie, 4 = both are bad, S = skip;
 U = undo, N = next (queued in the browser, so no key press is lost while the page redraws; see
 :mod:`voting.pages.keyboard`). Answers are rendered as Markdown with raw HTML disabled (shown as text), with
 their line breaks kept and fenced code plain (monospace, no syntax colouring), in equal-height boxes that
-scroll. After the vote the prompt and answers stay as they are; only the bar under them changes.
+scroll. After the vote the prompt and answers stay as they are; only the bar under them changes: it is
+a fragment inside the pair's fragment, so a vote is not sent the pair again (nor are the progress bars).
 
 Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
 outcome) and this voter's own items; items, models and answers are cached per dataset version.
@@ -50,6 +51,7 @@ BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is bette
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
 KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
 ANSWER_HEIGHT = 300  # px: both answers in equal boxes that scroll, the vote bar still on a 1280x900 screen
+PAIR = "pair"  # the key of the pair's fragment: Skip, Next and a withdrawn vote rerun it (a vote reruns the bar)
 PROMPT_HEIGHT = 130  # px, for prompts longer than fit in a few lines
 GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: correct, helpful, clear. "
                     "Length is not a virtue by itself. Use **Tie** when they are equally good and **Both are "
@@ -105,7 +107,7 @@ def _cast(choice: str) -> None:
         vote_id = record_vote(get_engine(), vote)
     except DuplicateVote:
         state["flash"] = "You had already voted on that item (another tab?); here is a new one."
-        return
+        st.rerun(scope=PAIR)
     state["reason"] = ""
     state["last_vote"] = dict(id=vote_id, choice=choice, at=time.time(), round=rnd)
 
@@ -120,6 +122,7 @@ def _skip() -> None:
         except DuplicateVote:
             pass
         state["flash"] = "Skipped."
+    st.rerun(scope=PAIR)  # a new pair: the pair fragment, not only the bar
 
 
 @guarded
@@ -130,6 +133,7 @@ def _undo() -> None:
         state.pop("last_vote")
         if cfg.reveal:  # the voter saw the models: the item does not come back (it counts as seen)
             state["flash"] = "Vote withdrawn. You saw which models answered, so here is another item."
+            st.rerun(scope=PAIR)
         else:  # nothing was revealed: the same item and sides, vote again
             state["round"] = last["round"]
             state["flash"] = "Vote undone. Vote again."
@@ -140,6 +144,7 @@ def _undo() -> None:
 @guarded
 def _next() -> None:
     st.session_state.pop("last_vote", None)
+    st.rerun(scope=PAIR)
 
 
 def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object]:
@@ -241,38 +246,43 @@ def render() -> None:
                    "or run `preflab demo-seed --db URL`.")
         return
     _criteria_sidebar(dataset)
-    st.fragment(_voting)(cfg, dataset, voter)
+    st.fragment(_voting, key=PAIR)(cfg, dataset, voter)
 
 
 @guarded
 def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
-    """Everything a vote, Skip, Undo or Next changes. A click here reruns only this fragment: the sidebar and
-    the sign-in are neither recomputed on the server nor redrawn in the voter's browser."""
-    state = st.session_state
-    keyboard_queue(KEYS)  # in the fragment: its run marker must change on each of the fragment's runs
+    """The pair's fragment: progress, the prompt and answers, and the bar under them (its own fragment,
+    :func:`_bar`). Skip, Next and a withdrawn vote rerun this fragment (``st.rerun(scope=PAIR)`` in their
+    callbacks); a vote or an undone vote reruns only the bar, so the answers are not sent again. Neither
+    redraws the sidebar or the sign-in."""
     mine, tallies = _progress(cfg, dataset, voter)
-    if not _criteria(dataset, mine):
-        _round(cfg, dataset, voter, tallies)
-    if msg := state.pop("flash", None):  # last: an element before the pair would move it and make it new
+    if _criteria(dataset, mine):
+        return
+    state = st.session_state
+    if not state.get("last_vote"):
+        rnd = state.get("round")
+        if rnd is None or rnd["dataset"] != dataset:
+            rnd = state["round"] = _new_round(cfg, dataset, voter, tallies)
+        if rnd is None:
+            state.pop("round", None)
+            st.success("You have seen every item available to you. Thank you for voting!")
+            return
+    _pair(state["last_vote"]["round"] if state.get("last_vote") else state["round"])
+    st.fragment(_bar)(cfg)
+
+
+@guarded
+def _bar(cfg: AppConfig) -> None:
+    """The vote bar before the vote, the after-vote panel after it; a vote reruns only this."""
+    state = st.session_state
+    keyboard_queue(KEYS)  # here: its run marker must change on every run that redraws the buttons
+    if last := state.get("last_vote"):
+        _after_vote(cfg, last)
+    elif state.get("round"):
+        _vote_bar()
+    if msg := state.pop("flash", None):  # last: an element before the bar would move it and make it new
         st.toast(msg)
 
-
-def _round(cfg: AppConfig, dataset: str, voter: str, tallies) -> None:  # noqa: ANN001
-    """The pair, with the vote bar under it before the vote and the after-vote panel in its place after."""
-    state = st.session_state
-    if last := state.get("last_vote"):
-        _pair(last["round"])
-        _after_vote(cfg, last)
-        return
-    rnd = state.get("round")
-    if rnd is None or rnd["dataset"] != dataset:
-        rnd = state["round"] = _new_round(cfg, dataset, voter, tallies)
-    if rnd is None:
-        state.pop("round", None)
-        st.success("You have seen every item available to you. Thank you for voting!")
-        return
-    _pair(rnd)
-    _vote_bar()
 
 if __name__ == "__main__":
     render()
