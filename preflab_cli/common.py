@@ -27,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # a message or a path is one line, never cut at 80 columns
 #: The bundled demo arena: shipped inside the package as ``preflab.demo`` (data/demo in the checkout).
 DEMO_DIR = Path(__file__).resolve().parents[1] / "preflab" / "demo"
 if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside the packages
