@@ -369,9 +369,11 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     checks: list[tuple[str, str, str, np.ndarray]] = []
     codes, labels = {}, {}
     for col in ("model_a", "model_b", "winner"):
-        codes[col], labels[col], not_text = _factorize_stripped(df[col])
+        codes[col], labels[col], not_text, not_utf8 = _factorize_stripped(df[col])
         if not_text is not None:  # a dict or list where a name belongs
             checks.append((col, "not a string", "write names and labels as strings", not_text))
+        if not_utf8 is not None:
+            checks.append((col, "not valid UTF-8 text", "write the file's text as UTF-8", not_utf8))
     if cmap.winners:
         labels["winner"] = pd.Index([cmap.winners.get(w, w) for w in labels["winner"]], dtype=object)
     for col in ("model_a", "model_b"):
@@ -400,7 +402,10 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         first = int(np.argmax(mask))
         if on_error == "raise":
             src_col = col if col in raw else _source_name(cmap, col)
-            value = raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first]
+            try:
+                value = raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first]
+            except UnicodeDecodeError as e:  # quoted as the bytes that are not UTF-8
+                value = e.object
             raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({shown(value)})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
@@ -467,19 +472,32 @@ def _lookup(new_codes: np.ndarray) -> np.ndarray:
     return table.astype(np.min_scalar_type(-max(len(table), 2)))
 
 
-def _factorize_stripped(s: pd.Series) -> tuple[np.ndarray, pd.Index, np.ndarray | None]:
-    """Row codes (-1 for missing), the stripped string label of each code, and the rows that hold a dict or
-    list instead of a name (None when there are none; those rows get code -1). A categorical's own codes
-    serve (no int64 copy per row); categories no row uses only add labels no code points to."""
+def _factorize_stripped(s: pd.Series) -> tuple[np.ndarray, pd.Index, np.ndarray | None, np.ndarray | None]:
+    """Row codes (-1 for missing), the stripped string label of each code, the rows that hold a dict or list
+    instead of a name, and the rows whose text is not valid UTF-8 (Arrow does not check Parquet's strings;
+    None where there are none; both kinds get code -1). A categorical's own codes serve (no int64 copy per
+    row); categories no row uses only add labels no code points to."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        return s.cat.codes.to_numpy(), pd.Index([str(u).strip() for u in s.cat.categories], dtype=object), None
-    not_text = None
-    try:
-        codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    except TypeError:  # unhashable values: JSON objects or arrays (Parquet lists: numpy arrays) for a name
-        not_text = s.map(lambda v: isinstance(v, (dict, list, np.ndarray))).to_numpy(bool)
-        codes, uniques = pd.factorize(s.where(~not_text, None), use_na_sentinel=True)
-    return codes, pd.Index([str(u).strip() for u in uniques], dtype=object), not_text
+        codes, uniques, not_text = s.cat.codes.to_numpy(), s.cat.categories, None
+    else:
+        not_text = None
+        try:
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        except TypeError:  # unhashable values: JSON objects or arrays (Parquet lists: numpy arrays) for a name
+            not_text = s.map(lambda v: isinstance(v, (dict, list, np.ndarray))).to_numpy(bool)
+            codes, uniques = pd.factorize(s.where(~not_text, None), use_na_sentinel=True)
+    labels, broken = [], []
+    for k in range(len(uniques)):  # one by one: a bad value raises when it is read
+        try:
+            labels.append(str(uniques[k]).strip())
+        except UnicodeDecodeError:
+            labels.append("")
+            broken.append(k)
+    not_utf8 = None
+    if broken:
+        not_utf8 = np.isin(codes, broken)
+        codes = np.where(not_utf8, -1, codes)
+    return codes, pd.Index(labels, dtype=object), not_text, not_utf8
 
 
 def _source_name(cmap: ColumnMap, col: str) -> str:

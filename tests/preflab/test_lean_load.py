@@ -236,6 +236,26 @@ def test_parquet_with_corrupt_pandas_metadata_is_an_input_error(tmp_path):
             data.load_battles(path, lean=lean)
 
 
+@pytest.mark.parametrize("column", ["model_a", "winner"])
+def test_parquet_text_that_is_not_utf8_is_an_input_error(tmp_path, column):
+    """Arrow does not check Parquet's strings: a byte that is not UTF-8 raised a bare UnicodeDecodeError when
+    the names were read (found by the reader fuzz). Now the usual message, or the row skipped and counted."""
+    frame = pd.DataFrame({"model_a": ["alpha", "beta"] * 3, "model_b": ["gamma"] * 6,
+                          "winner": ["model_a", "tie"] * 3})
+    frame.loc[3, column] = "zeta" if column == "model_a" else "model_b"  # one row holds the value to break
+    frame.to_parquet(tmp_path / "ok.parquet")
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    target = b"zeta" if column == "model_a" else b"model_b"
+    raw[raw.index(target) + 1] = 0xFF
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    for lean, need in ((False, None), (True, None), (True, ())):
+        with pytest.raises(InputError, match=f"line 4: field '{column}': not valid UTF-8 text"):
+            data.load_battles(path, lean=lean, need=need)
+        kept = data.load_battles(path, lean=lean, need=need, on_error="skip")
+        assert len(kept.df) == 5 and [(s.line, s.field) for s in kept.skipped] == [(4, column)]
+
+
 def test_parquet_batches_are_sized_by_bytes_per_row(tmp_path):
     """Narrow files (names and winner) read in batches far larger than CHUNK_ROWS; files with long text per
     row keep CHUNK_ROWS-row batches, so their memory stays bounded."""
