@@ -334,6 +334,14 @@ def _read_jsonl_lines(path: Path, on_error: OnError, lean: lean_load.Lean | None
 def _parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Tabular formats store ``conv_metadata`` as JSON text; turn it back into dicts."""
     if "conv_metadata" in df:
+        if (not_utf8 := readers.not_utf8_rows(df["conv_metadata"])) is not None:  # reading it would raise
+            first = int(np.argmax(not_utf8))
+            try:
+                value = shown(df["conv_metadata"].iloc[first])
+            except UnicodeDecodeError as e:
+                value = readers.quoted_bytes(e)
+            raise InputError(str(path), int(df["line"].iloc[first]), "conv_metadata", f"not valid UTF-8 text "
+                             f"({value})", "write the file's text as UTF-8")
         df["conv_metadata"] = [_json_cell(v, str(path), n) for v, n in zip(df["conv_metadata"], df["line"], strict=True)]
     return df
 
@@ -374,6 +382,9 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
             checks.append((col, "not a string", "write names and labels as strings", not_text))
         if not_utf8 is not None:
             checks.append((col, "not valid UTF-8 text", "write the file's text as UTF-8", not_utf8))
+    for col in df.columns.drop([*REQUIRED, "line", "conv_metadata"], errors="ignore"):  # e.g. conversation text
+        if (not_utf8 := readers.not_utf8_rows(df[col])) is not None:
+            checks.append((col, "not valid UTF-8 text", "write the file's text as UTF-8", not_utf8))
     if cmap.winners:
         labels["winner"] = pd.Index([cmap.winners.get(w, w) for w in labels["winner"]], dtype=object)
     for col in ("model_a", "model_b"):
@@ -403,10 +414,10 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         if on_error == "raise":
             src_col = col if col in raw else _source_name(cmap, col)
             try:
-                value = raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first]
+                value = shown(raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first])
             except UnicodeDecodeError as e:  # quoted as the bytes that are not UTF-8
-                value = e.object
-            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({shown(value)})",
+                value = readers.quoted_bytes(e)
+            raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
         bad_any |= mask

@@ -161,6 +161,50 @@ def parquet_batch_rows(meta) -> int:  # noqa: ANN001  (pyarrow.parquet.FileMetaD
     return int(max(CHUNK_ROWS, min(25 * CHUNK_ROWS, PARQUET_BATCH_BYTES // per_row)))
 
 
+def not_utf8_rows(s: pd.Series) -> np.ndarray | None:
+    """Rows whose text is not valid UTF-8, or None. Arrow does not check Parquet's strings and pandas keeps them
+    as Arrow holds them, so a bad byte only raises (a bare UnicodeDecodeError) when a value is read; Python-held
+    text is valid by construction. A categorical is checked on its categories."""
+    values, codes = (s.cat.categories, s.cat.codes.to_numpy()) if isinstance(s.dtype, pd.CategoricalDtype) \
+        else (s, None)
+    if not isinstance(values.array, pd.arrays.ArrowStringArray):
+        return None
+    bad, start = [], 0
+    for chunk in values.array.__arrow_array__().chunks:
+        bad += _bad_utf8(chunk, start)
+        start += len(chunk)
+    if not bad:
+        return None
+    if codes is not None:
+        return np.isin(codes, bad)
+    mask = np.zeros(len(s), dtype=bool)
+    mask[bad] = True
+    return mask
+
+
+def _bad_utf8(arr, start: int) -> list[int]:  # noqa: ANN001  (pyarrow.Array)
+    """Positions (from ``start``) of the values that are not UTF-8: Arrow's full validation (C++, fast) on
+    halves, so a clean column costs one pass and each bad value ~log2(n) more."""
+    import pyarrow as pa
+
+    try:
+        arr.validate(full=True)
+        return []
+    except pa.ArrowInvalid:
+        if len(arr) == 1:
+            return [start]
+    half = len(arr) // 2
+    return _bad_utf8(arr.slice(0, half), start) + _bad_utf8(arr.slice(half), start + half)
+
+
+def quoted_bytes(e: UnicodeDecodeError) -> str:
+    """Text that is not UTF-8 as a message quotes it: its bytes, or those around the first bad one when long."""
+    raw = e.object
+    if len(raw) <= 80:
+        return repr(raw)
+    return f"at byte {e.start}: ...{raw[max(e.start - 30, 0):e.end + 30]!r}..."
+
+
 # ---------------------------------------------------------------------------------------------------- JSONL
 
 

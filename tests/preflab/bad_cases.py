@@ -110,6 +110,21 @@ def parquet_bytes() -> bytes:
     return data[: len(data) // 2] + data[-8:]  # cut out the middle: magic bytes intact, footer unreadable
 
 
+def parquet_text_not_utf8() -> bytes:
+    """Battles with answer text (no style totals: style control reads the text), one answer byte set to 0xFF."""
+    import pandas as pd
+
+    rows = [{k: v for k, v in battle(i).items() if k in ("model_a", "model_b", "winner")} for i in range(40)]
+    for i, r in enumerate(rows):
+        r.update(conversation_a=f"answer {i} **bold**", conversation_b=f"# answer {i}")
+    rows[7]["conversation_a"] = "a broken answer"
+    buf = io.BytesIO()
+    pd.DataFrame(rows).to_parquet(buf, index=False, compression=None)
+    data = bytearray(buf.getvalue())
+    data[data.index(b"a broken answer") + 2] = 0xFF
+    return bytes(data)
+
+
 def write_alpaca(d: Path, name: str = "beta.json", baseline: str = "base") -> None:
     (d / name).write_text(json.dumps(annotations(name.split(".")[0], baseline=baseline)), encoding="utf-8")
 
@@ -181,6 +196,8 @@ CASES: list[Case] = [
          b(jsonl(battles()[:-1] + [battle(39, sum_assistant_b_tokens=1e308)])), RANK_SC, "sum_assistant_b_tokens"),
     Case("string length --style-control", "battles.jsonl",
          b(jsonl(battles()[:-1] + [battle(39, header_count_a="many")])), RANK_SC, "header_count_a"),
+    Case("Parquet answer text not UTF-8 --style-control", "battles.parquet", parquet_text_not_utf8, RANK_SC,
+         "conversation_a"),
     Case("inf lengths lc --table", "lc.csv", _lc_inf, LC_T, "output_length"),
     Case("empty arena-hard file", "judgments.jsonl", b(""), AH),
     Case("all-null-scores arena-hard", "judgments.jsonl",

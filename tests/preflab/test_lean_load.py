@@ -256,6 +256,39 @@ def test_parquet_text_that_is_not_utf8_is_an_input_error(tmp_path, column):
         assert len(kept.df) == 5 and [(s.line, s.field) for s in kept.skipped] == [(4, column)]
 
 
+@pytest.mark.parametrize("column", ["conversation_a", "judge", "conv_metadata"])
+def test_parquet_other_text_that_is_not_utf8_is_an_input_error(tmp_path, column):
+    """The same for every other text column: answer text under style control raised a bare UnicodeDecodeError
+    (exit 2 without file, line or field); a long value is quoted around its bad byte. ``conv_metadata``, like
+    its JSON, cannot be skipped."""
+    long = "x" * 300 if column == "conversation_a" else ""
+    frame = pd.DataFrame({"model_a": ["alpha", "beta"] * 3, "model_b": ["gamma"] * 6,
+                          "winner": ["model_a", "tie"] * 3, "judge": ["j1", "j2"] * 3,
+                          "conversation_a": [f"answer {i} **bold**" for i in range(6)], "conversation_b": "# b",
+                          "conv_metadata": json.dumps({"sum_assistant_a_tokens": 3})})
+    frame.loc[3, column] = long + "zeta" + long
+    frame.to_parquet(tmp_path / "ok.parquet", compression=None)
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    raw[raw.index(b"zeta") + 1] = 0xFF
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    quoted = r"\(at byte 301: \.\.\.b'x{29}z\\xffta" if long else r"\(b'z\\xffta'\)"
+    for lean, need in ((False, None), (True, None), (True, data.STYLE_COLUMNS)):
+        keep = ("conversation_a", "conversation_b")
+        if column in data.OPTIONAL_TEXT and need is not None:  # a column the command does not read
+            assert len(data.load_battles(path, lean=lean, need=need, keep=keep).df) == 6
+            continue
+        with pytest.raises(InputError, match=f"line 4: field '{column}': not valid UTF-8 text {quoted}"):
+            data.load_battles(path, lean=lean, need=need, keep=keep)
+        if column == "conv_metadata":
+            with pytest.raises(InputError, match="line 4: field 'conv_metadata': not valid UTF-8"):
+                data.load_battles(path, lean=lean, need=need, keep=keep, on_error="skip")
+        else:
+            kept = data.load_battles(path, lean=lean, need=need, keep=keep, on_error="skip")
+            assert len(kept.df) == 5 and [(s.line, s.field) for s in kept.skipped] == [(4, column)]
+            assert kept.df[column].tolist()  # every kept value reads
+
+
 def test_parquet_batches_are_sized_by_bytes_per_row(tmp_path):
     """Narrow files (names and winner) read in batches far larger than CHUNK_ROWS; files with long text per
     row keep CHUNK_ROWS-row batches, so their memory stays bounded."""
