@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pandas as pd
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 
@@ -41,6 +40,9 @@ def bootstrap_progress(total: int, enabled: bool = True) -> Iterator[Callable[[i
     if not enabled or total <= 0:
         yield None
         return
+    # (~0.02 s of imports: only on a terminal)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("bootstrap"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("refits", total=total)

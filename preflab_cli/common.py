@@ -18,6 +18,9 @@ from rich.markup import escape
 
 from preflab.io import is_stdout
 from preflab.redact import redact
+from preflab_cli import plain_options
+
+plain_options.install()  # option values without pydantic's adapters (~0.06 s of each run)
 
 app = typer.Typer(
     name="preflab",
