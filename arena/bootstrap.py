@@ -36,36 +36,41 @@ from arena.poisson import PoissonTable
 WeightKind = Literal["multinomial", "poisson"]
 BLOCK = 5
 """Replicates per random stream: results depend on ``seed`` only, never on chunk size or threads."""
+INT16_MAX = int(np.iinfo(np.int16).max)
 
 
 # ------------------------------------------------------------------------------------------ weights
 
 
 def draw_weights(counts: np.ndarray, n_replicates: int, rng: np.random.Generator,
-                 kind: WeightKind = "multinomial", table: PoissonTable | None = None) -> np.ndarray:
+                 kind: WeightKind = "multinomial", table: PoissonTable | None = None,
+                 integer: bool = False) -> np.ndarray:
     """Resampled counts, shape (n_replicates, C), for cell counts ``counts`` (C,).
 
     ``multinomial``: total fixed at ``round(sum(counts))``; ``poisson``: independent Poisson(count) cells.
-    Poisson draws come from :class:`arena.poisson.PoissonTable` (pass ``table`` to reuse one).
+    Poisson draws come from :class:`arena.poisson.PoissonTable` (pass ``table`` to reuse one). Float64,
+    or with ``integer`` the same numbers as int16 where they fit (see :meth:`PoissonTable.draw`).
     """
     if kind not in ("multinomial", "poisson"):
         raise ValueError(f"unknown weight kind {kind!r}; use 'multinomial' or 'poisson'")
     counts = np.asarray(counts, np.float64)
     table = table or PoissonTable(counts)
-    draws = table.draw(n_replicates, rng)
+    draws = table.draw(n_replicates, rng, integer)
     if kind == "poisson":
         return draws
     total = int(round(counts.sum()))
-    sums = draws.sum(axis=1).astype(np.int64)
+    sums = draws.sum(axis=1, dtype=np.int64)
     p_cum = table.share_cdf if np.any(sums < total) else None
+    if draws.dtype != np.float64 and table.top + max(0, total - int(sums.min(initial=total))) > INT16_MAX:
+        draws = draws.astype(np.float64)  # the added battles could pass int16 (never at arena sizes)
     for r in np.flatnonzero(sums != total):
         row, extra = draws[r], int(sums[r]) - total
         if extra > 0:  # drop `extra` battles chosen uniformly without replacement
             pos = rng.choice(int(sums[r]), extra, replace=False)
-            np.subtract.at(row, _battle_cells(row, pos), 1.0)
+            np.subtract.at(row, _battle_cells(row, pos), 1)
         else:  # add -extra battles drawn iid from the empirical distribution
             cells = np.searchsorted(p_cum, rng.random(-extra), side="right")
-            np.add.at(row, np.minimum(cells, row.size - 1), 1.0)
+            np.add.at(row, np.minimum(cells, row.size - 1), 1)
     return draws
 
 
@@ -89,9 +94,9 @@ def _battle_cells(row: np.ndarray, pos: np.ndarray, block: int = 64) -> np.ndarr
 
 
 def _block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: WeightKind,
-                   table: PoissonTable | None = None) -> np.ndarray:
+                   table: PoissonTable | None = None, integer: bool = False) -> np.ndarray:
     rng = np.random.default_rng([seed, block])
-    return draw_weights(counts, n, rng, kind, table)
+    return draw_weights(counts, n, rng, kind, table, integer)
 
 
 # ------------------------------------------------------------------------------------------- refits
@@ -224,9 +229,9 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
-            w = _block_weights(flat[live], seed, b, n, weights, table)
+            w = _block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
             if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
-                scratch = vars(local).setdefault(n, np.empty((n, live.size + 1), layout.dtype))
+                scratch = vars(local).setdefault((n, w.dtype), np.empty((n, live.size + 1), w.dtype))
                 mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
             return w
 

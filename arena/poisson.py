@@ -101,6 +101,7 @@ class PoissonTable:
             luts.append(lut)
             cdfs.append(cdf)
             offsets.append(offsets[-1] + cdf.size)
+        self.top = max(cdf.size for cdf in cdfs) - 1 if cdfs else 0  # the largest value a table draws
         self.lut = np.concatenate(luts) if luts else np.zeros(0, np.int16)
         self.cdf = np.concatenate(cdfs) if cdfs else np.zeros(0)
         self.cdf_offset = np.asarray(offsets[:-1], np.int64)[group] if luts else np.zeros(0, np.int64)
@@ -118,8 +119,10 @@ class PoissonTable:
         """Cumulative count shares (C,): the CDF over cells of a battle drawn from the counts."""
         return np.cumsum(self.counts) / self.counts.sum()
 
-    def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """(n, C) float64 Poisson draws, row r independent of the others."""
+    def draw(self, n: int, rng: np.random.Generator, integer: bool = False) -> np.ndarray:
+        """(n, C) float64 Poisson draws, row r independent of the others; with ``integer``, the same numbers
+        as int16 when every cell is drawn from the tables (:attr:`contiguous`: each draw is below
+        ``4096 + 12 * 64 + 21``), sparing callers that gather from them a float64 copy."""
         b = buckets(rng, (n, self.small.size))
         if self.coarse is None:
             k = np.take(self.lut, np.add(self.base, b, dtype=np.int32))  # (one pass each; ~2x fancy indexing)
@@ -137,7 +140,7 @@ class PoissonTable:
             off, size = self.cdf_offset[cell], self.cdf_size[cell]
             k.flat[amb] = _first_above(self.cdf, off, start.astype(np.int64), size - 1, u)
         if self.contiguous:
-            return k.astype(np.float64)
+            return k if integer else k.astype(np.float64)
         out = np.empty((n, self.size))
         out[:, self.small] = k
         out[:, self.big] = rng.poisson(np.broadcast_to(self.big_mean, (n, self.big.size)))
