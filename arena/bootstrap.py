@@ -235,16 +235,25 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                 mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
             return w
 
-        def submit(c: int):
-            mats = (_aligned((width, n_models * n_models), layout.dtype), _aligned((width, n_models), np.float64)
+        def chunk_mats(dtype: type) -> tuple[np.ndarray, np.ndarray] | None:
+            return (_aligned((width, n_models * n_models), dtype), _aligned((width, n_models), np.float64)
                     ) if dense else None
+
+        def submit(c: int):
+            mats = chunk_mats(layout.matrix_dtype) if dense else None
             rows = np.cumsum([0] + [n for _, n in chunks[c]])
             return mats, [pool.submit(block, b, n, mats, int(r)) for (b, n), r in zip(chunks[c], rows, strict=False)]
 
         pending = [submit(c) for c in range(min(2, len(chunks)))]
         for c in range(len(chunks)):
             mats, futures = pending.pop(0)
-            parts = [f.result() for f in futures]
+            try:
+                parts = [f.result() for f in futures]
+            except OverflowError:  # a resampled pair total past int8 (never seen): this chunk in float32
+                for f in futures:
+                    f.exception()  # (wait: no thread still writes the int8 buffers)
+                mats, rows = chunk_mats(layout.dtype), np.cumsum([0] + [n for _, n in chunks[c]])
+                parts = [block(b, n, mats, int(r)) for (b, n), r in zip(chunks[c], rows, strict=False)]
             # the dense refit needs no copy of the chunk's draws: made only for a fallback or a separated one
             w_live = None if dense else np.concatenate(parts)
             if c + 2 < len(chunks):

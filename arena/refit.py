@@ -38,6 +38,10 @@ GATHER_MAX_MODELS = 2048
 position: 8 MiB at 1,000 models), a third cheaper than two scatters, the transposed one striding (measured at
 1,000 models); above, by the scatters.
 """
+INT8_PAIR_TOTAL = 63
+"""Signed battles travel as int8 (a quarter of float32's memory traffic, in the refit's ~11 passes too: ~12% of
+its time at 1,000 models) when no pair met more than this often: a resampled pair total then passes 127 with
+probability below 1e-12 (Poisson tail), and a block where one does raises OverflowError (rebuilt in float32)."""
 EXACT_F32 = 1 << 24
 """Counts below this are exact in float32: the battle matrices travel and sit in float32 when every resampled
 pair total stays below it (fewer battles in all), the score sums when twice the battles do (their halves)."""
@@ -69,6 +73,7 @@ class DenseLayout(NamedTuple):
     score: object  # scipy.sparse.csr_matrix (K, cells) or None
     dtype: type
     gather: np.ndarray | None  # (K * K,) intp: position -> index into [up values, down values, 0], or None
+    matrix_dtype: type  # of the signed battles: int8 where pair totals are small (:data:`INT8_PAIR_TOTAL`)
 
 
 def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLayout:
@@ -102,8 +107,9 @@ def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLa
     if k <= GATHER_MAX_MODELS:
         gather = np.full(k * k, 2 * len(met), np.intp)
         gather[up], gather[down] = np.arange(len(met)), len(met) + np.arange(len(met))
+    small = dtype == np.float32 and float(np.max(data.counts.sum(axis=1), initial=0)) <= INT8_PAIR_TOTAL
     return DenseLayout(k, n_cells, where[:, met], up, down, np.flatnonzero(~reached), rows, cols, vals, score,
-                       dtype, gather)
+                       dtype, gather, np.int8 if small else dtype)
 
 
 def replicate_scores(layout: DenseLayout, row: np.ndarray) -> np.ndarray:
@@ -122,10 +128,11 @@ def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = 
     (R, K), ``W[a, b]`` being a's wins over b plus half their ties: ``|M| = N = W + W^T`` and
     ``M[a, b] > 0`` exactly when a beat or tied b (``W[a, b] > 0``), so one matrix carries the refit and
     Ford's condition. Pair values from one gather per cell kind, then every element of ``out`` written once
-    (:attr:`DenseLayout.gather`, else a scatter per direction). ``scratch`` (R, cells + 1) of ``w``'s dtype
-    may be passed to reuse."""
+    (:attr:`DenseLayout.gather`, else a scatter per direction). ``M`` has ``out``'s dtype, else the layout's
+    ``matrix_dtype``: int8 raises OverflowError for a pair total past 127. ``scratch`` (R, cells + 1) of
+    ``w``'s dtype may be passed to reuse."""
     k, n_rep, n = layout.n_models, w.shape[0], layout.n_cells
-    out = np.empty((n_rep, k * k), layout.dtype) if out is None else out.reshape(n_rep, k * k)
+    out = np.empty((n_rep, k * k), layout.matrix_dtype) if out is None else out.reshape(n_rep, k * k)
     padded = np.empty((n_rep, n + 1), w.dtype) if scratch is None else scratch[:n_rep]
     padded[:, :-1] = w
     padded[:, -1] = 0  # the absent cell's zero
@@ -135,6 +142,7 @@ def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = 
     values[-1] = 0
     up, down = values[:n_pairs], values[n_pairs:-1]
     total = np.empty(n_pairs, layout.dtype)
+    small = np.empty(values.size, out.dtype) if out.dtype != layout.dtype else None
     scores = np.empty((n_rep, k))
     for r in range(n_rep):
         row, o = padded[r], out[r]
@@ -147,10 +155,17 @@ def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = 
         down -= 0.25
         np.copysign(total, up, out=up)
         np.copysign(total, down, out=down)
+        source = values
+        if small is not None:
+            if total.max(initial=0) > np.iinfo(small.dtype).max:
+                raise OverflowError(f"a resampled pair total of {total.max():.0f} does not fit {small.dtype}")
+            source = small
+            np.copyto(small, values, casting="unsafe")  # integers (the sign of a zero is not needed)
         if layout.gather is not None:
-            np.take(values, layout.gather, out=o, mode="clip")  # (clip: 'raise' buffers ``out``)
+            np.take(source, layout.gather, out=o, mode="clip")  # (clip: 'raise' buffers ``out``)
         else:
-            o[layout.up], o[layout.down], o[layout.zero] = up, down, 0
+            n_p = n_pairs
+            o[layout.up], o[layout.down], o[layout.zero] = source[:n_p], source[n_p:2 * n_p], 0
     return out.reshape(n_rep, k, k), scores
 
 
@@ -262,9 +277,9 @@ def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.
     """:func:`refit_dense_chunk` from signed battles ``m`` (R, K, K) and scores ``s`` (R, K)
     (:func:`signed_battles`), with Ford's condition per replicate: returns x (R, K+1), converged (R,)
     and strongly connected (R,)."""
-    # the steps read M itself (float32, exact; its sign dropped in the fused loop): no N copy is made, the
+    # the steps read M itself (float32 or int8, exact; its sign dropped in the fused loop): no N copy is made, the
     # float64 steps convert on the fly (cheaper than a float64 copy when the float32 steps leave only a few)
-    coarse = m if m.dtype == jnp.float32 and x_hat.dtype == jnp.float64 else None
+    coarse = m if m.dtype in (jnp.float32, jnp.int8) and x_hat.dtype == jnp.float64 else None
     x, ok = _chord(m, s, x_hat, h_inv, ridge, tol, max_iter, coarse)
     return x, ok, strongly_connected(m)
 

@@ -232,6 +232,32 @@ def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, spa
         np.testing.assert_array_equal(s[r], beats.sum(axis=1))
 
 
+def test_int8_battles_give_the_float32_refits_and_fall_back_when_a_pair_total_passes_127(monkeypatch):
+    # 9 models, ~70 battles a pair: int8 when forced (every block then overflows and is rebuilt in float32)
+    counts, _ = simulated_counts(k=9, n=2_500, seed=4)
+    d, x, h_inv = _fit_parts(counts)
+    assert refit.dense_layout(d, np.flatnonzero(d.counts.ravel()), 9).matrix_dtype == np.float32
+
+    def run(limit: int) -> bs.Replicates:
+        monkeypatch.setattr(refit, "INT8_PAIR_TOTAL", limit)
+        return bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True, chunk=10)
+
+    want, forced = run(63), run(10_000)  # float32 matrices; int8 layout whose resamples all pass 127
+    np.testing.assert_array_equal(forced.x, want.x)
+    small, _ = simulated_counts(k=30, n=3_000, seed=4)  # a few battles a pair: int8 throughout
+    d, x, h_inv = _fit_parts(small)
+    layout = refit.dense_layout(d, np.flatnonzero(d.counts.ravel()), 30)
+    assert layout.matrix_dtype == np.int8
+    int8 = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True)
+    monkeypatch.setattr(refit, "INT8_PAIR_TOTAL", -1)
+    f32 = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True)
+    np.testing.assert_array_equal(int8.x, f32.x)
+    np.testing.assert_array_equal(int8.separated, f32.separated)
+    w = bs._block_weights(d.counts.ravel()[np.flatnonzero(d.counts.ravel())], 5, 0, 5, "multinomial", integer=True)
+    with pytest.raises(OverflowError, match=r"pair total of 2\d\d does not fit int8"):
+        refit.signed_battles(layout, np.where(np.arange(w.shape[1]) == 0, 200, w).astype(np.int16))
+
+
 def test_dense_separation_flags_equal_the_full_tarjan_check():
     # 30 models, ~13 battles each: many resamples leave some model unbeaten or split the graph
     counts, _ = simulated_counts(k=30, n=200, seed=11)
