@@ -106,13 +106,18 @@ class PoissonTable:
         self.cdf = np.concatenate(cdfs) if cdfs else np.zeros(0)
         self.cdf_offset = np.asarray(offsets[:-1], np.int64)[group] if luts else np.zeros(0, np.int64)
         self.cdf_size = np.diff(offsets)[group] if luts else np.zeros(0, np.int64)
-        self.base = (group * BUCKETS).astype(np.int32)
+        self.base = (group * BUCKETS).astype(np.intp)  # (intp: take would convert int32 indices first)
         self.coarse = None
         if len(luts) >= COARSE_FROM:
             fine = self.lut.reshape(-1, 1 << COARSE_SHIFT)
             self.coarse = np.where((fine == fine[:, :1]).all(axis=1), fine[:, 0], MIXED).astype(np.int16)
             self.coarse_base = (group * (BUCKETS >> COARSE_SHIFT)).astype(np.int32)
         self.contiguous = self.small.size == self.size  # every cell from the tables: no scatter needed
+
+    @cached_property
+    def total(self) -> int:
+        """The counts' sum, rounded: the multinomial's fixed total."""
+        return int(round(float(np.sum(self.counts, dtype=np.float64))))
 
     @cached_property
     def share_cdf(self) -> np.ndarray:
@@ -125,7 +130,7 @@ class PoissonTable:
         ``4096 + 12 * 64 + 21``), sparing callers that gather from them a float64 copy."""
         b = buckets(rng, (n, self.small.size))
         if self.coarse is None:
-            k = np.take(self.lut, np.add(self.base, b, dtype=np.int32))  # (one pass each; ~2x fancy indexing)
+            k = np.take(self.lut, np.add(self.base, b, dtype=np.intp), mode="clip")  # (~2x fancy indexing)
         else:
             k = np.take(self.coarse, np.add(self.coarse_base, np.right_shift(b, COARSE_SHIFT), dtype=np.int32))
         amb = np.flatnonzero(k < 0)  # straddling fine buckets (and with the coarse table, mixed coarse ones)
