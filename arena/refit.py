@@ -49,7 +49,7 @@ pair total stays below it (fewer battles in all), the score sums when twice the 
 
 def use_dense(n_models: int, n_pairs: int, ties: str) -> bool:
     """Dense refits for half ties when at least 1/8 of all model pairs met (K^2 <= 16 * pairs played)."""
-    return ties == "half" and 1 < n_models <= DENSE_MAX_MODELS and n_models * n_models <= 16 * max(n_pairs, 1)
+    return ties == "half" and n_models <= DENSE_MAX_MODELS and bt.dense_pairs(n_models, n_pairs)
 
 
 class DenseLayout(NamedTuple):
