@@ -292,24 +292,19 @@ def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAUL
         def grad(x):
             return dense_half_gradient(x, n, s, ridge)
 
-        def hess(x):
-            return condition(dense_half_hessian(x, n, ridge), k)
-
         def objective(x):
             return dense_half_loss(x, w, ridge)
     else:
         def grad(x):
             return gradient(x, data, ties, ridge)
 
-        def hess(x):
-            return conditioned_hessian(x, data, ties, ridge)
-
         def objective(x):
             return loss(x, data, ties, ridge)
 
     def step(state):
         x, it, _ = state
-        delta = jnp.linalg.solve(hess(x), grad(x))
+        # (dense too where the gradient is: the same program as the caller's later conditioned_hessian call)
+        delta = jnp.linalg.solve(conditioned_hessian(x, data, ties, ridge), grad(x))
         f0 = objective(x)
 
         def shrink(t):
