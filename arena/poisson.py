@@ -101,11 +101,12 @@ class PoissonTable:
             luts.append(lut)
             cdfs.append(cdf)
             offsets.append(offsets[-1] + cdf.size)
+        self.top = max(cdf.size for cdf in cdfs) - 1 if cdfs else 0  # the largest value a table draws
         self.lut = np.concatenate(luts) if luts else np.zeros(0, np.int16)
         self.cdf = np.concatenate(cdfs) if cdfs else np.zeros(0)
         self.cdf_offset = np.asarray(offsets[:-1], np.int64)[group] if luts else np.zeros(0, np.int64)
         self.cdf_size = np.diff(offsets)[group] if luts else np.zeros(0, np.int64)
-        self.base = (group * BUCKETS).astype(np.int32)
+        self.base = (group * BUCKETS).astype(np.intp)  # (intp: take would convert int32 indices first)
         self.coarse = None
         if len(luts) >= COARSE_FROM:
             fine = self.lut.reshape(-1, 1 << COARSE_SHIFT)
@@ -114,15 +115,22 @@ class PoissonTable:
         self.contiguous = self.small.size == self.size  # every cell from the tables: no scatter needed
 
     @cached_property
+    def total(self) -> int:
+        """The counts' sum, rounded: the multinomial's fixed total."""
+        return int(round(float(np.sum(self.counts, dtype=np.float64))))
+
+    @cached_property
     def share_cdf(self) -> np.ndarray:
         """Cumulative count shares (C,): the CDF over cells of a battle drawn from the counts."""
         return np.cumsum(self.counts) / self.counts.sum()
 
-    def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """(n, C) float64 Poisson draws, row r independent of the others."""
+    def draw(self, n: int, rng: np.random.Generator, integer: bool = False) -> np.ndarray:
+        """(n, C) float64 Poisson draws, row r independent of the others; with ``integer``, the same numbers
+        as int16 when every cell is drawn from the tables (:attr:`contiguous`: each draw is below
+        ``4096 + 12 * 64 + 21``), sparing callers that gather from them a float64 copy."""
         b = buckets(rng, (n, self.small.size))
         if self.coarse is None:
-            k = np.take(self.lut, np.add(self.base, b, dtype=np.int32))  # (one pass each; ~2x fancy indexing)
+            k = np.take(self.lut, np.add(self.base, b, dtype=np.intp), mode="clip")  # (~2x fancy indexing)
         else:
             k = np.take(self.coarse, np.add(self.coarse_base, np.right_shift(b, COARSE_SHIFT), dtype=np.int32))
         amb = np.flatnonzero(k < 0)  # straddling fine buckets (and with the coarse table, mixed coarse ones)
@@ -137,7 +145,7 @@ class PoissonTable:
             off, size = self.cdf_offset[cell], self.cdf_size[cell]
             k.flat[amb] = _first_above(self.cdf, off, start.astype(np.int64), size - 1, u)
         if self.contiguous:
-            return k.astype(np.float64)
+            return k if integer else k.astype(np.float64)
         out = np.empty((n, self.size))
         out[:, self.small] = k
         out[:, self.big] = rng.poisson(np.broadcast_to(self.big_mean, (n, self.big.size)))

@@ -33,6 +33,15 @@ DENSE_MAX_MODELS = 4096
 """Above this a (K, K) matrix per replicate (and H^-1) is too large to be worth it."""
 SPARSE_SCORES_FROM = 1 << 16
 """Layouts with more live cells sum replicate scores by a scipy CSR product (:func:`replicate_scores`)."""
+GATHER_MAX_MODELS = 2048
+"""Up to this many models a battle matrix is written by one gather through :attr:`DenseLayout.gather` (8 bytes a
+position: 8 MiB at 1,000 models), a third cheaper than two scatters, the transposed one striding (measured at
+1,000 models); above, by the scatters.
+"""
+INT8_PAIR_TOTAL = 63
+"""Signed battles travel as int8 (a quarter of float32's memory traffic, in the refit's ~11 passes too: ~12% of
+its time at 1,000 models) when no pair met more than this often: a resampled pair total then passes 127 with
+probability below 1e-12 (Poisson tail), and a block where one does raises OverflowError (rebuilt in float32)."""
 EXACT_F32 = 1 << 24
 """Counts below this are exact in float32: the battle matrices travel and sit in float32 when every resampled
 pair total stays below it (fewer battles in all), the score sums when twice the battles do (their halves)."""
@@ -40,7 +49,7 @@ pair total stays below it (fewer battles in all), the score sums when twice the 
 
 def use_dense(n_models: int, n_pairs: int, ties: str) -> bool:
     """Dense refits for half ties when at least 1/8 of all model pairs met (K^2 <= 16 * pairs played)."""
-    return ties == "half" and 1 < n_models <= DENSE_MAX_MODELS and n_models * n_models <= 16 * max(n_pairs, 1)
+    return ties == "half" and n_models <= DENSE_MAX_MODELS and bt.dense_pairs(n_models, n_pairs)
 
 
 class DenseLayout(NamedTuple):
@@ -48,7 +57,9 @@ class DenseLayout(NamedTuple):
     ties (``cells`` (3, P), n_cells where a cell is absent: a zero), its flat positions ``up = i K + j`` and
     ``down = j K + i`` in the (K, K) battle matrix, the positions no pair reaches (``zero``), and the
     scores' terms (``score_model``, ``score_cell``, ``score_weight``): a model's wins plus half its ties,
-    ``S = W 1``; ``score`` is the same sum as a scipy CSR matrix for large layouts (:func:`replicate_scores`)."""
+    ``S = W 1``; ``score`` is the same sum as a scipy CSR matrix for large layouts (:func:`replicate_scores`);
+    ``gather``, for matrices up to :data:`GATHER_MAX_MODELS` models, maps every position of the battle matrix to
+    its pair's value (up, then down) or to a trailing zero, so a replicate is written in one sequential pass."""
 
     n_models: int
     n_cells: int
@@ -61,6 +72,8 @@ class DenseLayout(NamedTuple):
     score_weight: np.ndarray
     score: object  # scipy.sparse.csr_matrix (K, cells) or None
     dtype: type
+    gather: np.ndarray | None  # (K * K,) intp: position -> index into [up values, down values, 0], or None
+    matrix_dtype: type  # of the signed battles: int8 where pair totals are small (:data:`INT8_PAIR_TOTAL`)
 
 
 def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLayout:
@@ -90,8 +103,13 @@ def dense_layout(data: bt.PairData, cells: np.ndarray, n_models: int) -> DenseLa
         from scipy.sparse import csr_matrix
 
         score = csr_matrix((vals.astype(score_dtype), (rows, cols)), shape=(k, n_cells))
+    gather = None
+    if k <= GATHER_MAX_MODELS:
+        gather = np.full(k * k, 2 * len(met), np.intp)
+        gather[up], gather[down] = np.arange(len(met)), len(met) + np.arange(len(met))
+    small = dtype == np.float32 and float(np.max(data.counts.sum(axis=1), initial=0)) <= INT8_PAIR_TOTAL
     return DenseLayout(k, n_cells, where[:, met], up, down, np.flatnonzero(~reached), rows, cols, vals, score,
-                       dtype)
+                       dtype, gather, np.int8 if small else dtype)
 
 
 def replicate_scores(layout: DenseLayout, row: np.ndarray) -> np.ndarray:
@@ -105,32 +123,49 @@ def replicate_scores(layout: DenseLayout, row: np.ndarray) -> np.ndarray:
 
 def signed_battles(layout: DenseLayout, w: np.ndarray, out: np.ndarray | None = None,
                    scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Resampled live-cell counts ``w`` (R, cells) (integers) -> signed battles ``M`` (R, K, K), written
-    into ``out`` (R, K * K) when given, and scores ``S = W 1`` (R, K), ``W[a, b]`` being a's wins over b
-    plus half their ties: ``|M| = N = W + W^T`` and ``M[a, b] > 0`` exactly when a beat or tied b
-    (``W[a, b] > 0``), so one matrix carries the refit and Ford's condition. Written pair by pair: one
-    gather per cell kind and one scatter per direction, every element of ``out`` written once.
-    ``scratch`` (R, cells + 1) of the layout's dtype may be passed to reuse."""
+    """Resampled live-cell counts ``w`` (R, cells) (integers, any dtype: int16 draws are read as they are)
+    -> signed battles ``M`` (R, K, K), written into ``out`` (R, K * K) when given, and scores ``S = W 1``
+    (R, K), ``W[a, b]`` being a's wins over b plus half their ties: ``|M| = N = W + W^T`` and
+    ``M[a, b] > 0`` exactly when a beat or tied b (``W[a, b] > 0``), so one matrix carries the refit and
+    Ford's condition. Pair values from one gather per cell kind, then every element of ``out`` written once
+    (:attr:`DenseLayout.gather`, else a scatter per direction). ``M`` has ``out``'s dtype, else the layout's
+    ``matrix_dtype``: int8 raises OverflowError for a pair total past 127. ``scratch`` (R, cells + 1) of
+    ``w``'s dtype may be passed to reuse."""
     k, n_rep, n = layout.n_models, w.shape[0], layout.n_cells
-    out = np.empty((n_rep, k * k), layout.dtype) if out is None else out.reshape(n_rep, k * k)
-    padded = np.empty((n_rep, n + 1), layout.dtype) if scratch is None else scratch[:n_rep]
+    out = np.empty((n_rep, k * k), layout.matrix_dtype) if out is None else out.reshape(n_rep, k * k)
+    padded = np.empty((n_rep, n + 1), w.dtype) if scratch is None else scratch[:n_rep]
     padded[:, :-1] = w
     padded[:, -1] = 0  # the absent cell's zero
     ci, cj, ct = layout.cells
+    n_pairs = ci.size
+    values = np.empty(2 * n_pairs + 1, layout.dtype)  # up values, down values, the unreached positions' 0
+    values[-1] = 0
+    up, down = values[:n_pairs], values[n_pairs:-1]
+    total = np.empty(n_pairs, layout.dtype)
+    small = np.empty(values.size, out.dtype) if out.dtype != layout.dtype else None
     scores = np.empty((n_rep, k))
     for r in range(n_rep):
         row, o = padded[r], out[r]
         scores[r] = replicate_scores(layout, row[:-1])
         a, b, t = row[ci], row[cj], row[ct]
-        total = a + b
-        total += t
-        a += t  # a beat or tied b: a + t > 0 (counts are integers)
-        b += t
-        a -= 0.25
-        b -= 0.25
-        o[layout.up] = np.copysign(total, a, out=a)
-        o[layout.down] = np.copysign(total, b, out=b)
-        o[layout.zero] = 0
+        np.add(a, t, out=up, dtype=layout.dtype)  # a beat or tied b: a + t > 0 (exact: integers below 2^24)
+        np.add(b, t, out=down, dtype=layout.dtype)
+        np.add(up, b, out=total)
+        up -= 0.25
+        down -= 0.25
+        np.copysign(total, up, out=up)
+        np.copysign(total, down, out=down)
+        source = values
+        if small is not None:
+            if total.max(initial=0) > np.iinfo(small.dtype).max:
+                raise OverflowError(f"a resampled pair total of {total.max():.0f} does not fit {small.dtype}")
+            source = small
+            np.copyto(small, values, casting="unsafe")  # integers (the sign of a zero is not needed)
+        if layout.gather is not None:
+            np.take(source, layout.gather, out=o, mode="clip")  # (clip: 'raise' buffers ``out``)
+        else:
+            n_p = n_pairs
+            o[layout.up], o[layout.down], o[layout.zero] = source[:n_p], source[n_p:2 * n_p], 0
     return out.reshape(n_rep, k, k), scores
 
 
@@ -242,9 +277,9 @@ def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.
     """:func:`refit_dense_chunk` from signed battles ``m`` (R, K, K) and scores ``s`` (R, K)
     (:func:`signed_battles`), with Ford's condition per replicate: returns x (R, K+1), converged (R,)
     and strongly connected (R,)."""
-    # the steps read M itself (float32, exact; its sign dropped in the fused loop): no N copy is made, the
+    # the steps read M itself (float32 or int8, exact; its sign dropped in the fused loop): no N copy is made, the
     # float64 steps convert on the fly (cheaper than a float64 copy when the float32 steps leave only a few)
-    coarse = m if m.dtype == jnp.float32 and x_hat.dtype == jnp.float64 else None
+    coarse = m if m.dtype in (jnp.float32, jnp.int8) and x_hat.dtype == jnp.float64 else None
     x, ok = _chord(m, s, x_hat, h_inv, ridge, tol, max_iter, coarse)
     return x, ok, strongly_connected(m)
 

@@ -150,6 +150,26 @@ def test_gradient_and_hessian_match_autodiff(llmfao_counts, ties):
     np.testing.assert_allclose(bt.hessian(x, d, ties), h, atol=1e-8)
 
 
+def test_dense_half_ties_terms_and_fit_equal_the_pairwise_ones(monkeypatch):
+    # most pairs met: fit and hessian sum over all ordered pairs from the beat matrix (no per-pair scatter)
+    counts, _ = simulated_counts(k=20, n=6_000, seed=3)
+    d = bt.pair_data(counts)
+    assert bt.dense_pairs(20, len(d.i))
+    x = np.asarray(bt.fit(bt.initial_x(d, 20, "half"), d).x)
+    y = x + np.random.default_rng(0).normal(0, 0.1, x.size)
+    w = bt.beat_matrix(d, 20)
+    np.testing.assert_allclose(bt.dense_half_loss(y, w), bt.loss(y, d), rtol=1e-12)
+    np.testing.assert_allclose(bt.dense_half_gradient(y, w + w.T, w.sum(axis=1)), jax.grad(bt.loss)(y, d),
+                               atol=1e-9)
+    np.testing.assert_allclose(bt.hessian(y, d), jax.hessian(bt.loss)(y, d), atol=1e-8)
+    monkeypatch.setattr(bt, "dense_pairs", lambda k, p: False)  # the gather/scatter terms, unjitted
+    with jax.disable_jit():
+        sparse = bt.fit(bt.initial_x(d, 20, "half"), d)
+        np.testing.assert_allclose(bt.hessian(y, d), jax.hessian(bt.loss)(y, d), atol=1e-8)
+    assert bool(sparse.converged)
+    np.testing.assert_allclose(x, np.asarray(sparse.x), rtol=0, atol=1e-10)
+
+
 def test_sandwich_equals_brute_force_over_battles():
     """Meat summed per cell equals the sum over every battle's score outer product (expanded rows)."""
     counts, _ = simulated_counts(k=5, n=600, seed=11)

@@ -204,17 +204,21 @@ def test_strongly_connected_equals_tarjan_on_graphs_built_to_break_fords_conditi
     assert 5 < want.sum() < 55  # both answers occur
 
 
-@pytest.mark.parametrize("sparse_scores", [False, True])
-def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, sparse_scores):
-    # both score kernels (np.bincount; scipy CSR, used for large layouts) give the exact scores
+@pytest.mark.parametrize("sparse_scores, gather, integer", [(False, True, True), (True, True, True),
+                                                             (False, False, True), (True, False, False)])
+def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, sparse_scores, gather, integer):
+    # both score kernels (np.bincount; scipy CSR, used for large layouts) give the exact scores; both ways of
+    # writing the matrix (one gather through the layout's map; two scatters) and int16 or float64 draws alike
     monkeypatch.setattr(refit, "SPARSE_SCORES_FROM", 0 if sparse_scores else 1 << 16)
+    monkeypatch.setattr(refit, "GATHER_MAX_MODELS", 1 << 11 if gather else 0)
     counts, _ = simulated_counts(k=9, n=300, seed=2)
     d, _, _ = _fit_parts(counts)
     flat = d.counts.ravel()
     live = np.flatnonzero(flat)
-    w = bs._block_weights(flat[live], 3, 0, 5, "multinomial")
+    w = bs._block_weights(flat[live], 3, 0, 5, "multinomial", integer=integer)
+    assert w.dtype == (np.int16 if integer else np.float64)
     layout = refit.dense_layout(d, live, 9)
-    assert (layout.score is not None) == sparse_scores
+    assert (layout.score is not None) == sparse_scores and (layout.gather is not None) == gather
     m, s = refit.signed_battles(layout, w)
     for r in range(5):
         c = np.zeros(flat.size)
@@ -226,6 +230,32 @@ def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, spa
         np.testing.assert_array_equal(np.abs(m[r]), beats + beats.T)
         np.testing.assert_array_equal(m[r] > 0, beats > 0)
         np.testing.assert_array_equal(s[r], beats.sum(axis=1))
+
+
+def test_int8_battles_give_the_float32_refits_and_fall_back_when_a_pair_total_passes_127(monkeypatch):
+    # 9 models, ~70 battles a pair: int8 when forced (every block then overflows and is rebuilt in float32)
+    counts, _ = simulated_counts(k=9, n=2_500, seed=4)
+    d, x, h_inv = _fit_parts(counts)
+    assert refit.dense_layout(d, np.flatnonzero(d.counts.ravel()), 9).matrix_dtype == np.float32
+
+    def run(limit: int) -> bs.Replicates:
+        monkeypatch.setattr(refit, "INT8_PAIR_TOTAL", limit)
+        return bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True, chunk=10)
+
+    want, forced = run(63), run(10_000)  # float32 matrices; int8 layout whose resamples all pass 127
+    np.testing.assert_array_equal(forced.x, want.x)
+    small, _ = simulated_counts(k=30, n=3_000, seed=4)  # a few battles a pair: int8 throughout
+    d, x, h_inv = _fit_parts(small)
+    layout = refit.dense_layout(d, np.flatnonzero(d.counts.ravel()), 30)
+    assert layout.matrix_dtype == np.int8
+    int8 = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True)
+    monkeypatch.setattr(refit, "INT8_PAIR_TOTAL", -1)
+    f32 = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True)
+    np.testing.assert_array_equal(int8.x, f32.x)
+    np.testing.assert_array_equal(int8.separated, f32.separated)
+    w = bs._block_weights(d.counts.ravel()[np.flatnonzero(d.counts.ravel())], 5, 0, 5, "multinomial", integer=True)
+    with pytest.raises(OverflowError, match=r"pair total of 2\d\d does not fit int8"):
+        refit.signed_battles(layout, np.where(np.arange(w.shape[1]) == 0, 200, w).astype(np.int16))
 
 
 def test_dense_separation_flags_equal_the_full_tarjan_check():
@@ -287,6 +317,27 @@ def test_float32_battles_past_2_23_battles_with_exact_float64_scores(monkeypatch
     np.testing.assert_allclose(np.asarray(x32), np.asarray(x64), rtol=0, atol=1e-9)
     big = d._replace(counts=counts * 1.4)  # 17.6M battles: pair totals could pass 2^24
     assert refit.dense_layout(big, live, 3).dtype == np.float64
+
+
+@pytest.mark.parametrize("kind", ["multinomial", "poisson"])
+def test_integer_draws_are_the_float_draws_as_int16(monkeypatch, kind):
+    # the dense refit gathers from the int16 draws: the same numbers, the same random stream after them
+    counts = np.r_[np.ones(20_000), np.full(5_000, 3.0), np.arange(0, 200.0)]
+    for seed in range(4):
+        rng_f, rng_i = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = bs.draw_weights(counts, 6, rng_f, kind)
+        got = bs.draw_weights(counts, 6, rng_i, kind, integer=True)
+        assert got.dtype == np.int16
+        np.testing.assert_array_equal(got, want)
+        assert rng_f.random() == rng_i.random()
+    # battles added to fix the total that could pass int16 (not at arena sizes): float64 from the start
+    monkeypatch.setattr(bs, "INT16_MAX", 10)
+    rows = [bs.draw_weights(counts, 6, np.random.default_rng(s), "multinomial", integer=True) for s in range(4)]
+    assert any(r.dtype == np.float64 for r in rows)
+    for s, r in enumerate(rows):
+        np.testing.assert_array_equal(r, bs.draw_weights(counts, 6, np.random.default_rng(s), "multinomial"))
+    big = PoissonTable(np.array([1.0, 5000.0]))  # a mean above the tables: numpy's sampler, float64
+    assert big.draw(3, np.random.default_rng(0), integer=True).dtype == np.float64
 
 
 def test_two_level_table_draws_equal_the_fine_table_inversion():
