@@ -20,6 +20,7 @@ import pandas as pd
 from arena import bootstrap as bs
 from arena import bt, diagnostics, matrices
 from arena.data import Battles, PairCounts, aggregate, load_battles
+from arena.weights import WeightKind
 
 CI = Literal["bootstrap", "sandwich", "both"]
 
@@ -123,7 +124,7 @@ def fit_leaderboard(
     base: float = 10.0,
     init: float = 1000.0,
     ridge: float = bt.DEFAULT_RIDGE,
-    weights: bs.WeightKind = "multinomial",
+    weights: WeightKind = "multinomial",
     min_battles: int = 10,
     filters: Any = None,
     style_features: tuple[str, ...] | None = None,

@@ -416,6 +416,7 @@ def bootstrap_ppi(items: Items, x_hat: np.ndarray, lam: float, *, n_bootstrap: i
     multinomial counts over the item cells. Returns (x replicates (R, K+1), number of full-Newton fallbacks).
     """
     from arena import bootstrap as bs
+    from arena.weights import draw_weights
 
     n, _, big_n = sizes(items, include_labelled)
     c = items.judge_scale
@@ -434,9 +435,9 @@ def bootstrap_ppi(items: Items, x_hat: np.ndarray, lam: float, *, n_bootstrap: i
     for start in range(0, n_bootstrap, chunk):
         size = min(chunk, n_bootstrap - start)
         rng = np.random.default_rng([seed, start])
-        counts = s_l @ bs.draw_weights(items.l_mult, size, rng, weights).T  # type: ignore[arg-type]
+        counts = s_l @ draw_weights(items.l_mult, size, rng, weights).T  # type: ignore[arg-type]
         if items.u_mult.size:
-            counts = counts + s_u @ bs.draw_weights(items.u_mult, size, rng, weights).T  # type: ignore[arg-type]
+            counts = counts + s_u @ draw_weights(items.u_mult, size, rng, weights).T  # type: ignore[arg-type]
         cj = jnp.asarray(counts.reshape(n_pairs, 3, size))
         x, ok = bs.refit_chunk(cj, xh, h_inv, d_data, ties, ridge)
         x, ok = np.array(x), np.asarray(ok)

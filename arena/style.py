@@ -27,10 +27,11 @@ import pandas as pd
 
 import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
-from arena.bootstrap import WeightKind, draw_weights, percentile_interval, usable_replicates
+from arena.bootstrap import percentile_interval, usable_replicates
 from arena.data import STYLE_COLUMNS, Battles
 from arena.diagnostics import replicate_separation
 from arena.poisson import PoissonTable
+from arena.weights import WeightKind, draw_weights
 
 STYLE_FEATURES: dict[str, tuple[str, str]] = {
     "length": ("sum_assistant_a_tokens", "sum_assistant_b_tokens"),
@@ -244,7 +245,7 @@ def battle_weights(n: int, seed: int, replicate: int, kind: WeightKind = "multin
     ``clusters`` (N,) integer codes make the unit a cluster (e.g. the prompt): clusters are drawn with
     replacement and each battle weighs its cluster's count (Davison & Hinkley 1997, 3.8, cluster bootstrap).
     Multinomial(m, 1/m each) over the m units is drawn as Poisson(1) counts corrected to the total
-    (:func:`arena.bootstrap.draw_weights`), from a shared Poisson ``table`` for ``np.ones(m)`` when given.
+    (:func:`arena.weights.draw_weights`), from a shared Poisson ``table`` for ``np.ones(m)`` when given.
     """
     rng = np.random.default_rng([seed, replicate, 7])
     m = n if clusters is None else int(clusters.max()) + 1

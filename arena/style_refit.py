@@ -33,9 +33,9 @@ import numpy as np
 
 import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
-from arena.bootstrap import draw_weights
 from arena.diagnostics import replicate_separation
 from arena.poisson import BUCKETS, PoissonTable, inversion_table
+from arena.weights import draw_weights
 
 SLOTS_PER_CHUNK = 8192
 """Battle slots per step of the inner loop: the (R, slots) temporaries stay in cache."""
@@ -104,7 +104,7 @@ class WeightDrawer:
 
     The Poisson(1) draws use :class:`arena.poisson.PoissonTable`'s inversion table directly (one mean: no
     per-cell offsets) and the multinomial's correction reuses one cumulative table, as
-    :func:`arena.bootstrap.draw_weights` does for ``np.ones(m)``.
+    :func:`arena.weights.draw_weights` does for ``np.ones(m)``.
     """
 
     def __init__(self, n: int, clusters: np.ndarray | None, slot: np.ndarray):

@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     import arena._jax  # noqa: F401  (x64 + compilation cache)
     from arena import bootstrap as bs
     from arena import bt, refit
+    from arena import weights as wt
     from arena.data import aggregate, load_battles
     from arena.leaderboard import rank_battles
     from arena.poisson import PoissonTable
@@ -65,15 +66,15 @@ def main(argv: list[str] | None = None) -> None:
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(data, live, k)
     table = PoissonTable(flat[live])
-    n_rep = args.replicates // bs.BLOCK * bs.BLOCK
+    n_rep = args.replicates // wt.BLOCK * wt.BLOCK
     t0 = _clock()
-    draws = [bs._block_weights(flat[live], 0, b, bs.BLOCK, "multinomial", table, integer=True)
-             for b in range(n_rep // bs.BLOCK)]
+    draws = [wt._block_weights(flat[live], 0, b, wt.BLOCK, "multinomial", table, integer=True)
+             for b in range(n_rep // wt.BLOCK)]
     print(f"{'draws':<24} cpu {_since(t0)[0] / n_rep * 1e3:6.2f} ms a replicate")
     t0 = _clock()
     mats = [refit.signed_battles(layout, w) for w in draws]
     print(f"{'signed battles':<24} cpu {_since(t0)[0] / n_rep * 1e3:6.2f} ms a replicate ({mats[0][0].dtype})")
-    per = max(1, bs.chunk_size(live.size, k, None, dense=True) // bs.BLOCK)
+    per = max(1, bs.chunk_size(live.size, k, None, dense=True) // wt.BLOCK)
     chunks = [(np.concatenate([m for m, _ in mats[i:i + per]]), np.concatenate([s for _, s in mats[i:i + per]]))
               for i in range(0, len(mats) - per + 1, per)]
     xh, hi = jax.device_put(x), jax.device_put(h_inv)
@@ -82,9 +83,9 @@ def main(argv: list[str] | None = None) -> None:
     for m, s in chunks:
         jax.block_until_ready(refit.refit_signed_chunk(m, s, xh, hi))
     cpu, wall = _since(t0)
-    n_done = len(chunks) * per * bs.BLOCK
+    n_done = len(chunks) * per * wt.BLOCK
     print(f"{'refits (XLA)':<24} cpu {cpu / n_done * 1e3:6.2f} ms a replicate (wall {wall / n_done * 1e3:.2f}; "
-          f"chunks of {per * bs.BLOCK})")
+          f"chunks of {per * wt.BLOCK})")
     rank_battles(df, ci="both", n_bootstrap=1000, min_battles=0)  # compiled
     for _ in range(args.runs):
         t0 = _clock()

@@ -77,8 +77,8 @@ def steps_to(trace: np.ndarray, elo: float = 1e-3) -> int | None:
 def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     """The table's rows for ``k`` models."""
     import arena._jax  # noqa: F401  (x64 + compilation cache)
-    from arena import bootstrap as bs
     from arena import bt, refit
+    from arena import weights as wt
     from arena.data import aggregate, load_battles
 
     data = bt.pair_data(aggregate(load_battles(make_w1(k=k))))
@@ -88,7 +88,7 @@ def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     flat = np.asarray(data.counts).ravel()
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(data, live, k)
-    w = bs._block_weights(flat[live], 0, 0, args.replicates, "multinomial")
+    w = wt._block_weights(flat[live], 0, 0, args.replicates, "multinomial")
     m, s = refit.signed_battles(layout, w)
     m_d, s_d = jnp.asarray(m), jnp.asarray(s)
     ridge = bt.DEFAULT_RIDGE

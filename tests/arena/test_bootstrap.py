@@ -7,6 +7,7 @@ import pytest
 
 from arena import bootstrap as bs
 from arena import bt
+from arena import weights as wt
 from arena.leaderboard import fit_leaderboard
 from tests.arena.test_bt import simulated_counts
 
@@ -14,7 +15,7 @@ from tests.arena.test_bt import simulated_counts
 def test_multinomial_weights_have_multinomial_moments():
     counts = np.array([5.0, 1.0, 30.0, 64.0])
     n = counts.sum()
-    w = bs.draw_weights(counts, 40_000, np.random.default_rng(0), "multinomial")
+    w = wt.draw_weights(counts, 40_000, np.random.default_rng(0), "multinomial")
     assert np.all(w.sum(axis=1) == n) and np.all(w >= 0)
     p = counts / n
     np.testing.assert_allclose(w.mean(axis=0), counts, rtol=0.02)
@@ -25,7 +26,7 @@ def test_multinomial_weights_have_multinomial_moments():
 
 def test_poisson_weights_have_poisson_moments():
     counts = np.array([3.0, 40.0])
-    w = bs.draw_weights(counts, 40_000, np.random.default_rng(1), "poisson")
+    w = wt.draw_weights(counts, 40_000, np.random.default_rng(1), "poisson")
     np.testing.assert_allclose(w.mean(axis=0), counts, rtol=0.02)
     np.testing.assert_allclose(w.var(axis=0), counts, rtol=0.05)
     assert w.sum(axis=1).std() > 0  # totals vary, unlike the multinomial
@@ -33,7 +34,7 @@ def test_poisson_weights_have_poisson_moments():
 
 def test_unknown_weight_kind_is_an_error():
     with pytest.raises(ValueError, match="multinomial"):
-        bs.draw_weights(np.ones(3), 2, np.random.default_rng(0), "bayesian")  # type: ignore[arg-type]
+        wt.draw_weights(np.ones(3), 2, np.random.default_rng(0), "bayesian")  # type: ignore[arg-type]
 
 
 def _fit_parts(counts, ties="half"):
@@ -54,7 +55,7 @@ def test_chord_refits_equal_full_newton_fits(ties):
     live = np.flatnonzero(flat)
     for r in (0, 7, 29):
         w = np.zeros(flat.size)
-        w[live] = bs._block_weights(flat[live], 3, r // bs.BLOCK, bs.BLOCK, "multinomial")[r % bs.BLOCK]
+        w[live] = wt._block_weights(flat[live], 3, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         rep = d._replace(counts=w.reshape(-1, 3))
         ref = np.asarray(bt.fit(bt.initial_x(rep, 10, ties), rep, ties).x)
         np.testing.assert_allclose(bt.to_elo(reps[r, :10]), bt.to_elo(ref[:10]), atol=1e-6)
@@ -133,8 +134,8 @@ def test_fallback_refits_on_a_tiny_arena_are_exact_and_chunking_free():
     # 40 votes among 4 models: many resamples leave some model unbeaten, so the Newton fallback runs
     counts, _ = simulated_counts(k=4, n=40, seed=1)
     d, x, h_inv = _fit_parts(counts)
-    reps_a, fb_a, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=bs.BLOCK)
-    reps_b, fb_b, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=4 * bs.BLOCK)
+    reps_a, fb_a, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=wt.BLOCK)
+    reps_b, fb_b, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=200, seed=5, chunk=4 * wt.BLOCK)
     assert fb_a == fb_b > 0
     assert np.isfinite(reps_a).all()
     np.testing.assert_allclose(reps_a, reps_b, atol=1e-8)
@@ -145,13 +146,13 @@ def test_replicate_separation_flags_match_an_independent_ford_check():
 
     counts, _ = simulated_counts(k=4, n=40, seed=1)
     d, x, h_inv = _fit_parts(counts)
-    res = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=5, chunk=4 * bs.BLOCK)
+    res = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=60, seed=5, chunk=4 * wt.BLOCK)
     assert 0 < res.separated.sum() < 60 and res.converged.all()
     flat = d.counts.ravel()
     live = np.flatnonzero(flat)
     for r in range(60):
         w = np.zeros(flat.size)
-        w[live] = bs._block_weights(flat[live], 5, r // bs.BLOCK, bs.BLOCK, "multinomial")[r % bs.BLOCK]
+        w[live] = wt._block_weights(flat[live], 5, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         tensor = np.zeros((4, 4, 3))
         tensor[d.i, d.j] = w.reshape(-1, 3)
         assert res.separated[r] == (not ford_condition(tensor))
@@ -236,7 +237,7 @@ def test_battle_cells_equal_the_search_over_the_full_cumulative_sum():
         # every battle (the full sum's branch) and a few (the blocks' branch, on long rows)
         for pos in (every, rng.choice(every, min(every.size, 20), replace=False), every[-1:]):
             want = np.searchsorted(np.cumsum(row), pos, side="right")
-            np.testing.assert_array_equal(bs._battle_cells(row, pos), want)
+            np.testing.assert_array_equal(wt._battle_cells(row, pos), want)
             # int16 rows with their block sums made beforehand (draw_weights shares them with the row totals)
             small = row.astype(np.int16)
-            np.testing.assert_array_equal(bs._battle_cells(small, pos, bs._block_sums(small[None])[0]), want)
+            np.testing.assert_array_equal(wt._battle_cells(small, pos, wt._block_sums(small[None])[0]), want)

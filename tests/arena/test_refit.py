@@ -16,6 +16,7 @@ from scipy import stats
 
 from arena import bootstrap as bs
 from arena import bt, refit
+from arena import weights as wt
 from arena.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
 from tests.arena.test_bt import simulated_counts
 
@@ -119,7 +120,7 @@ def test_dense_refits_equal_sparse_refits_and_the_exact_mle():
     live = np.flatnonzero(flat)
     for r in (0, 17, 39):  # the exact MLE of the same resample, by full Newton from scratch
         w = np.zeros(flat.size)
-        w[live] = bs._block_weights(flat[live], 2, r // bs.BLOCK, bs.BLOCK, "multinomial")[r % bs.BLOCK]
+        w[live] = wt._block_weights(flat[live], 2, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         rep = d._replace(counts=w.reshape(-1, 3))
         ref = np.asarray(bt.fit(bt.initial_x(rep, 30, "half"), rep).x)
         assert np.abs(bt.to_elo(dense[r, :30]) - bt.to_elo(ref[:30])).max() < 1e-3
@@ -215,7 +216,7 @@ def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, spa
     d, _, _ = _fit_parts(counts)
     flat = d.counts.ravel()
     live = np.flatnonzero(flat)
-    w = bs._block_weights(flat[live], 3, 0, 5, "multinomial", integer=integer)
+    w = wt._block_weights(flat[live], 3, 0, 5, "multinomial", integer=integer)
     assert w.dtype == (np.int16 if integer else np.float64)
     layout = refit.dense_layout(d, live, 9)
     assert (layout.score is not None) == sparse_scores and (layout.gather is not None) == gather
@@ -253,7 +254,7 @@ def test_int8_battles_give_the_float32_refits_and_fall_back_when_a_pair_total_pa
     f32 = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True)
     np.testing.assert_array_equal(int8.x, f32.x)
     np.testing.assert_array_equal(int8.separated, f32.separated)
-    w = bs._block_weights(d.counts.ravel()[np.flatnonzero(d.counts.ravel())], 5, 0, 5, "multinomial", integer=True)
+    w = wt._block_weights(d.counts.ravel()[np.flatnonzero(d.counts.ravel())], 5, 0, 5, "multinomial", integer=True)
     with pytest.raises(OverflowError, match=r"pair total of 2\d\d does not fit int8"):
         refit.signed_battles(layout, np.where(np.arange(w.shape[1]) == 0, 200, w).astype(np.int16))
 
@@ -278,7 +279,7 @@ def test_float32_start_ends_where_float64_steps_alone_do():
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(d, live, 40)
     assert layout.dtype == np.float32
-    m, s = refit.signed_battles(layout, bs._block_weights(flat[live], 7, 0, 10, "multinomial"))
+    m, s = refit.signed_battles(layout, wt._block_weights(flat[live], 7, 0, 10, "multinomial"))
     x32, ok32, c32 = refit.refit_signed_chunk(jnp.asarray(m), jnp.asarray(s), jnp.asarray(x), jnp.asarray(h_inv))
     x64, ok64, c64 = refit.refit_signed_chunk(jnp.asarray(m.astype(np.float64)), jnp.asarray(s), jnp.asarray(x),
                                               jnp.asarray(h_inv))  # float64 battles: no float32 start
@@ -300,7 +301,7 @@ def test_float32_battles_past_2_23_battles_with_exact_float64_scores(monkeypatch
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(d, live, 3)
     assert layout.dtype == np.float32
-    w = bs._block_weights(flat[live], 5, 0, 6, "multinomial")
+    w = wt._block_weights(flat[live], 5, 0, 6, "multinomial")
     m, s = refit.signed_battles(layout, w)
     c = np.zeros((6, flat.size))
     c[:, live] = w
@@ -325,17 +326,17 @@ def test_integer_draws_are_the_float_draws_as_int16(monkeypatch, kind):
     counts = np.r_[np.ones(20_000), np.full(5_000, 3.0), np.arange(0, 200.0)]
     for seed in range(4):
         rng_f, rng_i = np.random.default_rng(seed), np.random.default_rng(seed)
-        want = bs.draw_weights(counts, 6, rng_f, kind)
-        got = bs.draw_weights(counts, 6, rng_i, kind, integer=True)
+        want = wt.draw_weights(counts, 6, rng_f, kind)
+        got = wt.draw_weights(counts, 6, rng_i, kind, integer=True)
         assert got.dtype == np.int16
         np.testing.assert_array_equal(got, want)
         assert rng_f.random() == rng_i.random()
     # battles added to fix the total that could pass int16 (not at arena sizes): float64 from the start
-    monkeypatch.setattr(bs, "INT16_MAX", 10)
-    rows = [bs.draw_weights(counts, 6, np.random.default_rng(s), "multinomial", integer=True) for s in range(4)]
+    monkeypatch.setattr(wt, "INT16_MAX", 10)
+    rows = [wt.draw_weights(counts, 6, np.random.default_rng(s), "multinomial", integer=True) for s in range(4)]
     assert any(r.dtype == np.float64 for r in rows)
     for s, r in enumerate(rows):
-        np.testing.assert_array_equal(r, bs.draw_weights(counts, 6, np.random.default_rng(s), "multinomial"))
+        np.testing.assert_array_equal(r, wt.draw_weights(counts, 6, np.random.default_rng(s), "multinomial"))
     big = PoissonTable(np.array([1.0, 5000.0]))  # a mean above the tables: numpy's sampler, float64
     assert big.draw(3, np.random.default_rng(0), integer=True).dtype == np.float64
 
@@ -387,8 +388,8 @@ def test_dense_cpu_chunks_stay_in_cache_but_not_below_the_floor():
     cpu = jax.devices("cpu")[0]
     for k in (100, 300, 1000):  # a chunk's float32 battles within CACHE_CHUNK, at least MIN_DENSE_CHUNK
         n = bs.chunk_size(100 * k, k, cpu, dense=True)
-        assert n % bs.BLOCK == 0
-        assert n == bs.MIN_DENSE_CHUNK or n * 4 * k * k <= bs.CACHE_CHUNK < (n + bs.BLOCK) * 4 * k * k
+        assert n % wt.BLOCK == 0
+        assert n == bs.MIN_DENSE_CHUNK or n * 4 * k * k <= bs.CACHE_CHUNK < (n + wt.BLOCK) * 4 * k * k
     assert bs.chunk_size(15_000, 100, cpu, dense=True) == 100  # W1 ran as one chunk of 1,000: no overlap
     assert bs.chunk_size(130_000, 300, cpu, dense=True) == 15
     assert bs.chunk_size(15_000, 100, cpu, dense=False) > 100  # the sparse refit keeps its memory rule
