@@ -109,11 +109,12 @@ def poem_items() -> pd.DataFrame:
                          for i in range(2) for m, a in (("lyra-poet", LIMERICK), ("vega-prose", long))])
 
 
+ANSWER = ".preflab-pair .pf-answer[data-side='%s']"  # answer A's or B's box (voting.pages.pair_html)
 FRESH_ITEM = """(old) => {
-  const box = document.querySelector('.st-key-item_marker');
+  const box = document.querySelector('.preflab-pair[data-item]');
   const vote = document.querySelector('.st-key-vote_A button');
-  if (!box || !vote || box.querySelector("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
-  const id = box.innerText.replace(/^\\s*Item\\s+/, '').trim();
+  if (!box || !vote || box.closest("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
+  const id = box.getAttribute('data-item');
   return id && id !== old ? id : null;
 }"""
 
@@ -185,9 +186,9 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
         page.get_by_role("button", name=re.compile("Skip")).click()
         shown = shown_item(page, old=shown)
     page.get_by_text("window.__pwned = 1").first.wait_for(timeout=120_000)  # the answers, not just the prompt
-    visible = page.locator("[data-testid='stMarkdownContainer']").all_inner_texts()
-    assert any("<script>window.__pwned = 1</script>" in t for t in visible), " | ".join(visible)
-    assert any('onerror="window.__pwned = 2"' in t for t in visible)
+    visible = page.locator(ANSWER % "A").all_inner_texts() + page.locator(ANSWER % "B").all_inner_texts()
+    assert len(visible) == 2 and all("<script>window.__pwned = 1</script>" in t for t in visible), visible
+    assert all('onerror="window.__pwned = 2"' in t for t in visible)
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("img[onerror]").count() == 0 and page.locator("script:has-text('__pwned')").count() == 0
     code = page.locator("code", has_text="print(")
@@ -287,7 +288,7 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
     page.get_by_role("button", name=re.compile("start voting")).click()
     item = shown_item(page)
     assert item in ("p0", "p1")
-    boxes = [page.locator(f".st-key-answer_{side}") for side in "AB"]
+    boxes = [page.locator(ANSWER % side) for side in "AB"]
     texts = [b.inner_text() for b in boxes]
     assert any("in rhyme\nWas asked" in t for t in texts), texts  # a line break, not one paragraph
     heights = [b.bounding_box()["height"] for b in boxes]
@@ -368,7 +369,7 @@ def test_a_vote_sends_only_the_bar_and_next_the_new_pair(server, browser):
                                                                                    else f.encode())))
     page.goto(invite_link(base, "bar-voter"))
     first = shown_item(page)
-    answer = page.locator(".st-key-answer_A").inner_text().strip().splitlines()[-1][:20].encode()
+    answer = page.locator(ANSWER % "A").inner_text().strip().splitlines()[-1][:20].encode()
     got.clear()
     page.locator(".st-key-vote_A button").click()
     wait_revealed(page, "A is better.")
