@@ -379,3 +379,9 @@ def test_a_vote_sends_only_the_bar_and_next_the_new_pair(server, browser):
     page.locator(".st-key-next button").click()
     shown_item(page, old=first)
     assert b"Prompt number" in b"".join(got), "Next did not send the new pair"
+    # no fade of a rerunning fragment's old elements: ~60 frames per slow click in every voter's tab
+    stale = page.evaluate("""() => { const e = document.createElement('div');  // styled as Streamlit does
+        e.setAttribute('data-stale', 'true'); e.style.cssText = 'opacity: 0.33; transition: opacity 1s ease-in 0.5s';
+        document.querySelector('.stMain').appendChild(e); const s = getComputedStyle(e);
+        const out = [s.transitionProperty, s.opacity]; e.remove(); return out; }""")
+    assert stale == ["none", "1"], stale
