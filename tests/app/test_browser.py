@@ -191,6 +191,15 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
     assert all('onerror="window.__pwned = 2"' in t for t in visible)
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("img[onerror]").count() == 0 and page.locator("script:has-text('__pwned')").count() == 0
+    # a link in an answer opens a new tab (the page's script: st.html's sanitiser drops target="_blank")
+    page.wait_for_function("() => Array.isArray(window.__preflabQueue)")
+    page.evaluate("""() => { const a = document.createElement('a'); a.id = 'pf-test-link';
+        a.href = '/?from=answer'; a.textContent = 'a link'; document.querySelector('.preflab-pair .pf-answer')
+        .appendChild(a); }""")
+    with page.context.expect_page() as tab:
+        page.locator("#pf-test-link").click()
+    assert "from=answer" in tab.value.url and "from=answer" not in page.url
+    tab.value.close()
     code = page.locator("code", has_text="print(")
     assert "<b>not bold</b>" in code.first.inner_text()  # the fenced block renders as code, HTML as text
     shot(page, "vote-html-as-text")

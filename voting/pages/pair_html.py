@@ -7,7 +7,8 @@ element: the browser only sets its HTML when a new pair comes.
 
 Safety: model output is never HTML. The parser runs with raw HTML off, so ``<script>`` and ``<img onerror>``
 become text; links only keep safe schemes (markdown-it's ``validateLink`` refuses ``javascript:``,
-``vbscript:``, ``file:`` and non-image ``data:``) and open in a new tab; fenced code is escaped and shown
+``vbscript:``, ``file:`` and non-image ``data:``) and open in a new tab (the page's script in
+:mod:`voting.pages.keyboard`: the sanitiser drops ``target``); fenced code is escaped and shown
 plain (no syntax colouring, no diagram for ``mermaid``, no maths). Streamlit sanitises ``st.html`` with
 DOMPurify as a second layer.
 """
@@ -63,8 +64,7 @@ CSS = """<style>
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
 
-    def link_open(self, tokens, idx, options, env):  # noqa: ANN001, ANN202 - a link leaves the voting tab alone
-        tokens[idx].attrSet("target", "_blank")
+    def link_open(self, tokens, idx, options, env):  # noqa: ANN001, ANN202 - opened in a new tab (keyboard.py)
         tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
         return self.renderToken(tokens, idx, options, env)
 
