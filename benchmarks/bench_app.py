@@ -41,7 +41,18 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import write_table
-from tests.app.test_browser import ARGS, CHROMIUM, FRESH_ITEM  # the suite's flags and new-round test
+from tests.app.test_browser import ARGS, CHROMIUM  # the suite's flags
+
+# A fresh round of another item: the pair's data-item, or an older checkout's item marker (--app-root main).
+FRESH_ITEM = """(old) => {
+  const vote = document.querySelector('.st-key-vote_A button');
+  const pair = document.querySelector('.preflab-pair[data-item]'), box = document.querySelector('.st-key-item_marker');
+  if (!vote || vote.closest("[data-stale='true']")) return null;
+  let id = null;
+  if (pair) id = pair.closest("[data-stale='true']") ? null : pair.getAttribute('data-item');
+  else if (box && !box.querySelector("[data-stale='true']")) id = box.innerText.replace(/^\\s*Item\\s+/, '').trim();
+  return id && id !== old ? id : null;
+}"""
 
 ROOT = Path(__file__).resolve().parents[1]
 FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');

@@ -109,11 +109,12 @@ def poem_items() -> pd.DataFrame:
                          for i in range(2) for m, a in (("lyra-poet", LIMERICK), ("vega-prose", long))])
 
 
+ANSWER = ".preflab-pair .pf-answer[data-side='%s']"  # answer A's or B's box (voting.pages.pair_html)
 FRESH_ITEM = """(old) => {
-  const box = document.querySelector('.st-key-item_marker');
+  const box = document.querySelector('.preflab-pair[data-item]');
   const vote = document.querySelector('.st-key-vote_A button');
-  if (!box || !vote || box.querySelector("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
-  const id = box.innerText.replace(/^\\s*Item\\s+/, '').trim();
+  if (!box || !vote || box.closest("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
+  const id = box.getAttribute('data-item');
   return id && id !== old ? id : null;
 }"""
 
@@ -185,11 +186,20 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
         page.get_by_role("button", name=re.compile("Skip")).click()
         shown = shown_item(page, old=shown)
     page.get_by_text("window.__pwned = 1").first.wait_for(timeout=120_000)  # the answers, not just the prompt
-    visible = page.locator("[data-testid='stMarkdownContainer']").all_inner_texts()
-    assert any("<script>window.__pwned = 1</script>" in t for t in visible), " | ".join(visible)
-    assert any('onerror="window.__pwned = 2"' in t for t in visible)
+    visible = page.locator(ANSWER % "A").all_inner_texts() + page.locator(ANSWER % "B").all_inner_texts()
+    assert len(visible) == 2 and all("<script>window.__pwned = 1</script>" in t for t in visible), visible
+    assert all('onerror="window.__pwned = 2"' in t for t in visible)
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("img[onerror]").count() == 0 and page.locator("script:has-text('__pwned')").count() == 0
+    # a link in an answer opens a new tab (the page's script: st.html's sanitiser drops target="_blank")
+    page.wait_for_function("() => Array.isArray(window.__preflabQueue)")
+    page.evaluate("""() => { const a = document.createElement('a'); a.id = 'pf-test-link';
+        a.href = '/?from=answer'; a.textContent = 'a link'; document.querySelector('.preflab-pair .pf-answer')
+        .appendChild(a); }""")
+    with page.context.expect_page() as tab:
+        page.locator("#pf-test-link").click()
+    assert "from=answer" in tab.value.url and "from=answer" not in page.url
+    tab.value.close()
     code = page.locator("code", has_text="print(")
     assert "<b>not bold</b>" in code.first.inner_text()  # the fenced block renders as code, HTML as text
     shot(page, "vote-html-as-text")
@@ -287,7 +297,7 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
     page.get_by_role("button", name=re.compile("start voting")).click()
     item = shown_item(page)
     assert item in ("p0", "p1")
-    boxes = [page.locator(f".st-key-answer_{side}") for side in "AB"]
+    boxes = [page.locator(ANSWER % side) for side in "AB"]
     texts = [b.inner_text() for b in boxes]
     assert any("in rhyme\nWas asked" in t for t in texts), texts  # a line break, not one paragraph
     heights = [b.bounding_box()["height"] for b in boxes]
@@ -368,7 +378,7 @@ def test_a_vote_sends_only_the_bar_and_next_the_new_pair(server, browser):
                                                                                    else f.encode())))
     page.goto(invite_link(base, "bar-voter"))
     first = shown_item(page)
-    answer = page.locator(".st-key-answer_A").inner_text().strip().splitlines()[-1][:20].encode()
+    answer = page.locator(ANSWER % "A").inner_text().strip().splitlines()[-1][:20].encode()
     got.clear()
     page.locator(".st-key-vote_A button").click()
     wait_revealed(page, "A is better.")
@@ -378,3 +388,9 @@ def test_a_vote_sends_only_the_bar_and_next_the_new_pair(server, browser):
     page.locator(".st-key-next button").click()
     shown_item(page, old=first)
     assert b"Prompt number" in b"".join(got), "Next did not send the new pair"
+    # no fade of a rerunning fragment's old elements: ~60 frames per slow click in every voter's tab
+    stale = page.evaluate("""() => { const e = document.createElement('div');  // styled as Streamlit does
+        e.setAttribute('data-stale', 'true'); e.style.cssText = 'opacity: 0.33; transition: opacity 1s ease-in 0.5s';
+        document.querySelector('.stMain').appendChild(e); const s = getComputedStyle(e);
+        const out = [s.transitionProperty, s.opacity]; e.remove(); return out; }""")
+    assert stale == ["none", "1"], stale

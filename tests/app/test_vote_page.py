@@ -40,7 +40,15 @@ def shown_text(at: AppTest) -> str:
     """Everything a voter can read on the page (main area and sidebar)."""
     parts = [m.value for m in at.markdown] + [b.label for b in at.button] + [c.value for c in at.caption]
     parts += [s.value for s in at.success] + [t.value for t in at.title] + [str(p.proto) for p in at.get("progress")]
+    parts += [h.proto.body for h in at.get("html")]  # the progress, prompt and answers (voting.pages.pair_html)
     return "\n".join(parts)
+
+
+def pair_body(at: AppTest) -> str:
+    """The HTML of the progress, prompt and answers (one ``st.html`` element)."""
+    bodies = [h.proto.body for h in at.get("html") if "data-item=" in h.proto.body]
+    assert len(bodies) == 1, f"{len(bodies)} pair elements"
+    return bodies[0]
 
 
 def current(at: AppTest) -> dict:
@@ -103,34 +111,33 @@ def _tree(at: AppTest) -> dict[tuple, str]:
     return out
 
 
-def _pair_places(tree: dict[tuple, str]) -> list[tuple]:
-    """The places of the prompt and the two answers: from the "Prompt" heading to answer B's text."""
-    places = sorted(tree)
-    first = next(p for p in places if "#### Prompt" in tree[p])
-    box_b = next(p for p in places if "answer_B" in tree[p])
-    last = max(p for p in places if p[:len(box_b)] == box_b)
-    return [p for p in places if first <= p <= last]
+def _pair_place(tree: dict[tuple, str]) -> tuple:
+    """The place of the one element that shows the progress, prompt and answers."""
+    places = [p for p in sorted(tree) if "preflab-pair" in tree[p] and "data-item=" in tree[p]]
+    assert len(places) == 1, places
+    return places[0]
 
 
 def test_the_answers_stay_as_they_are_from_vote_to_reveal(monkeypatch, seeded_url):
-    """Vote -> reveal sends the prompt and answers again unchanged in the same places (the browser keeps them
-    and redraws only the bar under them); Next and Skip put the new pair in the same places (an update, not
-    new elements), the Skip message after it."""
+    """Vote -> reveal sends no new pair: the prompt and answers stay unchanged in the same place (the browser
+    keeps them and redraws only the bar under them); Next and Skip put the new pair in the same place (an
+    update of one element, not new elements), the Skip message after it."""
     at = login(start(monkeypatch, seeded_url))
     before = _tree(at)
-    pair = _pair_places(before)
-    assert len(pair) >= 6 and any("answer_A" in before[p] for p in pair)
+    place = _pair_place(before)
+    rnd = current(at)
+    assert f'data-item="{rnd["item_id"]}"' in pair_body(at) and "Prompt number" in before[place]
     at.button(key="vote_A").click().run()
-    after = _tree(at)
-    assert [after.get(p) for p in pair] == [before[p] for p in pair]
+    after = _tree(at)  # AppTest reruns the whole page (the browser only the bar): the progress moved on
+    assert after[place].split("<h4>Prompt")[1] == before[place].split("<h4>Prompt")[1]
     assert "Vote saved" in shown_text(at)
-    kinds = [before[p].split(" ")[0] for p in pair]
+    kind = before[place].split(" ")[0]
     for click in ("next", "skip"):
-        item = [c.value for c in at.caption if c.value.startswith("Item ")]
+        item = [h.proto.body for h in at.get("html") if "data-item=" in h.proto.body]
         at.button(key=click).click().run()
         new = _tree(at)
-        assert [c.value for c in at.caption if c.value.startswith("Item ")] != item
-        assert _pair_places(new) == pair and [new[p].split(" ")[0] for p in pair] == kinds
+        assert [h.proto.body for h in at.get("html") if "data-item=" in h.proto.body] != item
+        assert _pair_place(new) == place and new[place].split(" ")[0] == kind
     assert at.toast and "Skipped" in at.toast[0].value
 
 
@@ -191,14 +198,20 @@ def test_overlap_limits_votes_per_item(monkeypatch, seeded_url):
 
 
 def test_answers_render_as_markdown_without_html(monkeypatch, seeded_url):
+    """The item with an HTML attack (q000): both answers are shown, their HTML as escaped text (a <script> or
+    <img onerror> never becomes an element), the fenced code as an escaped code block."""
+    import html
+
     at = login(start(monkeypatch, seeded_url))
     for _ in range(4):
         if current(at)["item_id"] == "q000":
             break
         at.button(key="skip").click().run()
-    bodies = [m for m in at.markdown if "<script>" in m.value or "```python" in m.value]
-    assert sum(EVIL in m.value for m in bodies) == 2
-    assert bodies and all(not m.proto.allow_html for m in bodies)
+    body = pair_body(at)
+    assert body.count(html.escape(EVIL)) == 2, body  # both answers, as text
+    assert "<script" not in body.lower() and "<img" not in body.lower() and "onerror=\"" not in body
+    assert body.count("<pre><code class=\"language-python\">print('&lt;b&gt;not bold&lt;/b&gt;')") == 2
+    assert not [h for h in at.get("html") if h.proto.unsafe_allow_javascript and "data-item=" in h.proto.body]
 
 
 def test_voter_passcode(monkeypatch, seeded_url):

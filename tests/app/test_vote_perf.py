@@ -8,10 +8,7 @@ import time
 import sqlalchemy as sa
 
 from tests.app.test_vote_page import login, shown_text, start
-from voting.pages.vote import shown_markdown
 from voting.store import count_rows, load_votes, open_store, set_criteria, vote_tallies, votes_t
-
-LIMERICK = "There once was a model from Rome\nWho answered each prompt with a poem\n\nThe end."
 
 
 def _bulk_votes(url: str, n: int) -> None:
@@ -101,19 +98,6 @@ def test_no_magic_output_in_the_sidebar(monkeypatch, seeded_url):
     at.button(key="next").click().run()
     kinds = {type(e).__name__ for e in at.sidebar} | {e.type for e in at.sidebar if hasattr(e, "type")}
     assert not at.get("help") and not at.get("doc_string") and "help" not in kinds, kinds
-
-
-def test_line_breaks_are_kept_outside_code():
-    md = shown_markdown(LIMERICK + "\n```\ncode line 1\ncode line 2\n```")
-    assert md.startswith("There once was a model from Rome  \nWho answered each prompt with a poem\n\nThe end.")
-    assert "code line 1\ncode line 2" in md  # no trailing spaces inside the fence
-
-
-def test_mermaid_fences_are_shown_as_text():
-    """A ``mermaid`` fence loses its language (Streamlit would draw the model's text as a diagram); other
-    fences keep theirs (colouring), and the fences' lengths stay, so a longer fence still holds a shorter one."""
-    md = shown_markdown("Run:\n```python\nprint(1)\n```\n  ~~~~mermaid x\ngraph\n```mermaid\n~~~~\nafter")
-    assert md == "Run:  \n```python\nprint(1)\n```\n  ~~~~\ngraph\n```mermaid\n~~~~\nafter"
 
 
 def test_judging_criteria_before_the_first_vote_and_on_demand(monkeypatch, seeded_url):

@@ -91,6 +91,14 @@ _QUEUE = """
     };
     undoTimer = w.setInterval(tick, 1000);
   };
+  // a link in model output (voting.pages.pair_html) opens a new tab: st.html's sanitiser drops target, and
+  // leaving the page would lose the voter's round
+  doc.addEventListener("click", (e) => {
+    const a = e.target && e.target.closest && e.target.closest(".preflab-pair a[href]");
+    if (!a || e.defaultPrevented || e.button !== 0) return;
+    e.preventDefault();
+    w.open(a.href, "_blank", "noopener,noreferrer");
+  }, true);
   w.addEventListener("keydown", (e) => {
     const key = (e.key || "").toLowerCase();
     if (!w.__preflabKeys || !(key in w.__preflabKeys) || e.ctrlKey || e.metaKey || e.altKey) return;

@@ -2,10 +2,10 @@
 
 Keyboard: 1 = A is better, 2 = B is better, 3 = tie, 4 = both are bad, S = skip; after the vote
 U = undo, N = next (queued in the browser, so no key press is lost while the page redraws; see
-:mod:`voting.pages.keyboard`). Answers are rendered as Markdown with raw HTML disabled (shown as text), with
-their line breaks kept and fenced code plain (monospace, no syntax colouring), in equal-height boxes that
-scroll. After the vote the prompt and answers stay as they are; only the bar under them changes: it is
-a fragment inside the pair's fragment, so a vote is not sent the pair again (nor are the progress bars).
+:mod:`voting.pages.keyboard`). The progress bars, the prompt and the answers are one block of HTML rendered
+on the server (:mod:`voting.pages.pair_html`: Markdown with raw HTML shown as text, line breaks kept, code
+plain), in equal-height boxes that scroll. After the vote they stay as they are; only the bar under them
+changes: it is a fragment inside the pair's fragment, so a vote is not sent the pair again.
 
 Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
 outcome) and this voter's own items; items, models and answers are cached per dataset version.
@@ -13,7 +13,6 @@ outcome) and this voter's own items; items, models and answers are cached per da
 
 from __future__ import annotations
 
-import re
 import secrets
 import time
 
@@ -32,6 +31,7 @@ from voting.pages.common import (
     pick_dataset,
 )
 from voting.pages.keyboard import keyboard_queue, undo_countdown
+from voting.pages.pair_html import pair_html, progress_html
 from voting.pages.voter_gate import open_rate_ok, voter_gate
 from voting.store import (
     DuplicateVote,
@@ -56,24 +56,6 @@ PROMPT_HEIGHT = 130  # px, for prompts longer than fit in a few lines
 GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: correct, helpful, clear. "
                     "Length is not a virtue by itself. Use **Tie** when they are equally good and **Both are "
                     "bad** when neither is acceptable.")
-
-
-def shown_markdown(text: str) -> str:
-    """Markdown for a prompt or an answer: the text's single line breaks kept (a limerick stays five lines: a
-    hard break, two trailing spaces, on every line followed by another non-empty line, outside fenced code
-    blocks), and a ``mermaid`` fence shown as its text: Streamlit would draw model output as a diagram,
-    which is not what the voter compares. Other fences keep their language (syntax colouring)."""
-    lines, out, fence = text.split("\n"), [], None
-    for k, line in enumerate(lines):
-        mark = line.lstrip()[:3]
-        if mark in ("```", "~~~"):
-            opening = re.match(r"(\s*(?:`+|~+))\s*mermaid\b", line, re.I) if fence is None else None
-            line = opening.group(1) if opening else line
-            fence = None if fence == mark else (fence or mark)
-        nxt = lines[k + 1] if k + 1 < len(lines) else ""
-        hard = fence is None and mark not in ("```", "~~~") and line.strip() and nxt.strip()
-        out.append(line.rstrip() + "  " if hard else line)
-    return "\n".join(out)
 
 
 def _new_round(cfg: AppConfig, dataset: str, voter: str, tallies) -> dict | None:  # noqa: ANN001
@@ -147,24 +129,24 @@ def _next() -> None:
     st.rerun(scope=PAIR)
 
 
-def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object]:
-    """Progress bars (this voter's items, the dataset's coverage); returns how many items the voter has done
-    and the vote counts (read once per run, reused for the next pair)."""
+def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object, list[tuple[float, str]]]:
+    """How many items the voter has done, the vote counts (read once per run, reused for the next pair) and
+    the progress bars, (fraction, label): this voter's items, the dataset's coverage."""
     engine = get_engine()
     items, _ = cached_items(dataset)
     tallies = vote_tallies(engine, dataset)
     mine = len(seen_items(engine, voter, dataset, cfg.round))
     n = max(len(items), 1)
-    st.progress(min(mine / n, 1.0), text=f"You: {mine} of {len(items)} items")
+    bars = [(min(mine / n, 1.0), f"You: {mine} of {len(items)} items")]
     total = int(tallies["n"].sum()) if len(tallies) else 0
     if cfg.overlap:
         done = int(votes_per_item(tallies).clip(upper=cfg.overlap).sum()) if total else 0
         want = n * cfg.overlap
-        st.progress(min(done / want, 1.0), text=f"Dataset: {done} of {want} votes ({cfg.overlap} per item)")
+        bars.append((min(done / want, 1.0), f"Dataset: {done} of {want} votes ({cfg.overlap} per item)"))
     else:
         covered = tallies["item_id"].nunique() if total else 0
-        st.progress(covered / n, text=f"Dataset: {covered} of {len(items)} items have votes ({total} votes)")
-    return mine, tallies
+        bars.append((covered / n, f"Dataset: {covered} of {len(items)} items have votes ({total} votes)"))
+    return mine, tallies, bars
 
 
 def _criteria_sidebar(dataset: str) -> None:
@@ -173,15 +155,16 @@ def _criteria_sidebar(dataset: str) -> None:
         st.markdown(get_criteria(get_engine(), dataset) or GENERIC_CRITERIA)
 
 
-def _criteria(dataset: str, mine: int) -> bool:
-    """The dataset's own judging criteria before the voter's first vote; True when the page should wait for
-    the voter to read them."""
+def _criteria(dataset: str, mine: int, bars: list) -> bool:
+    """The dataset's own judging criteria (under the progress ``bars``) before the voter's first vote; True
+    when the page should wait for the voter to read them."""
     key = f"criteria_read:{dataset}"
     if mine or st.session_state.get(key):
         return False
     text = get_criteria(get_engine(), dataset)
     if not text:
         return False
+    st.html(progress_html(bars))
     st.markdown("#### How to judge", anchors=False)
     with st.container(border=True):
         st.markdown(text)
@@ -207,22 +190,12 @@ def _after_vote(cfg: AppConfig, last: dict) -> None:
         undo_countdown(left, last["id"])
 
 
-def _pair(rnd: dict) -> None:
-    """The prompt and the two answers. Drawn the same way before and after the vote (same elements, same
-    places, same content), so the browser keeps them as they are and redraws only the bar under them."""
+def _pair(rnd: dict, bars: list) -> None:
+    """The progress ``bars``, the prompt and the two answers: one ``st.html`` element of server-rendered HTML
+    (:mod:`voting.pages.pair_html`), sent with a new pair only (a vote reruns only the bar under it)."""
     answers = cached_answers(rnd["dataset"], rnd["item_id"])
-    st.markdown("#### Prompt", anchors=False)
-    with st.container(key="item_marker"):  # what a voter quotes when reporting an item; tests wait on it
-        st.caption(f"Item {rnd['item_id']}")
-    long_prompt = len(rnd["prompt"]) > 300 or rnd["prompt"].count("\n") > 4
-    with st.container(border=True, height=PROMPT_HEIGHT if long_prompt else "content"):
-        st.markdown(shown_markdown(rnd["prompt"]), unsafe_allow_html=False)
-    cols = st.columns(2)
-    for col, side, model in ((cols[0], "A", rnd["left"]), (cols[1], "B", rnd["right"])):
-        with col:
-            st.markdown(f"#### {side}", anchors=False)
-            with st.container(border=True, height=ANSWER_HEIGHT, key=f"answer_{side}"):
-                st.markdown(shown_markdown(answers[model]), unsafe_allow_html=False)
+    st.html(pair_html(rnd["item_id"], rnd["prompt"], answers[rnd["left"]], answers[rnd["right"]], progress=bars,
+                      prompt_height=PROMPT_HEIGHT, answer_height=ANSWER_HEIGHT))
 
 
 def _vote_bar() -> None:
@@ -255,8 +228,8 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
     :func:`_bar`). Skip, Next and a withdrawn vote rerun this fragment (``st.rerun(scope=PAIR)`` in their
     callbacks); a vote or an undone vote reruns only the bar, so the answers are not sent again. Neither
     redraws the sidebar or the sign-in."""
-    mine, tallies = _progress(cfg, dataset, voter)
-    if _criteria(dataset, mine):
+    mine, tallies, bars = _progress(cfg, dataset, voter)
+    if _criteria(dataset, mine, bars):
         return
     state = st.session_state
     if not state.get("last_vote"):
@@ -265,9 +238,10 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
             rnd = state["round"] = _new_round(cfg, dataset, voter, tallies)
         if rnd is None:
             state.pop("round", None)
+            st.html(progress_html(bars))
             st.success("You have seen every item available to you. Thank you for voting!")
             return
-    _pair(state["last_vote"]["round"] if state.get("last_vote") else state["round"])
+    _pair(state["last_vote"]["round"] if state.get("last_vote") else state["round"], bars)
     st.fragment(_bar)(cfg)
 
 
