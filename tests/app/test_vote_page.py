@@ -162,6 +162,23 @@ def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_ur
     assert votes["outcome"].tolist() == ["tie"] and votes["winner_model"].isna().all()
 
 
+@pytest.mark.parametrize("button", ["vote_A", "skip"])
+def test_a_click_on_an_earlier_rounds_bar_is_not_applied_to_the_new_pair(monkeypatch, seeded_url, button):
+    # a click sent while Skip was still loading the next pair reaches the server after the new round was
+    # drawn there: it must not vote on (or skip) a pair the voter has not seen
+    at = login(start(monkeypatch, seeded_url, strategy="uniform"))
+    old = current(at)
+    new = dict(old, item_id=next(i for i in ("q000", "q001", "q002", "q003") if i != old["item_id"]),
+               shown_at=old["shown_at"] + 1.0)
+    at.session_state["round"] = new  # the server moved on; the click below is the bar drawn for `old`
+    at.button(key=button).click().run()
+    store = open_store(seeded_url)
+    assert len(load_votes(store)) == 0
+    assert current(at)["item_id"] == new["item_id"]  # the new pair stays, to be read and voted on
+    at.button(key="vote_A").click().run()  # the bar drawn for the new round counts
+    assert load_votes(store)["item_id"].tolist() == [new["item_id"]]
+
+
 def test_undo_window_closes(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, undo_seconds="0"))
     at.button(key="vote_A").click().run()

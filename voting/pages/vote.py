@@ -70,13 +70,30 @@ def _new_round(cfg: AppConfig, dataset: str, voter: str, tallies) -> dict | None
                 prompt=prompts[rnd.item_id], shown_at=time.time())
 
 
+def _round_token(rnd: dict) -> str:
+    """Names one shown round: the buttons drawn under it carry it, so a click is applied to that round only."""
+    return f"{rnd['item_id']}@{rnd['shown_at']!r}"
+
+
+def _stale(rnd: dict, token: str | None) -> bool:
+    """True when a click was made on the bar of an earlier round (e.g. clicked while Skip was loading the
+    next pair): applying it would vote on, or skip, a pair the voter has not seen. The round is kept."""
+    if token is None or _round_token(rnd) == token:
+        return False
+    st.session_state["round"] = rnd
+    st.session_state["flash"] = "The pair changed before your click arrived: read this one, then vote."
+    return True
+
+
 @guarded
-def _cast(choice: str) -> None:
+def _cast(choice: str, token: str | None = None) -> None:
     """Button callback: store the vote in one transaction, then switch to the after-vote panel."""
     state, cfg = st.session_state, get_config()
     rnd = state.pop("round", None)
     if rnd is None:  # a second click on a round already voted on
         return
+    if _stale(rnd, token):
+        st.rerun(scope=PAIR)  # the pair shown may be the old one: send the current one
     if not open_rate_ok(cfg):
         state["round"] = rnd
         state["flash"] = "That is fast: take a moment to read both answers, then vote again."
@@ -95,9 +112,11 @@ def _cast(choice: str) -> None:
 
 
 @guarded
-def _skip() -> None:
+def _skip(token: str | None = None) -> None:
     state = st.session_state
     rnd = state.pop("round", None)
+    if rnd is not None and _stale(rnd, token):
+        st.rerun(scope=PAIR)
     if rnd is not None:
         try:
             record_skip(get_engine(), state["voter"], rnd["dataset"], rnd["item_id"], get_config().round)
@@ -198,12 +217,13 @@ def _pair(rnd: dict, bars: list) -> None:
                       prompt_height=PROMPT_HEIGHT, answer_height=ANSWER_HEIGHT))
 
 
-def _vote_bar() -> None:
+def _vote_bar(rnd: dict) -> None:
+    token = _round_token(rnd)  # a click counts for this round only (see _stale)
     with st.container(horizontal=True, key="vote_bar"):  # one row, no columns; Streamlit shows the shortcut key
         for choice, label, key, icon in BUTTONS:
-            st.button(label, on_click=_cast, args=(choice,), shortcut=key, key=f"vote_{choice}", icon=icon,
+            st.button(label, on_click=_cast, args=(choice, token), shortcut=key, key=f"vote_{choice}", icon=icon,
                       width="stretch", type="primary" if choice in ("A", "B") else "secondary")
-        st.button("Skip", on_click=_skip, shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
+        st.button("Skip", on_click=_skip, args=(token,), shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
     st.text_input("Why? (optional)", key="reason", max_chars=1000)
 
 
@@ -252,8 +272,8 @@ def _bar(cfg: AppConfig) -> None:
     keyboard_queue(KEYS)  # here: its run marker must change on every run that redraws the buttons
     if last := state.get("last_vote"):
         _after_vote(cfg, last)
-    elif state.get("round"):
-        _vote_bar()
+    elif rnd := state.get("round"):
+        _vote_bar(rnd)
     if msg := state.pop("flash", None):  # last: an element before the bar would move it and make it new
         st.toast(msg)
 
