@@ -161,6 +161,8 @@ def load_battles(
     """
     cmap = LAYOUTS[layout] if isinstance(layout, str) else layout
     plan = lean_load.lean_plan(dict(cmap.columns), keep, need) if lean else None
+    # the canonical columns a lean load returns: only their text is checked, in the fast read and in the fallback
+    keep_set = lean_load.lean_plan({}, keep, need).keep if lean else None  # type: ignore[union-attr]
     if isinstance(source, pd.DataFrame):
         name, raw = "<dataframe>", source.copy()
         raw["line"] = np.arange(len(raw)) + 1
@@ -168,15 +170,14 @@ def load_battles(
         name = str(source)
         raw = _read_file(Path(source), fmt, on_error, plan)
     try:
-        battles = validate(raw, name, cmap, on_error)
+        battles = validate(raw, name, cmap, on_error, keep_set)
     except InputError:
         if plan is None or isinstance(source, pd.DataFrame):
             raise
         del raw  # a lean frame lacks columns a message may list: the full read names the problem as always
-        battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error)
-    if not lean:
+        battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error, keep_set)
+    if keep_set is None:
         return battles
-    keep_set = lean_load.lean_plan({}, keep, need).keep  # type: ignore[union-attr]  (canonical names, after renaming)
     drop = [c for c in battles.df.columns if c != "line" and c not in keep_set]
     if drop:
         battles = Battles(battles.df.drop(columns=drop), battles.source, battles.skipped)
@@ -359,8 +360,10 @@ def _json_cell(value: object, name: str, line: int) -> object:
 # -------------------------------------------------------------------------------------------- validation
 
 
-def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError = "raise") -> Battles:
-    """Rename, check and type a raw frame (see :func:`load_battles`)."""
+def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError = "raise",
+             read: Collection[str] | None = None) -> Battles:
+    """Rename, check and type a raw frame (see :func:`load_battles`). ``read``: the canonical columns the caller
+    keeps, whose text must be UTF-8 (None: every column); a lean load ignores bad bytes in the columns it drops."""
     bad_json = raw.attrs.get("bad_json_lines", [])
     df = raw.rename(columns=dict(cmap.columns))
     missing = [c for c in REQUIRED if c not in df.columns]
@@ -383,6 +386,8 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         if not_utf8 is not None:
             checks.append((col, "not valid UTF-8 text", "write the file's text as UTF-8", not_utf8))
     for col in df.columns.drop([*REQUIRED, "line", "conv_metadata"], errors="ignore"):  # e.g. conversation text
+        if read is not None and col not in read:
+            continue
         if (not_utf8 := readers.not_utf8_rows(df[col])) is not None:
             checks.append((col, "not valid UTF-8 text", "write the file's text as UTF-8", not_utf8))
     if cmap.winners:

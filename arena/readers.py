@@ -115,6 +115,8 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
 
     try:
         schema = pq.read_schema(path)
+        if schema.metadata and b"pandas" in schema.metadata:  # corrupt for a column a lean load drops: unreadable
+            schema.empty_table().to_pandas()  # to the whole-file reader too, which names it (cheap: no rows)
         names = [n for n in schema.names if not n.startswith("__index_level_")]
         kept = names
         if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
@@ -130,6 +132,8 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
         chunks, start = [], 1
         for batch in pf.iter_batches(batch_size=parquet_batch_rows(pf.metadata), columns=names,
                                      use_pandas_metadata=False):
+            for n in set(dictionary) - set(kept):  # dropped undecoded: a corrupt page's bad index is an error too
+                _check_indices(batch.column(n))
             table = pa.Table.from_batches([batch]).select(kept)
             chunk = table.replace_schema_metadata(schema.metadata).to_pandas()
             del table, batch
@@ -146,6 +150,16 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     if schema.metadata and b"PANDAS_ATTRS" in schema.metadata:  # pandas.read_parquet restores df.attrs
         df.attrs = json.loads(schema.metadata[b"PANDAS_ATTRS"])
     return df
+
+
+def _check_indices(arr) -> None:  # noqa: ANN001  (pyarrow.DictionaryArray)
+    """ValueError when a dictionary column's index is outside its dictionary (a corrupt page), as decoding it
+    (pandas, the whole-file reader) would find."""
+    import pyarrow.compute as pc
+
+    low, high = pc.min_max(arr.indices).values()
+    if low.is_valid and (low.as_py() < 0 or high.as_py() >= len(arr.dictionary)):
+        raise ValueError("Index not in dictionary bounds")
 
 
 def _line_type(lean: Lean | None) -> type:

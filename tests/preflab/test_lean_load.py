@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from contextlib import ExitStack
 from pathlib import Path
@@ -106,9 +107,9 @@ def assert_same(a, b, lean_b: bool = False, need=None) -> None:
     if isinstance(a, str):
         assert a == b
         return
-    if lean_b:  # the lean frame numbers lines as int32: the same numbers
+    if lean_b:  # a lean frame numbers lines as int32: the same numbers
         assert a.df["line"].dtype in (np.int32, np.int64)
-        a = data.Battles(a.df.astype({"line": np.int64}), a.source, a.skipped)
+        a, b = (data.Battles(x.df.astype({"line": np.int64}), x.source, x.skipped) for x in (a, b))
     pd.testing.assert_frame_equal(a.df, lean_view(b, need) if lean_b else b.df, check_exact=True)
     assert a.skipped == b.skipped and a.source == b.source
 
@@ -215,12 +216,34 @@ def test_mutated_files_same_outcome_lean_full_and_whole_file(name, tmp_path_fact
             with small_chunks():
                 full, lean = outcome(path, on_error=on_error), outcome(path, on_error=on_error, lean=True)
                 slim = outcome(path, on_error=on_error, lean=True, need=())
+            whole_lean, whole_slim = lean, slim  # JSON: no whole-file reader of its own
             if name.endswith((".csv", ".parquet")):
                 assert_same(full, before)
-            assert_same(lean, full, lean_b=True)
-            assert_same(slim, full, lean_b=True, need=())
+                with whole_file_readers():  # the full read restricted to the lean columns: the lean load's fallback
+                    whole_lean = outcome(path, on_error=on_error, lean=True)
+                    whole_slim = outcome(path, on_error=on_error, lean=True, need=())
+            assert_same_lean(lean, full, whole_lean)
+            assert_same_lean(slim, full, whole_slim, need=())
 
     check()
+
+
+def names_unread(full, need=None) -> bool:
+    """Whether a full load's error or skipped rows may come from a column a lean load with ``need`` drops (its
+    text is never read: a bad byte there is no error of the lean load)."""
+    keep = lean_load.lean_plan({}, (), need).keep  # type: ignore[union-attr]
+    if isinstance(full, str):
+        field = re.search(r"field '([^']*)'", full)
+        return field.group(1) not in keep if field else "no valid battles" in full
+    return any(s.field not in keep for s in full.skipped)
+
+
+def assert_same_lean(lean, full, whole, need=None) -> None:
+    """A lean load is the whole-file read restricted to its columns, and the full load unless that names a
+    column the lean load drops."""
+    assert_same(lean, whole, lean_b=True, need=need)
+    if not names_unread(full, need):
+        assert_same(lean, full, lean_b=True, need=need)
 
 
 def test_parquet_with_corrupt_pandas_metadata_is_an_input_error(tmp_path):
@@ -331,3 +354,72 @@ def test_columns_left_out_are_still_checked(tmp_path, name):
     slim = data.load_battles(path, lean=True, need=())
     a = fit_leaderboard(before, n_bootstrap=20, seed=1).table
     pd.testing.assert_frame_equal(a, fit_leaderboard(slim, n_bootstrap=20, seed=1).table, check_exact=True)
+
+
+def test_lean_load_ignores_bad_text_in_columns_it_drops_also_in_its_fallback(tmp_path):
+    """Found by the fuzz: a corrupt ``conversation_a`` page (bad UTF-8 in 7 of 9 rows) made the full read skip
+    7 rows that a lean read (which never reads the column) kept. The rule: a read checks the text it keeps, so
+    the lean read keeps all 9, also when it falls back to the whole-file reader (here forced, and on a bad
+    model name elsewhere, whose message must not turn into one about ``conversation_a``)."""
+    recs = arena_records(9)
+    for i in range(2, 9):
+        recs[i]["conversation_a"] = [{"role": "zeta"}]
+    path = tmp_path / "ok.parquet"
+    write(recs, path)
+    path.write_bytes(path.read_bytes().replace(b"zeta", b"z\xffta"))
+    full = data.load_battles(path, on_error="skip")
+    assert len(full.df) == 2 and {s.field for s in full.skipped} == {"conversation_a"}
+    for whole in (False, True):
+        with whole_file_readers() if whole else ExitStack():
+            lean = data.load_battles(path, lean=True, on_error="skip")
+            assert len(lean.df) == 9 and lean.skipped == ()
+            assert len(data.load_battles(path, lean=True, keep=("conversation_a",), on_error="skip").df) == 2
+    recs[5]["model_b"] = recs[5]["model_a"]
+    write(recs, path)
+    path.write_bytes(path.read_bytes().replace(b"zeta", b"z\xffta"))
+    with pytest.raises(InputError, match="line 3: field 'conversation_a'"):
+        data.load_battles(path)
+    with pytest.raises(InputError, match="line 6: field 'model_b': a model battling itself"):
+        data.load_battles(path, lean=True)
+
+
+def test_parquet_pandas_metadata_corrupt_for_a_dropped_column_is_an_input_error(tmp_path):
+    """Found by the fuzz: one flipped byte in the ``pandas`` metadata entry of ``conversation_a`` (a column the
+    lean read drops) made the lean read succeed while its whole-file fallback and the full read raised."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(write(arena_records(9), tmp_path / "ok.parquet"))
+    meta = json.loads(table.schema.metadata[b"pandas"])
+    entry = next(c for c in meta["columns"] if c["name"] == "conversation_a")
+    entry["pandas_xype"] = entry.pop("pandas_type")
+    path = tmp_path / "b.parquet"
+    pq.write_table(table.replace_schema_metadata({"pandas": json.dumps(meta)}), path)
+    for lean, need in ((False, None), (True, None), (True, ())):
+        with pytest.raises(InputError, match="not a readable Parquet file"):
+            data.load_battles(path, lean=lean, need=need)
+
+
+def test_parquet_corrupt_dictionary_page_of_a_dropped_column_is_an_input_error(tmp_path):
+    """Found by the fuzz: a page of ``judge`` whose indices point past its dictionary was an error of the full and
+    lean reads but not of a slim one (``need=()``), which read the column as a dictionary and dropped it."""
+    import pyarrow.parquet as pq
+
+    frame = pd.DataFrame({"model_a": ["a", "b"] * 3, "model_b": ["c"] * 6, "winner": ["model_a", "tie"] * 3,
+                          "judge": ["j1", "j2", "j3"] * 2})
+    frame.to_parquet(tmp_path / "ok.parquet")
+    raw, path = (tmp_path / "ok.parquet").read_bytes(), tmp_path / "b.parquet"
+    chunk = pq.ParquetFile(tmp_path / "ok.parquet").metadata.row_group(0).column(3)  # judge's pages
+    first = chunk.dictionary_page_offset or chunk.data_page_offset
+    for at, bit in ((at, bit) for at in range(first, first + chunk.total_compressed_size) for bit in range(8)):
+        path.write_bytes(raw[:at] + bytes([raw[at] ^ 1 << bit]) + raw[at + 1:])
+        try:
+            pq.read_table(path, read_dictionary=["judge"])  # one bit flipped; read, not decoded: no error yet
+            pq.read_table(path)
+        except Exception as e:  # noqa: BLE001
+            if "dictionary bounds" in str(e):
+                break
+    else:
+        pytest.skip("this writer's layout has no such byte")
+    for lean, need in ((False, None), (True, None), (True, ())):
+        with pytest.raises(InputError, match="not a readable Parquet file"):
+            data.load_battles(path, lean=lean, need=need)
