@@ -189,6 +189,12 @@ def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, j
             calibration=_calibration(codes, human, n_bins, level),
             corrected_win_rate=_corrected(judge, human, n_bootstrap, level, seed),
         )
+        if report["humans"]:
+            from judge.ceiling import human_ceiling
+
+            cols = annotator_columns(pairs)
+            report["humans"]["ceiling"] = human_ceiling(pairs[cols].to_numpy(dtype=float), judge, n_bootstrap,
+                                                        level, seed)
     if has(pairs, "len_x") and has(pairs, "len_y"):
         report["length_bias"] = length_bias(judge, column(pairs, "len_x"), column(pairs, "len_y"),
                                             human if with_human else None, length_threshold, level)

@@ -188,6 +188,10 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
                          f"{k}: {v:.3f}" for k, v in pk.items()) if pk else "")))
         loo = humans["leave_one_out"]
         rows.append(("leave-one-out vs human majority", f"judge {_fmt(loo['judge'])}, humans {_fmt(loo['human'])}"))
+        if humans.get("ceiling"):
+            from judge.ceiling import ceiling_rows
+
+            rows += ceiling_rows(humans["ceiling"])
     if lb:
         rows.append((f"prefers the longer answer (|Δlen| > {lb['threshold']:g})", f"judge {_fmt(lb['judge_prefers_longer'])}"
                      + (f", humans {_fmt(lb['human_prefers_longer'])}" if lb.get("human_prefers_longer") else "")))
