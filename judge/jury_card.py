@@ -135,3 +135,23 @@ def write_jury_card(path: str | Path, report: Mapping, title: str = "Jury card")
     """Render the jury card and write it (``-`` is standard output)."""
     write_output(path, render_jury_card(report, title))
     return Path(path)
+
+
+def load_member(spec: str, human: str | Path | None = None):
+    """One member's judged pairs from ``PATH`` (any :func:`judge.datasets.load_any` layout) or
+    ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""
+    from judge.datasets import attach_human, load_any
+
+    path, judge = spec, None
+    if not Path(spec).exists() and "#" in spec:
+        path, _, judge = spec.rpartition("#")
+    pairs = load_any(path, "auto", judge)
+    return attach_human(pairs, human) if human else pairs
+
+
+def member_name(spec: str, pairs) -> str:
+    """A member's display name: the judge recorded in its verdicts, else the spec."""
+    if not Path(spec).exists() and "#" in spec:
+        return spec.rpartition("#")[2]
+    judge = (pairs.attrs.get("settings") or {}).get("judge model")
+    return str(judge) if judge else Path(spec).name

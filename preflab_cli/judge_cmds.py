@@ -159,3 +159,87 @@ def calibrate_cmd(
 
 
 # --- end preflab judge calibrate -------------------------------------------------------------------------
+
+
+# --- preflab judge jury / drift (juries of judges, drift between runs) ----------------------------------
+@app.command("jury")
+def jury_cmd(
+    members: Annotated[list[str], typer.Argument(help="Two or more members: verdict files (any `judge calibrate` "
+                                                 "layout), or FOLDER#JUDGE for a shared data set (llmfao#gpt3).")],
+    human: Annotated[Path | None, typer.Option(help="Human labels (as for `judge calibrate --human`).")] = None,
+    rule: Annotated[str, typer.Option(help="Panel rule: majority, mean (probability) or dawid-skene.")] = "majority",
+    output: Annotated[Path | None, typer.Option(help="Write the panel's verdict per pair (JSONL).")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write the HTML jury card here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the jury report as JSON here.")] = None,
+    n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
+    from judge.calibrate import report_json
+    from judge.jury import RULES, align_members, panel_verdicts
+    from judge.jury_card import jury_report, jury_rows, load_member, member_name, write_jury_card
+    from judge.outcomes import OUTCOME_NAMES
+    from preflab.errors import InputError
+
+    if rule not in RULES:
+        fail(ValueError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}"))
+    if len(members) < 2:
+        fail(ValueError("a jury needs at least two members"))
+    try:
+        tables = {}
+        for spec in members:
+            pairs = load_member(spec, human)
+            name = member_name(spec, pairs)
+            tables[name if name not in tables else spec] = pairs
+    except (InputError, ValueError, OSError) as e:
+        fail(e)
+    table = align_members(tables)
+    rep = jury_report(table, rule, n_bootstrap=n_bootstrap, seed=seed)
+    say = typer.echo if not any(is_stdout(p) for p in (output, report, json_out)) else (
+        lambda s: typer.echo(s, err=True))
+    for k, v in jury_rows(rep):
+        say(f"{k}: {v}")
+    if output:
+        panel = panel_verdicts(table, rule, seed)["panel"]
+        rows = table.keys.assign(winner=[OUTCOME_NAMES[int(c)] for c in panel], rule=rule,
+                                 **{f"member_{j + 1}": [None if c != c else OUTCOME_NAMES[int(c)]
+                                                        for c in table.codes[:, j]]
+                                    for j in range(len(table.members))})
+        write_output(output, rows.to_json(orient="records", lines=True, force_ascii=False))
+    if json_out:
+        write_output(json_out, report_json(rep))
+    if report:
+        write_jury_card(report, rep, title="Jury card: " + ", ".join(table.members))
+
+
+@app.command("drift")
+def drift_cmd(
+    old: Annotated[Path, typer.Argument(help="The earlier run's verdicts (any `judge calibrate` layout).")],
+    new: Annotated[Path, typer.Argument(help="The later run (or new judge version) on the same pairs.")],
+    tolerance: Annotated[float, typer.Option(help="Systematic changes up to this size count as the same judge.")] = 0.05,
+    alpha: Annotated[float, typer.Option(help="False-flag rate for an unchanged judge.")] = 0.05,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the drift report as JSON here.")] = None,
+    n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for kappa.")] = 1000,
+) -> None:
+    """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
+
+    Exit status 0 for "same judge", 1 for "changed"."""
+    from judge.calibrate import report_json
+    from judge.datasets import load_any
+    from judge.drift import drift_report, drift_rows
+    from preflab.errors import InputError
+
+    if not 0 < alpha < 1 or tolerance < 0:
+        fail(ValueError("need 0 < --alpha < 1 and --tolerance >= 0"))
+    try:
+        rep = drift_report(load_any(old), load_any(new), tolerance=tolerance, alpha=alpha, n_bootstrap=n_bootstrap)
+    except (InputError, ValueError, OSError) as e:
+        fail(e)
+    say = (lambda s: typer.echo(s, err=True)) if is_stdout(json_out) else typer.echo
+    for k, v in drift_rows(rep):
+        say(f"{k}: {v}")
+    if json_out:
+        write_output(json_out, report_json(rep))
+    if rep["verdict"] == "changed":
+        raise typer.Exit(1)
+# --- end preflab judge jury / drift ----------------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""`preflab judge jury` and `preflab judge drift` end to end (CLI on files)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from typer.testing import CliRunner
+
+from preflab_cli.judge_cmds import app
+from tests.judge.verdict_files import write_verdicts
+
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def test_drift_cli_flags_a_new_version_with_more_position_bias(tmp_path):
+    rng = np.random.default_rng(0)
+    q = rng.normal(0, 1.5, 300)
+    old = write_verdicts(tmp_path / "old.jsonl", _sigmoid(q), _sigmoid(-q), judge="openai:gpt-4.1-mini")
+    new = write_verdicts(tmp_path / "new.jsonl", _sigmoid(q + 0.8), _sigmoid(-q + 0.8), judge="openai:gpt-4.1")
+    res = CliRunner().invoke(app, ["drift", str(old), str(new), "--bootstrap", "100", "--json", str(tmp_path / "d.json")])
+    assert res.exit_code == 1, res.output
+    assert "verdict (false-flag rate ≤ 0.05): changed" in res.output and "McNemar" in res.output
+    rep = json.loads((tmp_path / "d.json").read_text())
+    assert "first_slot_shift" in rep["changed_by"]
+    res = CliRunner().invoke(app, ["drift", str(old), str(old), "--bootstrap", "100"])
+    assert res.exit_code == 0 and ": same judge" in res.output
+
+
+def test_jury_cli_on_three_verdict_files_with_human_labels(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 400
+    truth = rng.integers(0, 2, n)  # 0: x better, 1: y better
+    files = []
+    for j in range(3):
+        right = rng.random(n) < 0.7
+        x_wins = np.where(right, truth == 0, truth == 1)
+        p = np.where(x_wins, 0.9, 0.1)  # the same verdict in both orders
+        files.append(write_verdicts(tmp_path / f"j{j}.jsonl", p, 1 - p, judge=f"local:judge{j}"))
+    labels = tmp_path / "human.csv"
+    labels.write_text("item_id,human\n" + "".join(f"q{i},{'A' if t == 0 else 'B'}\n" for i, t in enumerate(truth)))
+    res = CliRunner().invoke(app, ["jury", *map(str, files), "--human", str(labels), "--bootstrap", "100",
+                                   "--output", str(tmp_path / "panel.jsonl"), "--report", str(tmp_path / "j.html")])
+    assert res.exit_code == 0, res.output
+    assert "member local:judge0" in res.output and "effective number of independent judges" in res.output
+    panel = [json.loads(line) for line in (tmp_path / "panel.jsonl").read_text().splitlines()]
+    assert len(panel) == n and {"winner", "member_1", "member_3"} <= set(panel[0])
+    assert "Jury card" in (tmp_path / "j.html").read_text()
+
+
+def test_jury_cli_refuses_one_member_and_an_unknown_rule(tmp_path):
+    f = write_verdicts(tmp_path / "a.jsonl", [0.9], [0.1])
+    assert CliRunner().invoke(app, ["jury", str(f)]).exit_code == 2
+    assert CliRunner().invoke(app, ["jury", str(f), str(f), "--rule", "vote"]).exit_code == 2
+
+
+def test_jury_cli_on_llmfao_gpt3_and_gpt4(shared_data):
+    d = shared_data / "llmfao"
+    res = CliRunner().invoke(app, ["jury", f"{d}#gpt3", f"{d}#gpt4", "--bootstrap", "100"])
+    assert res.exit_code == 0, res.output
+    assert "member gpt4: agreement / kappa vs humans: 0.435" in res.output
+    assert "panel − human agreement" in res.output
