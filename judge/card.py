@@ -21,6 +21,8 @@ from judge.outcomes import X, Y, column
 from preflab.io import write_output
 
 SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "date")
+# Provenance of the verdicts (judge.provenance.CARD_FIELDS): what the API served and which rubric text.
+SETTINGS += ("model version", "system fingerprint", "rubric hash", "method", "preflab version")
 
 
 def _png(fig) -> str:

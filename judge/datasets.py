@@ -15,6 +15,7 @@ import pandas as pd
 from judge.agreement import majority_vote
 from judge.outcomes import IDENTITY_LABELS, TIE, UNPARSABLE, X, Y
 from judge.pairs import by_identity
+from judge.provenance import ProvenanceTally, describe, require_one_judge
 from preflab.alpaca import load_annotations
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, json_type, load_json_records, read_csv, require_rows
@@ -90,18 +91,24 @@ def _name(rec: dict, field: str, source: str, line: int) -> str:
     raise InputError(source, line, field, f"{json_type(value)}, not a string", "write names and ids as strings")
 
 
-def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
+def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataFrame:
     """The JSONL of ``preflab judge run``: one row per (pair, order), pivoted to one row per pair.
 
     ``order`` is ``"xy"`` (x shown first, slot A) or ``"yx"``; ``verdict`` names a slot (A, B, tie, or
     null when unparsable) and ``p_a``/``p_b``/``p_tie`` the slots' probabilities; both become identity
     (x/y) here. A repeated (pair, order) keeps its first row; the repeats are counted in the notes.
+
+    Rows whose judge, served model version or rubric text differ are refused (:class:`InputError` naming
+    the values) unless ``allow_mixed``; then the mix is listed in the notes. ``attrs["provenance"]``
+    counts each provenance field's values.
     """
     source = str(path)
     records: dict[tuple, dict] = {}
     duplicates = 0
     settings: dict[str, object] = {}  # judge model, rubric, temperature, samples, date (from `preflab judge run`)
+    tally = ProvenanceTally()
     for line, rec in iter_jsonl(path, "one JSON object per line"):
+        tally.add(rec, line)
         for key, field in (("judge model", "judge"), ("rubric", "rubric"), ("temperature", "temperature"),
                            ("samples", "samples"), ("date", "date")):
             if key not in settings and rec.get(field) not in (None, ""):
@@ -137,12 +144,15 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
         row[f"pt_{order}"] = _float_or_nan(rec, "p_tie", source, line)
     if not records:
         raise InputError(source, None, None, "no verdict rows", "run `preflab judge run` first")
+    mix_notes = require_one_judge(tally, source, allow_mixed)
     pairs = pd.DataFrame(list(records.values()))
     for col in ("judge_xy", "judge_yx", "p_xy", "p_yx", "pt_xy", "pt_yx"):
         if col not in pairs:
             pairs[col] = np.nan
-    pairs.attrs.update(source=source, notes=[f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else [],
-                       settings=settings)
+    if mix_notes:
+        settings["judge model"] = describe(tally.values["judge"])
+    pairs.attrs.update(source=source, notes=([f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else [])
+                       + mix_notes, settings={**settings, **tally.settings()}, provenance=tally)
     return pairs
 
 
@@ -380,6 +390,12 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
         "len_x": df["output_1"].astype(str).str.len(), "len_y": df["output_2"].astype(str).str.len(),
     })
     n_bad = int((~has_logprobs).sum())
+    tally = ProvenanceTally()  # as published: the annotator's name; the completion's model when it has one
+    for rec in df.to_dict("records"):
+        raw = rec.get("raw_completion") if isinstance(rec.get("raw_completion"), dict) else {}
+        tally.add({"judge": rec.get("annotator"), "model_version": raw.get("model"),
+                   "system_fingerprint": raw.get("system_fingerprint"), "method": "logprob"}, None)
+    pairs.attrs.update(provenance=tally, settings={"judge model": tally.single("judge"), **tally.settings()})
     pairs.attrs.update(source=f"AlpacaEval annotations {Path(path).name}",
                        notes=[f"{model}: {n_bad} rows without logprobs counted as unparsable"] if n_bad else [])
     return pairs
@@ -388,12 +404,14 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
 LAYOUTS = ("auto", "verdicts", "labels", "pandalm", "llmfao", "alpaca")
 
 
-def load_any(path: str | Path, layout: str = "auto", judge: str | None = None) -> pd.DataFrame:
+def load_any(path: str | Path, layout: str = "auto", judge: str | None = None,
+             allow_mixed: bool = False) -> pd.DataFrame:
     """Judge verdicts from ``path`` in any supported layout; ``auto`` guesses from the name and columns.
 
     ``verdicts``: ``preflab judge run`` JSONL; ``labels``: the seed's ``judge_labels.csv``; ``pandalm`` /
     ``llmfao``: the shared data folders (``judge`` picks gpt-3.5-turbo/pandalm-7b, gpt4/gpt3); ``alpaca``:
-    one annotations file or a folder of them (one table, ``model_y`` per file).
+    one annotations file or a folder of them (one table, ``model_y`` per file). ``allow_mixed``: see
+    :func:`load_verdicts_jsonl`.
     """
     path = Path(path)
     if layout not in LAYOUTS:
@@ -423,12 +441,15 @@ def load_any(path: str | Path, layout: str = "auto", judge: str | None = None) -
         parts = [load_alpaca(f) for f in files]
         pairs = pd.concat(parts, ignore_index=True)
         pairs["item_id"] = pairs["model_y"] + "/" + pairs["item_id"]
+        tally = ProvenanceTally.merged([p.attrs["provenance"] for p in parts])
+        mix = require_one_judge(tally, str(path), allow_mixed)
         pairs.attrs.update(source=f"AlpacaEval annotations, {len(files)} models",
-                           notes=[n for p in parts for n in p.attrs["notes"]])
+                           notes=[n for p in parts for n in p.attrs["notes"]] + mix, provenance=tally,
+                           settings={"judge model": tally.single("judge"), **tally.settings()})
         return pairs
     if layout == "labels":
         return load_judge_labels(path)
-    return load_verdicts_jsonl(path)
+    return load_verdicts_jsonl(path, allow_mixed)
 
 
 def load_family(path: str | Path) -> dict[str, str]:

@@ -42,6 +42,7 @@ class Faults:
     slow_delay: float = 5.0
     retry_after: str = "0"
     seed: int = 0
+    served_suffix: str = ""  # appended to the model name the answers say served them (a version bump)
 
 
 def request_key(body: dict) -> str:
@@ -107,8 +108,10 @@ class FaultServer:
                       "logprobs": {"tokens": [lps[0]["token"]], "token_logprobs": [lps[0]["logprob"]],
                                    "top_logprobs": [top], "text_offset": [0]} if body.get("logprobs") else None}
             obj = "text_completion"
-        return {"id": "cmpl-" + key, "object": obj, "created": 0, "model": body.get("model", "m"),
-                "choices": [choice], "usage": usage}
+        # Like OpenAI, the answer names the model version served and (chat) the backend's fingerprint.
+        return {"id": "cmpl-" + key, "object": obj, "created": 0, "model": body.get("model", "m") + self.faults.served_suffix,
+                "choices": [choice], "usage": usage,
+                **({"system_fingerprint": "fp_fault"} if obj == "chat.completion" else {})}
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

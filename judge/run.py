@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.pairs import Pair, by_identity
+from judge.provenance import run_columns, served_columns
 from judge.providers import make_provider
 from judge.providers.base import (
     Completion,
@@ -212,7 +213,7 @@ async def _execute(calls: list[_Call], provider: Provider, config: RunConfig, ca
             hit = cache.get(c.key) if cache is not None else None
             if hit is not None:
                 stats.cache_hits += 1
-                results[c.key] = replace(hit, raw={"cached": True})
+                results[c.key] = replace(hit, raw={**hit.raw, "cached": True})
             else:
                 try:
                     comp = await _call_with_retries(provider, c, config, limiter, stats, rng)
@@ -287,6 +288,7 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[_Call], results: dict, provi
             "low_mass": v.low_mass, "samples": len(cs), "cached": len(fresh) == 0 and bool(comps),
             "error": redact(errors[0]) if errors else None,
             "ci": v.extra.get("ci") if sampled else None,
+            **served_columns(c.raw for c in comps),
         })
     return pd.DataFrame(rows)
 
@@ -316,8 +318,9 @@ async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: Ru
             results = await _execute(calls, prov, config, db, stats)
         df = verdict_rows(pairs, calls, results, prov, config.rubric, sampled, stats)
         # the settings the judge card's checklist asks for, kept with every verdict
-        df["judge"] = f"{prov.provider}:{prov.model}"
-        df["rubric"] = f"{config.rubric.name}@{config.rubric.version}"
+        sampling = {k: v for k, v in calls[0].request.sampling_params().items() if k != "temperature"} if calls else {}
+        for name, value in run_columns(f"{prov.provider}:{prov.model}", config.rubric, sampling).items():
+            df[name] = value
         df["temperature"] = config.sample_temperature if sampled else 0.0
         df["date"] = time.strftime("%Y-%m-%d")
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bool, labels: str, ci: str,
                     bootstrap: int, ties: str, level: float, seed: int, scale: float, base: float, init: float,
-                    output: Path | None, top: int | None) -> None:
+                    output: Path | None, top: int | None, allow_mixed: bool = False) -> None:
     """Fit and print the PPI++ leaderboard; the usual table plus ``ess`` and a footer (lambda, items, gain)."""
     import warnings
 
@@ -26,7 +26,8 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
             warnings.simplefilter("always")
             table = judge_assisted_leaderboard(battles, judge_path, layout=layout, skip_bad_rows=skip_bad_rows,
                                                labels=labels, ci=ci, n_bootstrap=bootstrap, ties=ties,
-                                               level=level, seed=seed, scale=scale, base=base, init=init)
+                                               level=level, seed=seed, scale=scale, base=base, init=init,
+                                               allow_mixed=allow_mixed)
     except (InputError, ValueError) as e:
         fail(e)
     for w in caught:

@@ -108,6 +108,8 @@ def calibrate_cmd(
     temperature: Annotated[str | None, typer.Option(help="Card checklist: temperature.")] = None,
     samples: Annotated[str | None, typer.Option(help="Card checklist: samples per order.")] = None,
     date: Annotated[str | None, typer.Option(help="Card checklist: date the judge ran.")] = None,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool verdicts whose judges, model versions "
+                                              "or rubric texts differ (refused otherwise; the card lists the mix).")] = False,
 ) -> None:
     """Calibrate a judge against humans: bias, agreement, calibration — every number with its interval."""
     from rich.console import Console
@@ -122,7 +124,7 @@ def calibrate_cmd(
     err = Console(stderr=True)
     out = err if is_stdout(json_out) or is_stdout(report) else Console()
     try:
-        pairs = load_any(verdicts, layout, judge_name)
+        pairs = load_any(verdicts, layout, judge_name, allow_mixed)
         pairs = attach_human(pairs, human) if human else pairs
         pairs = attach_lengths(pairs, lengths) if lengths else pairs
         families = load_family(family) if family else None

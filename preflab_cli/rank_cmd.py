@@ -49,6 +49,8 @@ def rank(
     judge_battles: Annotated[Path | None, typer.Option(
         "--judge-battles", help="Judge battles or a `preflab judge run` verdict file: PPI++ leaderboard.")] = None,
     judge_labels: Annotated[str, typer.Option("--judge-labels", help="auto | hard | soft judge labels.")] = "auto",
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool a verdict file whose judges, model "
+                                              "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
 
@@ -83,7 +85,8 @@ def rank(
 
         return rank_with_judge(battles, judge_battles, layout=layout, skip_bad_rows=skip_bad_rows,
                                labels=judge_labels, ci=ci, bootstrap=bootstrap, ties=ties, level=level, seed=seed,
-                               scale=scale, base=base, init=init, output=output, top=top)
+                               scale=scale, base=base, init=init, output=output, top=top,
+                               allow_mixed=allow_mixed)
     feats = tuple(f.strip() for f in style_features.split(",")) if style_features else None
     try:
         with bootstrap_progress(bootstrap if ci != "sandwich" else 0, enabled=err.is_terminal) as advance, \

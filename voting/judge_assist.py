@@ -35,11 +35,16 @@ def is_verdict_file(path: str | Path) -> bool:
     return False
 
 
-def verdict_frame(path: str | Path, labels: str = "auto") -> pd.DataFrame:
-    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.datasets.load_verdicts_jsonl`)."""
+def verdict_frame(path: str | Path, labels: str = "auto", allow_mixed: bool = False) -> pd.DataFrame:
+    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.datasets.load_verdicts_jsonl`, which
+    refuses files mixing judges, model versions or rubric texts unless ``allow_mixed``; the mix is then in
+    ``attrs["notes"]``)."""
     from judge.datasets import load_verdicts_jsonl
 
-    return judge_rows(load_verdicts_jsonl(path), labels, str(path))
+    pairs = load_verdicts_jsonl(path, allow_mixed)
+    rows = judge_rows(pairs, labels, str(path))
+    rows.attrs["notes"] = list(pairs.attrs.get("notes", []))
+    return rows
 
 
 def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdicts>") -> pd.DataFrame:
@@ -74,17 +79,18 @@ def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdic
 
 
 def load_judge(path: str | Path, layout: str = "arena", skip_bad_rows: bool = False,
-               labels: str = "auto") -> tuple[Battles | pd.DataFrame, str]:
+               labels: str = "auto", allow_mixed: bool = False) -> tuple[Battles | pd.DataFrame, str]:
     """(judge rows, labels to fit with): a verdict file's averaged verdicts (soft), or a battles file."""
     from arena.data import load_battles
 
     if is_verdict_file(path):
-        return verdict_frame(path, labels), "soft"
+        return verdict_frame(path, labels, allow_mixed), "soft"
     return load_battles(Path(path), layout=layout, on_error="skip" if skip_bad_rows else "raise"), labels
 
 
 def judge_assisted_leaderboard(human: Battles, judge_path: str | Path, *, layout: str = "arena",
-                               skip_bad_rows: bool = False, labels: str = "auto", **options: Any) -> pd.DataFrame:
+                               skip_bad_rows: bool = False, labels: str = "auto", allow_mixed: bool = False,
+                               **options: Any) -> pd.DataFrame:
     """The PPI++ leaderboard of ``human`` battles sharpened by the judge file at ``judge_path``.
 
     ``options`` go to :func:`arena.ppi_board.ppi_leaderboard` (``ci``, ``n_bootstrap``, ``ties``, ``level``,
@@ -94,8 +100,10 @@ def judge_assisted_leaderboard(human: Battles, judge_path: str | Path, *, layout
     """
     from arena.ppi_board import ppi_leaderboard
 
-    judge, labels = load_judge(judge_path, layout, skip_bad_rows, labels)
+    judge, labels = load_judge(judge_path, layout, skip_bad_rows, labels, allow_mixed)
     table = ppi_leaderboard(human, judge, labels=labels, judge_source=str(judge_path), **options)
+    if isinstance(judge, pd.DataFrame):
+        table.attrs["diagnostics"][:0] = judge.attrs.get("notes", [])  # e.g. the judges pooled by allow_mixed
     if isinstance(judge, Battles) and judge.skipped:
         table.attrs["diagnostics"].insert(0, judge.skip_report())
     return table

@@ -51,13 +51,15 @@ class Completion:
     def to_json(self) -> dict:
         """JSON-able form for the cache."""
         return {"text": self.text, "tokens": self.tokens, "tokens_in": self.tokens_in,
-                "tokens_out": self.tokens_out, "latency": self.latency}
+                "tokens_out": self.tokens_out, "latency": self.latency,
+                # the model version the API said it served, so a cached verdict keeps its provenance
+                "served": {k: self.raw.get("served", self.raw).get(k) for k in ("model", "system_fingerprint")}}
 
     @classmethod
     def from_json(cls, data: Mapping) -> Completion:
         """Inverse of :meth:`to_json`."""
         return cls(data["text"], data.get("tokens"), int(data.get("tokens_in", 0)),
-                   int(data.get("tokens_out", 0)), float(data.get("latency", 0.0)))
+                   int(data.get("tokens_out", 0)), float(data.get("latency", 0.0)), {"served": data.get("served") or {}})
 
 
 class ProviderError(Exception):
