@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from judge.budget import SpendMeter, estimated_input_tokens
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.pairs import Pair, by_identity
 from judge.provenance import run_columns, served_columns
@@ -60,6 +61,7 @@ class RunConfig:
     timeout: float = 60.0  # per call, when the provider is built from a spec string
     seed: int = 0
     progress: bool = False
+    max_cost: float | None = None  # USD: no call is started once the run's spend reaches it (judge.budget)
 
 
 @dataclass
@@ -174,8 +176,7 @@ def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sam
 
 async def _call_with_retries(provider: Provider, call: _Call, config: RunConfig, limiter: RateLimiter,
                              stats: RunStats, rng: random.Random) -> Completion:
-    est = (sum(len(m["content"]) for m in call.request.messages) + len(call.request.prompt or "")) // 4
-    est += call.request.max_tokens
+    est = estimated_input_tokens(call.request) + call.request.max_tokens
     for attempt in range(config.max_attempts):
         await limiter.acquire(est)
         try:
@@ -195,7 +196,7 @@ async def _call_with_retries(provider: Provider, call: _Call, config: RunConfig,
 
 
 async def _execute(calls: list[_Call], provider: Provider, config: RunConfig, cache: CallCache | None,
-                   stats: RunStats) -> dict[str, Completion | Exception]:
+                   stats: RunStats, meter: SpendMeter | None = None) -> dict[str, Completion | Exception]:
     """Run the calls through ``concurrency`` workers; returns completion or exception per cache key."""
     results: dict[str, Completion | Exception] = {}
     limiter = RateLimiter(config.rpm, config.tpm)
@@ -216,7 +217,11 @@ async def _execute(calls: list[_Call], provider: Provider, config: RunConfig, ca
                 results[c.key] = replace(hit, raw={**hit.raw, "cached": True})
             else:
                 try:
+                    if meter is not None:
+                        meter.check()
                     comp = await _call_with_retries(provider, c, config, limiter, stats, rng)
+                    if meter is not None:
+                        meter.charge(comp)
                     stats.calls += 1
                     stats.tokens_in += comp.tokens_in
                     stats.tokens_out += comp.tokens_out
@@ -293,13 +298,20 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[_Call], results: dict, provi
     return pd.DataFrame(rows)
 
 
-async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: RunConfig,
-                     cache: CallCache | str | Path | None = None) -> RunResult:
-    """Judge every pair (both orders unless ``config.both_orders`` is off); see :func:`run_judge`."""
+def open_provider(provider: Provider | str, config: RunConfig) -> tuple[Provider, RunConfig, bool]:
+    """(provider, config, whether we built it): a spec string becomes a provider; a base model served on
+    ``/v1/completions`` gets the plain-prompt config."""
     own = isinstance(provider, str)
     prov: Provider = make_provider(provider, timeout=config.timeout) if isinstance(provider, str) else provider
     if own and getattr(prov, "completions", False):
         config = replace(config, completions_prompt=True)
+    return prov, config, own
+
+
+async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: RunConfig,
+                     cache: CallCache | str | Path | None = None) -> RunResult:
+    """Judge every pair (both orders unless ``config.both_orders`` is off); see :func:`run_judge`."""
+    prov, config, own = open_provider(provider, config)
     db = CallCache(cache) if isinstance(cache, str | Path) else cache
     t0 = time.perf_counter()
     try:
@@ -308,14 +320,15 @@ async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: Ru
             print(f"note: {prov.provider}:{prov.model} gives no logprobs; using {config.fallback_samples} "
                   "sampled verdicts per order (labelled 'sampled')", file=sys.stderr)
         stats = RunStats(method="sampled" if sampled else "logprob")
+        meter = SpendMeter(prov, config.max_cost)
         calls = plan_calls(pairs, prov, config, sampled)
-        results = await _execute(calls, prov, config, db, stats)
+        results = await _execute(calls, prov, config, db, stats, meter)
         if not sampled and any(isinstance(r, LogprobsUnsupported) for r in results.values()):
             print(f"note: {prov.model} refused logprobs; rerunning with {config.fallback_samples} sampled "
                   "verdicts per order (labelled 'sampled')", file=sys.stderr)
             sampled, stats = True, RunStats(method="sampled", cache_hits=stats.cache_hits, calls=stats.calls)
             calls = plan_calls(pairs, prov, config, sampled)
-            results = await _execute(calls, prov, config, db, stats)
+            results = await _execute(calls, prov, config, db, stats, meter)
         df = verdict_rows(pairs, calls, results, prov, config.rubric, sampled, stats)
         # the settings the judge card's checklist asks for, kept with every verdict
         sampling = {k: v for k, v in calls[0].request.sampling_params().items() if k != "temperature"} if calls else {}

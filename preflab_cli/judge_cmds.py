@@ -36,6 +36,9 @@ def run_cmd(
     poll: Annotated[float, typer.Option(help="Seconds between batch status polls.")] = 30.0,
     allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N verdicts failed after retries "
                                                      "(default 0: any failure exits 1).")] = 0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the calls, estimated tokens and cost; send nothing.")] = False,
+    max_cost: Annotated[float | None, typer.Option(help="Stop sending calls once the spend reaches this many USD "
+                                                   "(answers kept in the cache; rerun to continue).")] = None,
 ) -> None:
     """Judge every pair (both orders by default) and write verdict probabilities as JSONL.
 
@@ -53,7 +56,15 @@ def run_cmd(
     try:
         pairs = load_pairs(pairs_path)
         config = RunConfig(load_rubric(rubric), both_orders=both_orders, samples=samples, concurrency=concurrency,
-                           rpm=rpm, tpm=tpm, max_tokens=max_tokens, progress=progress, timeout=timeout)
+                           rpm=rpm, tpm=tpm, max_tokens=max_tokens, progress=progress, timeout=timeout,
+                           max_cost=max_cost)
+        if max_cost is not None and max_cost <= 0:
+            raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
+        if dry_run:
+            from judge.budget import dry_run as plan
+
+            typer.echo(plan(pairs, judge, config, None if no_cache else cache).summary())
+            return
         if batch:
             from judge.batch import batch_judge
 
@@ -78,6 +89,11 @@ def run_cmd(
         if combined is not None:
             write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
     failed = int(df["error"].notna().sum()) if "error" in df else result.stats.failed
+    unsent = int(df["error"].astype(str).str.startswith("not sent: the --max-cost").sum()) if "error" in df else 0
+    if unsent:
+        fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {len(df)} verdicts not sent (rows kept in "
+             f"{output}; the answered calls are cached, so a rerun with a higher --max-cost continues from there)",
+             status=1)
     if failed:
         line = failure_summary(df) + f" (rows kept in {output} with their error; rerun to retry only them)"
         if failed > allow_failures:

@@ -1,0 +1,102 @@
+"""Budgets: a dry run plans exactly the calls a real run sends; --max-cost stops within one round of
+in-flight calls of the cap and a rerun continues from the cache (fault server, real openai SDK)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from judge.budget import dry_run, estimate_run, known_price
+from judge.cache import CallCache
+from judge.fault_server import Faults, FaultServer
+from judge.pairs import Pair
+from judge.providers.openai import OpenAIProvider
+from judge.rubrics import BUILTIN
+from judge.run import RunConfig, run_judge
+from preflab_cli import app
+
+PAIRS = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(8)]
+PAIRS.append(PAIRS[0])  # a repeated pair: its requests are identical, so sent once
+
+
+@pytest.mark.parametrize("samples", [0, 3])
+def test_dry_run_counts_the_calls_a_real_run_makes(tmp_path, samples):
+    db = tmp_path / "c.sqlite"
+    config = RunConfig(BUILTIN["abt"], samples=samples)
+    with FaultServer(Faults()) as srv:
+        spec = f"local:{srv.url}#fault"
+        run_judge(PAIRS[:3], spec, config, db)  # a third already answered
+        before = sum(srv.requests.values())
+        est = dry_run(PAIRS, spec, config, db)
+        assert sum(srv.requests.values()) == before  # the dry run sent nothing
+        res = run_judge(PAIRS, spec, config, db)
+        sent = sum(srv.requests.values()) - before
+    assert est.calls == sent == res.stats.calls and est.cached == res.stats.cache_hits
+    k = max(samples, 1)
+    assert est.calls == (8 - 3) * 2 * k and est.cached == 3 * 2 * k
+    assert est.tokens_out == est.calls * (16 if samples else 3) and est.cost == 0.0  # local: free, known
+
+
+def test_cli_dry_run_sends_nothing_and_writes_nothing(tmp_path, monkeypatch):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"item_id": p.item_id, "prompt": p.prompt, "model_x": p.model_x,
+                                         "answer_x": p.answer_x, "model_y": p.model_y, "answer_y": p.answer_y}) + "\n"
+                             for p in PAIRS[:8]))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-budget")
+    out = tmp_path / "v.jsonl"
+    with FaultServer(Faults()) as srv:
+        known = CliRunner().invoke(app, ["judge", "run", str(pairs), "--judge", f"openai:{srv.url}#gpt-4.1-mini",
+                                         "--dry-run", "--no-cache", "--output", str(out)])
+        unknown = CliRunner().invoke(app, ["judge", "run", str(pairs), "--judge", f"openai:{srv.url}#new-model-x",
+                                           "--dry-run", "--no-cache", "--output", str(out)])
+        refused = CliRunner().invoke(app, ["judge", "run", str(pairs), "--judge", f"openai:{srv.url}#new-model-x",
+                                           "--max-cost", "1", "--no-cache", "--output", str(out)])
+        assert sum(srv.requests.values()) == 0
+    assert known.exit_code == 0, known.output
+    assert "16 calls to send" in known.output and "nothing was sent" in known.output
+    assert "estimated cost: $" in known.output
+    assert unknown.exit_code == 0 and "estimated cost: unknown" in unknown.output and "$0" not in unknown.output
+    assert refused.exit_code == 2 and "needs a known price" in refused.output
+    assert not out.exists()
+
+
+def test_max_cost_stops_near_the_cap_keeps_answers_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-budget")
+    db = tmp_path / "c.sqlite"
+    concurrency = 4
+
+    def provider(url):
+        prov = OpenAIProvider("gpt-4.1-mini", base_url=url)
+        prov.price_in, prov.price_out = 1e-6, 1e-5  # fixed here, whatever the price table says
+        return prov
+
+    per_call = 100 * 1e-6 + 1 * 1e-5  # the fault server's usage: 100 tokens in, 1 out
+    cap = 10 * per_call - 1e-9  # reached by the 10th answer
+    with FaultServer(Faults(delay=0.01)) as srv:
+        res = run_judge(PAIRS[:8], provider(srv.url), RunConfig(BUILTIN["abt"], concurrency=concurrency,
+                                                                 max_cost=cap), db)
+        made = res.stats.calls
+        assert 10 <= made <= 10 + concurrency - 1  # within one round of in-flight calls of the cap
+        assert sum(srv.answered.values()) == made == len(CallCache(db))
+        errors = res.verdicts["error"].dropna()
+        assert len(errors) == 16 - made and errors.str.contains("--max-cost budget").all()
+        assert res.stats.cost == pytest.approx(made * per_call)
+        rest = run_judge(PAIRS[:8], provider(srv.url), RunConfig(BUILTIN["abt"], concurrency=concurrency), db)
+    assert rest.stats.cache_hits == made and rest.stats.calls == 16 - made and rest.verdicts["error"].isna().all()
+
+
+def test_unknown_price_is_unknown_not_zero():
+    class P:
+        provider, model, supports_logprobs = "openai", "new-model", True
+        price_in = price_out = 0.0
+
+    assert known_price(P()) is None
+    P.provider = "local"
+    assert known_price(P()) == (0.0, 0.0)
+    P.provider, P.price_in, P.price_out = "openai", float("nan"), 1.0
+    assert known_price(P()) is None
+    est = estimate_run(PAIRS[:2], type("Q", (), {"provider": "openai", "model": "m", "supports_logprobs": True,
+                                                 "price_in": 0.0, "price_out": 0.0})(), RunConfig(BUILTIN["abt"]))
+    assert est.cost is None and "unknown" in est.summary()
