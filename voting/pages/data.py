@@ -76,8 +76,22 @@ def _export_section(engine: Engine, dataset: str) -> None:
         b.metric("Pairwise agreement", f"{ag['percent_agreement']:.1%}")
         c.metric("Fleiss' kappa", f"{ag['fleiss_kappa']:.3f}")
         d.metric("Krippendorff's alpha", f"{ag['krippendorff_alpha']:.3f}")
+    _position_section(votes)
     st.subheader("Votes per voter")
     st.dataframe(votes["voter"].value_counts().rename("votes"), width="stretch")
+
+
+def _position_section(votes: pd.DataFrame) -> None:
+    from voting.position import human_first_position_rate
+
+    rate = human_first_position_rate(votes)
+    if rate is None:
+        return
+    st.metric("Human first-position rate (left answer chosen)", f"{rate['value']:.1%}",
+              help="Share of decisive votes for the answer shown on the left; 50% is no position bias.")
+    st.caption(f"95% interval {rate['lower']:.1%} – {rate['upper']:.1%} over {rate['voters']} voters "
+               f"({rate['decisive']} decisive votes, {rate['ties']} ties left out). Humans have position bias "
+               "too: read a judge's first-position rate next to this one.")
 
 
 def _invite_section(engine: Engine) -> None:
