@@ -137,6 +137,15 @@ def write_jury_card(path: str | Path, report: Mapping, title: str = "Jury card")
     return Path(path)
 
 
+def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
+    """One row per pair: ``item_id, model_x, model_y, winner`` (x, y, tie or unparsable), the rule, and each
+    member's verdict (``member_1`` …, null where it abstained)."""
+    panel = panel_verdicts(table, rule, seed)["panel"]
+    members = {f"member_{j + 1}": [None if c != c else OUTCOME_NAMES[int(c)] for c in table.codes[:, j]]
+               for j in range(len(table.members))}
+    return table.keys.assign(winner=[OUTCOME_NAMES[int(c)] for c in panel], rule=rule, **members)
+
+
 def load_member(spec: str, human: str | Path | None = None):
     """One member's judged pairs from ``PATH`` (any :func:`judge.datasets.load_any` layout) or
     ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""

@@ -17,7 +17,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 @app.command("run")
 def run_cmd(
     pairs_path: Annotated[Path, typer.Argument(help="Pairs JSONL: item_id, prompt, model_x, answer_x, model_y, answer_y.")],
-    judge: Annotated[str, typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")],
+    judge: Annotated[list[str], typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL; "
+                                             "repeat for a jury (one verdict file per member, then the panel).")],
     rubric: Annotated[str, typer.Option(help="Built-in rubric (ab, abt, arena5, concise, alpaca) or a TOML file.")] = "abt",
     both_orders: Annotated[bool, typer.Option("--both-orders/--one-order", help="Judge each pair in both orders.")] = True,
     samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
@@ -39,6 +40,8 @@ def run_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the calls, estimated tokens and cost; send nothing.")] = False,
     max_cost: Annotated[float | None, typer.Option(help="Stop sending calls once the spend reaches this many USD "
                                                    "(answers kept in the cache; rerun to continue).")] = None,
+    jury_rule: Annotated[str, typer.Option(help="With several --judge: panel rule majority, mean or dawid-skene "
+                                                "(unsupervised here; `judge jury --human` learns from labels).")] = "majority",
 ) -> None:
     """Judge every pair (both orders by default) and write verdict probabilities as JSONL.
 
@@ -63,8 +66,15 @@ def run_cmd(
         if dry_run:
             from judge.budget import dry_run as plan
 
-            typer.echo(plan(pairs, judge, config, None if no_cache else cache).summary())
+            for spec in judge:
+                typer.echo(plan(pairs, spec, config, None if no_cache else cache).summary())
             return
+        if len(judge) > 1:
+            if batch:
+                raise ValueError("--batch takes one --judge; run each member's batch on its own")
+            _jury_run(pairs, judge, config, None if no_cache else cache, output, jury_rule, allow_failures)
+            return
+        judge = judge[0]
         if batch:
             from judge.batch import batch_judge
 
@@ -100,6 +110,35 @@ def run_cmd(
             fail(line + (f"; more than --allow-failures {allow_failures}" if allow_failures else
                          "; pass --allow-failures N to accept up to N"), status=1)
         err.print(f"[yellow]{escape(line)}[/yellow]", highlight=False, soft_wrap=True)
+
+
+def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, allow_failures: int) -> None:
+    """Several judges: each member's verdicts to its own file, the panel per pair to ``output``."""
+    from judge.datasets import load_verdicts_jsonl
+    from judge.jury import RULES, align_members
+    from judge.jury_card import jury_report, jury_rows, panel_frame
+    from judge.jury_run import member_output, run_jury
+
+    if rule not in RULES:
+        raise ValueError(f"--jury-rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if is_stdout(output):
+        raise ValueError("a jury writes one file per member beside --output; give a file name, not -")
+    results = run_jury(pairs, specs, config, cache)
+    members, failed = {}, 0
+    for k, (spec, res) in enumerate(zip(specs, results, strict=True), start=1):
+        path = member_output(output, k, spec)
+        res.write_jsonl(path)
+        failed += int(res.verdicts["error"].notna().sum())
+        typer.echo(f"member {k} {spec}: {len(res.verdicts)} verdicts -> {path}; {res.stats.summary()}")
+        members[f"{k}:{spec}" if spec in members else spec] = load_verdicts_jsonl(path)
+    table = align_members(members)
+    write_output(output, panel_frame(table, rule).to_json(orient="records", lines=True, force_ascii=False))
+    typer.echo(f"panel ({rule}) of {len(specs)} judges on {len(table.keys)} pairs -> {output}")
+    for k, v in jury_rows(jury_report(table, rule, n_bootstrap=200)):
+        typer.echo(f"  {k}: {v}")
+    if failed > allow_failures:
+        fail(f"{failed} member verdicts failed (kept with their error; the panel counts them as abstentions); "
+             "rerun to retry only them, or pass --allow-failures N", status=1)
 # --- end preflab judge run -----------------------------------------------------------------------------
 
 
@@ -194,9 +233,8 @@ def jury_cmd(
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
     from judge.calibrate import report_json
-    from judge.jury import RULES, align_members, panel_verdicts
-    from judge.jury_card import jury_report, jury_rows, load_member, member_name, write_jury_card
-    from judge.outcomes import OUTCOME_NAMES
+    from judge.jury import RULES, align_members
+    from judge.jury_card import jury_report, jury_rows, load_member, member_name, panel_frame, write_jury_card
     from preflab.errors import InputError
 
     if rule not in RULES:
@@ -218,12 +256,7 @@ def jury_cmd(
     for k, v in jury_rows(rep):
         say(f"{k}: {v}")
     if output:
-        panel = panel_verdicts(table, rule, seed)["panel"]
-        rows = table.keys.assign(winner=[OUTCOME_NAMES[int(c)] for c in panel], rule=rule,
-                                 **{f"member_{j + 1}": [None if c != c else OUTCOME_NAMES[int(c)]
-                                                        for c in table.codes[:, j]]
-                                    for j in range(len(table.members))})
-        write_output(output, rows.to_json(orient="records", lines=True, force_ascii=False))
+        write_output(output, panel_frame(table, rule, seed).to_json(orient="records", lines=True, force_ascii=False))
     if json_out:
         write_output(json_out, report_json(rep))
     if report:

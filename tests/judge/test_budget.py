@@ -100,3 +100,29 @@ def test_unknown_price_is_unknown_not_zero():
     est = estimate_run(PAIRS[:2], type("Q", (), {"provider": "openai", "model": "m", "supports_logprobs": True,
                                                  "price_in": 0.0, "price_out": 0.0})(), RunConfig(BUILTIN["abt"]))
     assert est.cost is None and "unknown" in est.summary()
+
+
+def test_run_with_three_judges_writes_members_and_the_panel_and_a_failing_member_abstains(tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"item_id": p.item_id, "prompt": p.prompt, "model_x": p.model_x,
+                                         "answer_x": p.answer_x, "model_y": p.model_y, "answer_y": p.answer_y}) + "\n"
+                             for p in PAIRS[:8]))
+    out = tmp_path / "v.jsonl"
+    with FaultServer(Faults()) as good, FaultServer(Faults(rate_401=1.0)) as bad:  # final, not retried
+        specs = [f"local:{good.url}#a", f"local:{good.url}#b", f"local:{bad.url}#broken"]
+        args = ["judge", "run", str(pairs), "--no-cache", "--output", str(out), "--quiet", "--timeout", "5"]
+        for s in specs:
+            args += ["--judge", s]
+        dry = CliRunner().invoke(app, [*args, "--dry-run"])
+        assert sum(good.requests.values()) + sum(bad.requests.values()) == 0
+        res = CliRunner().invoke(app, [*args, "--allow-failures", "16"])
+        sent_good = sum(good.requests.values())
+    assert dry.exit_code == 0 and dry.output.count("16 calls to send") == 3
+    assert res.exit_code == 0, res.output
+    assert sent_good == 32  # two good members x 8 pairs x 2 orders
+    members = sorted(tmp_path.glob("v.*-local-*.jsonl"))
+    assert [m.name for m in members] == ["v.1-local-a.jsonl", "v.2-local-b.jsonl", "v.3-local-broken.jsonl"]
+    panel = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(panel) == 8 and all(r["member_3"] is None for r in panel)  # the broken member abstained
+    assert all(r["winner"] == r["member_1"] == r["member_2"] for r in panel)  # a and b see the same answers
+    assert "abstentions (member verdicts missing or unparsable): 8" in res.output
