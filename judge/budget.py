@@ -62,9 +62,13 @@ class RunEstimate:
 
     def summary(self) -> str:
         """Lines for ``judge run --dry-run``."""
-        cost = (f"${self.cost:.4f} at ${self.price[0] * 1e6:g} / ${self.price[1] * 1e6:g} per million tokens "
-                "in / out" if self.price is not None else
-                f"unknown: no price for {self.judge} in the price table (give one to price the run)")
+        if self.price is None:
+            cost = f"unknown: no price for {self.judge} in the price table (give one to price the run)"
+        elif self.price == (0.0, 0.0):
+            cost = "$0 (a self-hosted judge: no per-token price)"
+        else:
+            cost = (f"${self.cost:.4f} at ${self.price[0] * 1e6:g} / ${self.price[1] * 1e6:g} per million tokens "
+                    "in / out")
         method = f"sampled, {self.samples_per_order} per order" if self.sampled else "logprob"
         return (f"dry run ({self.judge}, {method}): {self.calls} calls to send, {self.cached} answered by the "
                 f"cache\nestimated tokens: {self.tokens_in} in (4 characters a token), at most {self.tokens_out} "
