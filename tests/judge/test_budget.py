@@ -126,3 +126,28 @@ def test_run_with_three_judges_writes_members_and_the_panel_and_a_failing_member
     assert len(panel) == 8 and all(r["member_3"] is None for r in panel)  # the broken member abstained
     assert all(r["winner"] == r["member_1"] == r["member_2"] for r in panel)  # a and b see the same answers
     assert "abstentions (member verdicts missing or unparsable): 8" in res.output
+
+
+def test_cli_max_cost_exits_1_keeps_rows_and_a_rerun_continues(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-budget")
+    price = known_price(OpenAIProvider("gpt-4.1-mini"))
+    if price is None:
+        pytest.skip("the price table has no price for gpt-4.1-mini")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"item_id": p.item_id, "prompt": p.prompt, "model_x": p.model_x,
+                                         "answer_x": p.answer_x, "model_y": p.model_y, "answer_y": p.answer_y}) + "\n"
+                             for p in PAIRS[:8]))
+    cap = 4 * (100 * price[0] + price[1])  # four calls' worth (the fault server's usage)
+    out, db = tmp_path / "v.jsonl", tmp_path / "c.sqlite"
+    with FaultServer(Faults()) as srv:
+        base = ["judge", "run", str(pairs), "--judge", f"openai:{srv.url}#gpt-4.1-mini", "--cache", str(db),
+                "--output", str(out), "--quiet", "--concurrency", "2"]
+        first = CliRunner().invoke(app, [*base, "--max-cost", f"{cap:.12f}"])
+        made = sum(srv.requests.values())
+        second = CliRunner().invoke(app, base)
+    assert first.exit_code == 1 and "stopped at --max-cost" in first.output
+    assert 4 <= made <= 5
+    assert second.exit_code == 0, second.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 16 and all(r["error"] is None for r in rows)
+    assert f"{16 - made} calls, {made} cached" in second.output
