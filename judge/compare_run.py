@@ -16,7 +16,15 @@ import numpy as np
 import pandas as pd
 
 from judge.compare import GateSettings, compare_dimensions, pair_outcomes
-from judge.compare_inputs import Answers, load_answers, load_dimension, runner_codes, version_pairs
+from judge.compare_inputs import (
+    Answers,
+    check_versions,
+    first_line,
+    load_answers,
+    load_dimension,
+    runner_codes,
+    version_pairs,
+)
 from judge.outcomes import X, Y
 from judge.sequential import SequentialSettings, anytime_p_values, confidence_sequence
 from preflab.errors import InputError
@@ -169,6 +177,8 @@ def run_compare(request: CompareRequest) -> dict:
                     "checks": {}, "settings": [], "gate": {"checked": [], "failed": [], "passed": True},
                     "notes": []}
     answers: Answers | None = load_answers(request.items) if request.items else None
+    if answers is not None:
+        check_versions(answers.models, request.base, request.candidate, answers.source)
     if request.verdicts:
         codes: dict[str, pd.DataFrame] = {}
         sources: dict[str, Path] = {}
@@ -183,7 +193,9 @@ def run_compare(request: CompareRequest) -> dict:
             for dim, c in codes.items():
                 unknown = sorted(set(c["item_id"]) - known)
                 if unknown:
-                    raise InputError(str(sources[dim]), None, "item_id", f"item {unknown[0]!r} is not among the "
+                    line, _ = first_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known
+                                         else None)
+                    raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
                                      f"items of {answers.source} ({len(unknown)} such)",
                                      "pass the items file the verdicts were made from")
                 missing = len(known - set(c["item_id"]))
