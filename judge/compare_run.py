@@ -77,29 +77,34 @@ def _sequential_summary(codes: dict[str, pd.DataFrame], stops: dict[str, int | N
 
 def replay_sequential(codes: dict[str, pd.DataFrame], seq: SequentialSettings, alpha: float,
                       costs: dict[str, pd.Series] | None = None) -> tuple[dict[str, pd.DataFrame], dict]:
-    """Sequential mode over verdicts already made: a seeded random order, each dimension cut where it stopped."""
+    """Sequential mode over verdicts already made: a seeded random order; each dimension is cut where its test
+    stopped, and all of them where the caps (prompts, total cost over the dimensions still running) are met."""
     items = sorted(set.intersection(*(set(df["item_id"]) for df in codes.values())))
     order = list(np.random.default_rng(seq.seed).permutation(items))
     cap = min(len(order), seq.max_items or len(order))
     per_dim = alpha / len(codes)
-    cut, stops, spent, reason = {}, {}, 0.0, "every dimension decided"
-    for dim, df in codes.items():
-        ordered = df.set_index("item_id").loc[order[:cap]].reset_index()
-        if seq.max_cost is not None and costs is not None:
-            running = costs[dim].reindex(ordered["item_id"]).fillna(0.0).cumsum().to_numpy()
-            affordable = int(np.searchsorted(running, seq.max_cost, side="right"))
-            ordered = ordered.iloc[:affordable]
-        stop = _stop(ordered, seq, per_dim)
-        stops[dim] = stop
-        cut[dim] = ordered.iloc[:stop] if stop else ordered
-        if costs is not None:
-            spent += float(costs[dim].reindex(cut[dim]["item_id"]).fillna(0.0).sum())
-        if stop is None:
-            reason = "max cost reached" if len(ordered) < cap else ("max items reached" if cap < len(order)
-                                                                   else "all prompts judged")
+    ordered = {d: df.set_index("item_id").loc[order[:cap]].reset_index() for d, df in codes.items()}
+    stops = {d: _stop(df, seq, per_dim) for d, df in ordered.items()}
+    reach = cap  # prompts taken before a cap stops everything
+    spent = np.zeros(cap)
+    if costs is not None:
+        for d, df in ordered.items():
+            c = costs[d].reindex(df["item_id"]).fillna(0.0).to_numpy(dtype=float, copy=True)
+            c[stops[d] or cap:] = 0.0  # a stopped dimension spends nothing more
+            spent += np.cumsum(c)
+        if seq.max_cost is not None:
+            reach = int(np.searchsorted(spent, seq.max_cost * (1 + 1e-12), side="right"))
+    cut = {d: df.iloc[:min(reach, stops[d] or cap)] for d, df in ordered.items()}
+    stops = {d: (s if s is not None and s <= reach else None) for d, s in stops.items()}
+    if all(s is not None for s in stops.values()):
+        reason = "every dimension decided"
+    elif reach < cap:
+        reason = "max cost reached"
+    else:
+        reason = "max items reached" if cap < len(order) else "all prompts judged"
     judged = max(len(df) for df in cut.values())
-    return cut, _sequential_summary(cut, stops, seq, per_dim, judged, len(items),
-                                    spent if costs is not None else None, reason)
+    cost = float(spent[judged - 1]) if costs is not None and judged else (0.0 if costs is not None else None)
+    return cut, _sequential_summary(cut, stops, seq, per_dim, judged, len(items), cost, reason)
 
 
 def _verdict_costs(path: Path) -> pd.Series:

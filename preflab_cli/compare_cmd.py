@@ -65,7 +65,7 @@ def print_report(report: dict, out) -> None:
 
     if report["dimensions"]:
         out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
-                  markup=False, highlight=False)
+                  markup=False, highlight=False, soft_wrap=True)
         header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
         cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
                   str(r["decisive"]), _fmt_ci(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
@@ -80,25 +80,25 @@ def print_report(report: dict, out) -> None:
             shares = ", ".join(f"{d} {v['share']['value']:.0%}" if v["decisive_with_length_difference"] else f"{d} —"
                                for d, v in length["dimensions"].items())
             out.print(f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
-                      f"the longer answer: {shares}", markup=False, highlight=False)
+                      f"the longer answer: {shares}", markup=False, highlight=False, soft_wrap=True)
         else:
-            out.print(f"length: {length['note']}", markup=False, highlight=False)
+            out.print(f"length: {length['note']}", markup=False, highlight=False, soft_wrap=True)
         flips = ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in report["checks"]["flip_rate"].items())
-        out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False)
+        out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False, soft_wrap=True)
         ident = report["checks"]["identical"]
         if ident.get("available"):
             bad = ", ".join(f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items())
             out.print(f"identical answers: {ident['identical_pairs']} pairs; not tied: {bad}", markup=False,
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
         else:
-            out.print(f"identical answers: {ident['note']}", markup=False, highlight=False)
+            out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
         for w in report["checks"]["warnings"]:
             out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     if report.get("sequential"):
         s = report["sequential"]
         out.print(f"sequential: {s['pairs_judged']} of {s['pairs_available']} prompts judged ({s['stopped_because']});"
                   " stopped after " + ", ".join(f"{d} {'—' if n is None else n}" for d, n in s["stopped_at"].items())
-                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""), markup=False, highlight=False)
+                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""), markup=False, highlight=False, soft_wrap=True)
     if report["tasks"]:
         t = Table(title="lm-eval tasks (candidate − base)")
         for col in ("task", "metric", "n", "base", "candidate", "delta [95% bootstrap]", "McNemar p"):
@@ -112,9 +112,9 @@ def print_report(report: dict, out) -> None:
             if s["differs"]:
                 out.print(f"[yellow]setting differs:[/yellow] {escape(s['setting'])}: base "
                           f"{escape(json.dumps(s['base']))}, candidate {escape(json.dumps(s['candidate']))}",
-                          highlight=False)
+                          highlight=False, soft_wrap=True)
     for note in report.get("notes", []):
-        out.print(f"note: {note}", markup=False, highlight=False)
+        out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     g = report["gate"]
     if g["checked"]:
         if g["passed"]:
@@ -182,11 +182,11 @@ def compare_cmd(
             mdw = res["min_detectable_win_rate"]
             out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
                       f"80% power (exact sign test, alpha {alpha}): "
-                      + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False)
+                      + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False, soft_wrap=True)
             cost = ("unknown (no price for this judge)" if judge and not res["price_known"] else
                     "—" if res["cost"] is None else f"${res['cost']:.4f}")
             out.print(f"judge calls: {res['judge_calls']} ({res['rubrics']} rubric(s) x 2 orders); cost: {cost}",
-                      markup=False, highlight=False)
+                      markup=False, highlight=False, soft_wrap=True)
             if json_out:
                 write_output(json_out, json.dumps(strict_json({"plan": res}), indent=2) + "\n")
             return
