@@ -34,7 +34,7 @@ DEFAULT_METRICS: dict[str, tuple[str, str]] = {
 SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("model_name",)), ("model source", ("model_source",)), ("model args", ("config", "model_args")),
     ("model revision", ("config", "model_revision")), ("chat template", ("chat_template_sha",)),
-    ("system instruction", ("system_instruction_sha",)), ("fewshot as multiturn", ("fewshot_as_multiturn",)),
+    ("system instruction", ("system_instruction",)), ("fewshot as multiturn", ("fewshot_as_multiturn",)),
     ("generation kwargs", ("config", "gen_kwargs")), ("limit", ("config", "limit")),
     ("batch size", ("config", "batch_size")), ("random seed", ("config", "random_seed")),
     ("lm-eval version", ("lm_eval_version",)), ("lm-eval git hash", ("git_hash",)),

@@ -58,10 +58,17 @@ def _fmt_ci(d: dict | None, signed: bool = False) -> str:
     return f"{f.format(d['value'])} [{f.format(d['lower'])}, {f.format(d['upper'])}]"
 
 
+def _plain_table(out, header, cells) -> None:
+    """Columns padded to their widest cell: one line a row whatever the terminal's width."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *cells, strict=True)]
+    for row in (header, *cells):
+        out.print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), markup=False,
+                  highlight=False, soft_wrap=True)
+
+
 def print_report(report: dict, out) -> None:
     """The console tables: dimensions, checks, lm-eval tasks, differing settings, the gate."""
     from rich.markup import escape
-    from rich.table import Table
 
     if report["dimensions"]:
         out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
@@ -70,10 +77,7 @@ def print_report(report: dict, out) -> None:
         cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
                   str(r["decisive"]), _fmt_ci(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
                   r["verdict"]] for r in report["dimensions"]]
-        widths = [max(len(str(c)) for c in col) for col in zip(header, *cells, strict=True)]
-        for row in (header, *cells):
-            out.print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), markup=False,
-                      highlight=False, soft_wrap=True)
+        _plain_table(out, header, cells)
         length = report["checks"]["length"]
         if length.get("available"):
             mw = length["mean_words"]
@@ -100,14 +104,12 @@ def print_report(report: dict, out) -> None:
                   " stopped after " + ", ".join(f"{d} {'—' if n is None else n}" for d, n in s["stopped_at"].items())
                   + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""), markup=False, highlight=False, soft_wrap=True)
     if report["tasks"]:
-        t = Table(title="lm-eval tasks (candidate − base)")
-        for col in ("task", "metric", "n", "base", "candidate", "delta [95% bootstrap]", "McNemar p"):
-            t.add_column(col)
-        for r in report["tasks"]:
-            t.add_row(escape(r["task"]), escape(f"{r['metric']},{r['filter']}"), str(r["n"]), _fmt_ci(r["base"]),
-                      _fmt_ci(r["candidate"]), _fmt_ci(r["delta"], signed=True),
-                      "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}")
-        out.print(t)
+        out.print("lm-eval tasks (candidate − base; delta with its 95% paired bootstrap interval)", markup=False,
+                  highlight=False, soft_wrap=True)
+        _plain_table(out, ("task", "metric", "n", "base [95%]", "candidate [95%]", "delta [95%]", "McNemar p"),
+                     [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), _fmt_ci(r["base"]),
+                       _fmt_ci(r["candidate"]), _fmt_ci(r["delta"], signed=True),
+                       "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}"] for r in report["tasks"]])
         for s in report["settings"]:
             if s["differs"]:
                 out.print(f"[yellow]setting differs:[/yellow] {escape(s['setting'])}: base "

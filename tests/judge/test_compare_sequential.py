@@ -33,6 +33,22 @@ def test_the_e_value_is_the_beta_binomial_mixture_likelihood_ratio() -> None:
     assert anytime_p_values(np.array([0, 0, 0]))[-1] == 1.0  # ties carry no evidence
 
 
+# savvi 0.3.1 (PyPI; Lindon & Malek 2022), in its own venv: Multinomial(0.05, np.array([.5, .5]), k=2 * a) fed the
+# wins and losses one at a time, then np.log(m.odds) and m.calculate_conf_int()[0] (cvxpy)
+SAVVI = [((30, 10, 5.0), 3.37791182037488, 0.5097431526195844, 0.915325888440666),
+         ((26, 14, 5.0), 0.6595446523017362, 0.4231793168658676, 0.8377230891775279),
+         ((8, 2, 1.0), 0.7269140430307632, 0.35304219285092425, 0.9895168968093853),
+         ((60, 40, 5.0), 0.6236123462332405, 0.4522805742144106, 0.7363292324853571)]
+
+
+@pytest.mark.parametrize(("counts", "log_odds", "lower", "upper"), SAVVI)
+def test_e_value_and_confidence_sequence_match_savvi(counts, log_odds, lower, upper) -> None:
+    w, lo, a = counts
+    assert float(log_e_value(w, lo, a)) == pytest.approx(log_odds, rel=1e-9)
+    ci = confidence_sequence(w, lo, 0.05, a)
+    assert (ci.lower, ci.upper) == pytest.approx((lower, upper), abs=1e-6)
+
+
 def test_type_one_error_holds_with_a_look_after_every_pair_and_the_naive_look_inflates_it() -> None:
     reps, n = 4000, 300
     r = simulate(0.5, n, reps, alpha=0.05, seed=1)
