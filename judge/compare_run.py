@@ -162,11 +162,18 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
             result, c = _judge_codes(batch, name, request)
             cost += result.stats.cost
             dim = _dim(name)
+            acc = runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0})
+            acc["calls"] += result.stats.calls
+            acc["cached"] += result.stats.cache_hits
+            acc["cost"] += result.stats.cost
+            acc["failed"] += int(result.verdicts["error"].notna().sum())
             codes[dim] = pd.concat([codes[dim], c], ignore_index=True)
             stops[dim] = _stop(codes[dim], seq, per_dim)
             if stops[dim]:
                 codes[dim] = codes[dim].iloc[:stops[dim]]
         done += len(batch)
+    for acc in runs.values():
+        acc["summary"] = f"{acc['calls']} calls, {acc['cached']} cached, {acc['failed']} failed; cost ${acc['cost']:.4f}"
     return codes, runs, _sequential_summary(codes, stops, seq, per_dim, done, len(pairs), cost, reason)
 
 

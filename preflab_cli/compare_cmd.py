@@ -98,6 +98,8 @@ def print_report(report: dict, out) -> None:
             out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
         for w in report["checks"]["warnings"]:
             out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+    for dim, run in (report.get("judge_runs") or {}).items():
+        out.print(f"judge on {dim}: {run['summary']}", markup=False, highlight=False, soft_wrap=True)
     if report.get("sequential"):
         s = report["sequential"]
         out.print(f"sequential: {s['pairs_judged']} of {s['pairs_available']} prompts judged ({s['stopped_because']});"

@@ -140,3 +140,28 @@ def test_plan_gives_the_smallest_detectable_win_rate_calls_and_cost(tmp_path, ca
     assert json.loads(out)["plan"]["cost"] is None
     code, _, err = preflab(capsys, "compare", str(items), "--plan", "--judge", "openai:some-unknown-model")
     assert "unknown (no price for this judge)" in err + _
+
+
+def test_live_sequential_judges_in_chunks_and_stops_at_max_items(tmp_path, capsys) -> None:
+    from judge.fault_server import Faults, FaultServer
+
+    items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": (f"new answer {i}", f"old answer {i}")
+                                                  for i in range(40)})
+    with FaultServer(Faults()) as srv:
+        code, out, err = preflab(capsys, "compare", str(items), "--base", "old", "--candidate", "new", "--judge",
+                                 f"local:{srv.url}#fault", "--rubric", "abt", "--rubric", "concise", "--sequential",
+                                 "--max-items", "20", "--concurrency", "8", "--no-cache", "--json", "-")
+        requests = sum(srv.requests.values())
+    assert code == 0, err
+    report = json.loads(out)
+    seq = report["sequential"]
+    undecided = [d for d, s in seq["stopped_at"].items() if s is None]
+    # chunks of 8, 8 and the 4 left: 20 prompts, both orders, for each dimension still running
+    assert seq["pairs_judged"] == 20 or not undecided
+    judged = {r["dimension"]: r["wins"] + r["losses"] + r["ties"] + r["unjudged"] for r in report["dimensions"]}
+    # a dimension that stopped inside a chunk had that whole chunk judged: its tail is not counted
+    assert requests == sum(2 * n for n in judged.values()) if not seq["pairs_judged"] < 20 and not (
+        set(seq["stopped_at"]) - set(undecided)) else requests >= sum(2 * n for n in judged.values())
+    for d in undecided:
+        assert judged[d] == 20
+    assert report["judge_runs"]["abt"]["calls"] == 2 * judged["abt"]
