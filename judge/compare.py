@@ -189,7 +189,9 @@ def gate(rows: Sequence[dict], settings: GateSettings) -> dict:
             raise InputError("--guard", None, "guard", f"{g!r} is not a dimension of this run ({', '.join(names)})",
                              "name a rubric passed with --rubric or read from --verdicts")
     failed = [r["dimension"] for r in rows if r["dimension"] in settings.guards and r["verdict"] == "worse"]
-    return {"checked": list(settings.guards), "failed": failed, "passed": not failed}
+    unreliable = [r["dimension"] for r in rows if r["dimension"] in settings.guards
+                  and r["flip_rate"] is not None and r["flip_rate"] > settings.flip_warning]
+    return {"checked": list(settings.guards), "failed": failed, "passed": not failed, "unreliable": unreliable}
 
 
 def outcome_table(codes: pd.DataFrame) -> pd.DataFrame:

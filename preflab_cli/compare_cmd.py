@@ -97,7 +97,7 @@ def print_report(report: dict, out) -> None:
         else:
             out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
         for w in report["checks"]["warnings"]:
-            out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+            out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
     for dim, run in (report.get("judge_runs") or {}).items():
         out.print(f"judge on {dim}: {run['summary']}", markup=False, highlight=False, soft_wrap=True)
     if report.get("sequential"):
@@ -122,9 +122,12 @@ def print_report(report: dict, out) -> None:
     g = report["gate"]
     if g["checked"]:
         if g["passed"]:
-            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})", markup=False)
+            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})"
+                      + (f"; but the judge is not usable on {', '.join(g['unreliable'])} (flip rate above the limit)"
+                         if g.get("unreliable") else ""), markup=False, soft_wrap=True)
         else:
-            out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}")
+            out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
+                      soft_wrap=True)
 
 
 @app.command("compare")
