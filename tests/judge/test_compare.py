@@ -170,3 +170,15 @@ def test_gate_report_html_has_the_forest_plot_and_escapes_names(tmp_path, capsys
     page = html.read_text()
     assert "data:image/png;base64," in page and "&lt;b&gt;new&lt;/b&gt;" in page and "<b>new</b>" not in page
     assert "0.700 [0.546, 0.819]" in page
+
+
+def test_the_pairs_layout_is_read_as_items(tmp_path) -> None:
+    from judge.compare_inputs import load_answers, version_pairs
+
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", [
+        {"item_id": "q000", "prompt": "p0", "model_x": "old", "answer_x": "long old answer", "model_y": "new",
+         "answer_y": "new"},
+        {"item_id": "q001", "prompt": "p1", "model_x": "new", "answer_x": "n1", "model_y": "old", "answer_y": "o1"}])
+    got = version_pairs(load_answers(pairs), "old", "new")
+    assert [(p.item_id, p.model_x, p.answer_x, p.model_y, p.answer_y) for p in got] == [
+        ("q000", "new", "new", "old", "long old answer"), ("q001", "new", "n1", "old", "o1")]
