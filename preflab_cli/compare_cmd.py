@@ -164,6 +164,8 @@ def compare_cmd(
     rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
     tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
+    samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
     report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
 ) -> None:
@@ -208,7 +210,7 @@ def compare_cmd(
             from judge.run import RunConfig
 
             run_config = RunConfig(load_rubric(rubrics[0]), concurrency=concurrency, rpm=rpm, tpm=tpm,
-                                   timeout=timeout)
+                                   timeout=timeout, samples=samples, max_tokens=max_tokens)
         request = CompareRequest(
             base=base or "base", candidate=candidate or "candidate", items=items, verdicts=tuple(verdicts or ()),
             rubrics=rubrics, judge=None if verdicts else judge, run_config=run_config,
@@ -221,6 +223,9 @@ def compare_cmd(
             raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
                              "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
         report = run_compare(request)
+        if verdicts and (judge or rubric):
+            report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "
+                                   "rubric and no judge is called")
     except (InputError, ValueError) as e:
         fail(e)
     print_report(report, out)

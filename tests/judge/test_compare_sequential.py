@@ -165,3 +165,11 @@ def test_live_sequential_judges_in_chunks_and_stops_at_max_items(tmp_path, capsy
     for d in undecided:
         assert judged[d] == 20
     assert report["judge_runs"]["abt"]["calls"] == 2 * judged["abt"]
+
+
+def test_plan_with_too_few_decisive_pairs_says_none(tmp_path, capsys) -> None:
+    items = items_file(tmp_path / "items.jsonl", {f"q{i}": ("a", "b") for i in range(10)})
+    code, out, err = preflab(capsys, "compare", str(items), "--plan", "--tie-rate", "0.5", "--judge",
+                             "local:http://127.0.0.1:9/v1#m")
+    # 5 decisive pairs: even 5-0 gives p = 0.0625 > 0.05, so no win rate is detectable
+    assert code == 0 and "none (too few prompts)" in out and "cost: $0.0000" in out
