@@ -11,7 +11,7 @@ import sys
 from benchmarks.common import RESULTS
 
 ALL = ["bench_aggregate", "bench_rank", "bench_lc", "bench_simulate", "bench_judge", "bench_judge_calibration",
-       "bench_votes"]
+       "bench_votes", "bench_compare"]
 
 
 def main(names: list[str]) -> int:

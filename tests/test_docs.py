@@ -73,6 +73,8 @@ def test_every_documented_command_runs(page: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / "data").mkdir(parents=True)
     os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
+    (work / "tests" / "judge" / "data").mkdir(parents=True)  # lm-eval example runs, as in a checkout
+    os.symlink(ROOT / "tests" / "judge" / "data" / "lm_eval", work / "tests" / "judge" / "data" / "lm_eval")
     if SHARED.is_dir():
         os.symlink(SHARED, tmp_path / "shared")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}

@@ -1,0 +1,240 @@
+"""The one function behind ``preflab compare``: read the inputs, judge (or read verdicts), test, check, gate.
+
+Judged rubrics come from verdict files (no judge is called) or from the two versions' answers and a judge
+run through :func:`judge.run.run_judge` (both orders, cache, retries, rate limits; a rerun with the same
+cache calls nothing already answered). Sequential mode takes the prompts in a seeded random order and stops
+each dimension when its anytime-valid test (:mod:`judge.sequential`) decides at alpha / dimensions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judge.compare import GateSettings, compare_dimensions, pair_outcomes
+from judge.compare_inputs import (
+    Answers,
+    check_versions,
+    first_line,
+    load_answers,
+    load_dimension,
+    runner_codes,
+    version_pairs,
+)
+from judge.outcomes import X, Y
+from judge.sequential import SequentialSettings, anytime_p_values, confidence_sequence
+from preflab.errors import InputError
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What to compare: the versions, where the verdicts come from, and how to decide."""
+
+    base: str
+    candidate: str
+    items: Path | None = None
+    verdicts: tuple[Path, ...] = ()
+    rubrics: tuple[str, ...] = ()
+    judge: str | None = None
+    run_config: object | None = None  # judge.run.RunConfig without its rubric (each rubric replaces it)
+    cache: Path | None = None
+    gate: GateSettings = field(default_factory=GateSettings)
+    sequential: SequentialSettings | None = None
+    lm_eval: tuple[Path, Path] | None = None
+    lm_eval_options: dict = field(default_factory=dict)
+
+
+def _steps(codes: pd.DataFrame) -> np.ndarray:
+    outcome, _ = pair_outcomes(codes)
+    return np.where(outcome == X, 1, np.where(outcome == Y, -1, 0))
+
+
+def _stop(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | None:
+    """Pairs (in the table's order) after which the dimension's test decided, or None."""
+    p = anytime_p_values(_steps(codes), seq.prior)
+    hit = np.flatnonzero(p <= alpha)
+    return int(hit[0]) + 1 if hit.size else None
+
+
+def _sequential_summary(codes: dict[str, pd.DataFrame], stops: dict[str, int | None], seq: SequentialSettings,
+                        alpha: float, judged: int, total: int, cost: float | None, reason: str) -> dict:
+    ps, cis = [], []
+    for df in codes.values():
+        steps = _steps(df)
+        ps.append(float(anytime_p_values(steps, seq.prior)[-1]) if len(steps) else 1.0)
+        cis.append(confidence_sequence(int(np.sum(steps > 0)), int(np.sum(steps < 0)), 1 - 0.95, seq.prior))
+    return {"p_values": ps, "intervals": cis,
+            "test": f"anytime-valid beta-binomial mixture e-process (Beta({seq.prior:g}, {seq.prior:g})), "
+                    "stopping each dimension at alpha / dimensions, Holm across dimensions",
+            "summary": {"pairs_available": total, "pairs_judged": judged, "stopped_at": stops,
+                        "stopped_because": reason, "cost": cost, "seed": seq.seed,
+                        "max_items": seq.max_items, "max_cost": seq.max_cost}}
+
+
+def replay_sequential(codes: dict[str, pd.DataFrame], seq: SequentialSettings, alpha: float,
+                      costs: dict[str, pd.Series] | None = None) -> tuple[dict[str, pd.DataFrame], dict]:
+    """Sequential mode over verdicts already made: a seeded random order; each dimension is cut where its test
+    stopped, and all of them where the caps (prompts, total cost over the dimensions still running) are met."""
+    items = sorted(set.intersection(*(set(df["item_id"]) for df in codes.values())))
+    order = list(np.random.default_rng(seq.seed).permutation(items))
+    cap = min(len(order), seq.max_items or len(order))
+    per_dim = alpha / len(codes)
+    ordered = {d: df.set_index("item_id").loc[order[:cap]].reset_index() for d, df in codes.items()}
+    stops = {d: _stop(df, seq, per_dim) for d, df in ordered.items()}
+    reach = cap  # prompts taken before a cap stops everything
+    spent = np.zeros(cap)
+    if costs is not None:
+        for d, df in ordered.items():
+            c = costs[d].reindex(df["item_id"]).fillna(0.0).to_numpy(dtype=float, copy=True)
+            c[stops[d] or cap:] = 0.0  # a stopped dimension spends nothing more
+            spent += np.cumsum(c)
+        if seq.max_cost is not None:
+            reach = int(np.searchsorted(spent, seq.max_cost * (1 + 1e-12), side="right"))
+    cut = {d: df.iloc[:min(reach, stops[d] or cap)] for d, df in ordered.items()}
+    stops = {d: (s if s is not None and s <= reach else None) for d, s in stops.items()}
+    if all(s is not None for s in stops.values()):
+        reason = "every dimension decided"
+    elif reach < cap:
+        reason = "max cost reached"
+    else:
+        reason = "max items reached" if cap < len(order) else "all prompts judged"
+    judged = max(len(df) for df in cut.values())
+    cost = float(spent[judged - 1]) if costs is not None and judged else (0.0 if costs is not None else None)
+    return cut, _sequential_summary(cut, stops, seq, per_dim, judged, len(items), cost, reason)
+
+
+def _verdict_costs(path: Path) -> pd.Series:
+    """Cost per item of a verdict file (both orders summed): what a replay under --max-cost spends."""
+    from preflab.io import iter_jsonl
+
+    spent: dict[str, float] = {}
+    for _, row in iter_jsonl(path, "one JSON object per line"):
+        c = row.get("cost")
+        spent[str(row.get("item_id"))] = spent.get(str(row.get("item_id")), 0.0) + (float(c) if isinstance(
+            c, int | float) else 0.0)
+    return pd.Series(spent)
+
+
+def _judge_codes(pairs, rubric_name: str, request: CompareRequest):
+    from judge.rubrics import load_rubric
+    from judge.run import RunConfig, run_judge
+
+    config = replace(request.run_config or RunConfig(load_rubric(rubric_name)), rubric=load_rubric(rubric_name))
+    result = run_judge(pairs, request.judge, config, cache=request.cache)
+    return result, runner_codes(result.verdicts)
+
+
+def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict, dict | None]:
+    """Judge every rubric on the pairs (all of them, or sequentially in chunks until each dimension stops)."""
+    runs: dict[str, dict] = {}
+    names = list(request.rubrics)
+    if request.sequential is None:
+        codes = {}
+        for name in names:
+            result, c = _judge_codes(pairs, name, request)
+            codes[_dim(name)] = c
+            runs[_dim(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
+                                "failed": int(result.verdicts["error"].notna().sum())}
+        return codes, runs, None
+    seq = request.sequential
+    order = list(np.random.default_rng(seq.seed).permutation(len(pairs)))
+    cap = min(len(order), seq.max_items or len(order))
+    chunk = max(8, getattr(request.run_config, "concurrency", 8))
+    per_dim = request.gate.alpha / len(names)
+    codes = {_dim(n): pd.DataFrame({"item_id": [], "judge_xy": [], "judge_yx": []}) for n in names}
+    stops: dict[str, int | None] = {_dim(n): None for n in names}
+    cost, done, reason = 0.0, 0, "all prompts judged" if cap == len(order) else "max items reached"
+    while done < cap:
+        active = [n for n in names if stops[_dim(n)] is None]
+        if not active:
+            reason = "every dimension decided"
+            break
+        per_pair = cost / max(done, 1) if done else 0.0
+        if seq.max_cost is not None and done and cost + per_pair * min(chunk, cap - done) > seq.max_cost:
+            reason = "max cost reached"
+            break
+        batch = [pairs[i] for i in order[done:done + chunk][:cap - done]]
+        for name in active:
+            result, c = _judge_codes(batch, name, request)
+            cost += result.stats.cost
+            dim = _dim(name)
+            acc = runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0})
+            acc["calls"] += result.stats.calls
+            acc["cached"] += result.stats.cache_hits
+            acc["cost"] += result.stats.cost
+            acc["failed"] += int(result.verdicts["error"].notna().sum())
+            codes[dim] = pd.concat([codes[dim], c], ignore_index=True)
+            stops[dim] = _stop(codes[dim], seq, per_dim)
+            if stops[dim]:
+                codes[dim] = codes[dim].iloc[:stops[dim]]
+        done += len(batch)
+    for acc in runs.values():
+        acc["summary"] = f"{acc['calls']} calls, {acc['cached']} cached, {acc['failed']} failed; cost ${acc['cost']:.4f}"
+    return codes, runs, _sequential_summary(codes, stops, seq, per_dim, done, len(pairs), cost, reason)
+
+
+def _dim(rubric: str) -> str:
+    from judge.rubrics import load_rubric
+
+    return load_rubric(rubric).name
+
+
+def run_compare(request: CompareRequest) -> dict:
+    """The whole comparison as one JSON-able dict: ``dimensions``, ``tasks``, ``checks``, ``settings``, ``gate``."""
+    report: dict = {"base": request.base, "candidate": request.candidate, "dimensions": [], "tasks": [],
+                    "checks": {}, "settings": [], "gate": {"checked": [], "failed": [], "passed": True},
+                    "notes": []}
+    answers: Answers | None = load_answers(request.items) if request.items else None
+    if answers is not None:
+        check_versions(answers.models, request.base, request.candidate, answers.source)
+    if request.verdicts:
+        codes: dict[str, pd.DataFrame] = {}
+        sources: dict[str, Path] = {}
+        for path in request.verdicts:
+            dim, c = load_dimension(path, request.base, request.candidate)
+            if dim in codes:
+                raise InputError(str(path), None, "rubric", f"a second verdict file for {dim!r} "
+                                 f"(first: {sources[dim]})", "pass one verdict file per rubric")
+            codes[dim], sources[dim] = c, path
+        if answers is not None:
+            known = {p.item_id for p in version_pairs(answers, request.base, request.candidate)}
+            for dim, c in codes.items():
+                unknown = sorted(set(c["item_id"]) - known)
+                if unknown:
+                    line, _ = first_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known
+                                         else None)
+                    raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
+                                     f"items of {answers.source} ({len(unknown)} such)",
+                                     "pass the items file the verdicts were made from")
+                missing = len(known - set(c["item_id"]))
+                if missing:
+                    report["notes"].append(f"{dim}: {missing} of {len(known)} prompts have no verdict (left out)")
+        seq = None
+        if request.sequential is not None:
+            costs = {d: _verdict_costs(sources[d]) for d in codes} if request.sequential.max_cost is not None else None
+            codes, seq = replay_sequential(codes, request.sequential, request.gate.alpha, costs)
+        report.update(compare_dimensions(codes, request.base, request.candidate, request.gate, answers, seq))
+        report["sequential"] = seq["summary"] if seq else None
+    elif request.judge:
+        if answers is None:
+            raise InputError("<items>", None, None, "--judge needs the items file", "pass the two versions' answers")
+        pairs = version_pairs(answers, request.base, request.candidate)
+        codes, runs, seq = judge_live(pairs, request)
+        report.update(compare_dimensions(codes, request.base, request.candidate, request.gate, answers, seq))
+        report["judge_runs"] = runs
+        report["sequential"] = seq["summary"] if seq else None
+    elif request.items and not request.lm_eval:
+        raise InputError(str(request.items), None, None, "nothing to compare on",
+                         "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
+    if request.lm_eval:
+        from judge.lm_eval_logs import compare_lm_eval
+
+        bench = compare_lm_eval(*request.lm_eval, **request.lm_eval_options)
+        report["tasks"], report["settings"] = bench["tasks"], bench["settings"]
+        report["notes"] += bench["notes"]
+    report.pop("test", None) if not report["dimensions"] else None
+    return report

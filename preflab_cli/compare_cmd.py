@@ -1,0 +1,244 @@
+"""``preflab compare``: did the change help? A thin shell over :func:`judge.compare_run.run_compare`.
+
+``--plan`` is composed here because it needs both the judge's call count and :mod:`arena.power`'s exact
+sign-test power (judge/ never imports arena).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from preflab.io import is_stdout, strict_json, write_output
+from preflab_cli.common import app, fail, report_console
+
+
+def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alpha: float, power: float = 0.80,
+         tie_rate: float = 0.0) -> dict:
+    """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
+    (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
+    from arena.power import sign_test_power
+    from judge.providers.base import parse_spec, prices
+
+    decisive = int(round(n_prompts * (1 - tie_rate)))
+    lo, hi = 0.5, 1.0 - 1e-9
+    if decisive == 0 or sign_test_power(decisive, hi, alpha) < power:
+        mdw = None
+    else:
+        for _ in range(60):  # power rises with the win rate at fixed n: bisect
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if sign_test_power(decisive, mid, alpha) < power else (lo, mid)
+        mdw = hi
+    calls = n_prompts * 2 * rubrics
+    tokens_in = calls * (mean_chars / 4 + 150)  # the rubric's instructions are about 150 tokens
+    cost, price_known = None, False
+    if judge:
+        spec = parse_spec(judge)
+        if spec.provider == "local":
+            cost, price_known = 0.0, True
+        else:
+            p_in, p_out = prices(spec.model)
+            price_known = (p_in, p_out) != (0.0, 0.0)
+            cost = tokens_in * p_in + calls * 3 * p_out if price_known else None  # 3 verdict tokens a call
+    return {"prompts": n_prompts, "decisive_assumed": decisive, "tie_rate_assumed": tie_rate, "alpha": alpha,
+            "power": power, "min_detectable_win_rate": mdw, "rubrics": rubrics, "judge_calls": calls,
+            "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}
+
+
+def _fmt_ci(d: dict | None, signed: bool = False) -> str:
+    if not d or d.get("value") is None or (isinstance(d["value"], float) and math.isnan(d["value"])):
+        return "—"
+    f = "{:+.3f}" if signed else "{:.3f}"
+    if d.get("lower") is None:
+        return f.format(d["value"])
+    return f"{f.format(d['value'])} [{f.format(d['lower'])}, {f.format(d['upper'])}]"
+
+
+def _plain_table(out, header, cells) -> None:
+    """Columns padded to their widest cell: one line a row whatever the terminal's width."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *cells, strict=True)]
+    for row in (header, *cells):
+        out.print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), markup=False,
+                  highlight=False, soft_wrap=True)
+
+
+def print_report(report: dict, out) -> None:
+    """The console tables: dimensions, checks, lm-eval tasks, differing settings, the gate."""
+    from rich.markup import escape
+
+    if report["dimensions"]:
+        out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
+                  markup=False, highlight=False, soft_wrap=True)
+        header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
+        cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
+                  str(r["decisive"]), _fmt_ci(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+                  r["verdict"]] for r in report["dimensions"]]
+        _plain_table(out, header, cells)
+        length = report["checks"]["length"]
+        if length.get("available"):
+            mw = length["mean_words"]
+            shares = ", ".join(f"{d} {v['share']['value']:.0%}" if v["decisive_with_length_difference"] else f"{d} —"
+                               for d, v in length["dimensions"].items())
+            out.print(f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
+                      f"the longer answer: {shares}", markup=False, highlight=False, soft_wrap=True)
+        else:
+            out.print(f"length: {length['note']}", markup=False, highlight=False, soft_wrap=True)
+        flips = ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in report["checks"]["flip_rate"].items())
+        out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False, soft_wrap=True)
+        ident = report["checks"]["identical"]
+        if ident.get("available"):
+            bad = ", ".join(f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items())
+            out.print(f"identical answers: {ident['identical_pairs']} pairs; not tied: {bad}", markup=False,
+                      highlight=False, soft_wrap=True)
+        else:
+            out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
+        for w in report["checks"]["warnings"]:
+            out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+    for dim, run in (report.get("judge_runs") or {}).items():
+        out.print(f"judge on {dim}: {run['summary']}", markup=False, highlight=False, soft_wrap=True)
+    if report.get("sequential"):
+        s = report["sequential"]
+        out.print(f"sequential: {s['pairs_judged']} of {s['pairs_available']} prompts judged ({s['stopped_because']});"
+                  " stopped after " + ", ".join(f"{d} {'—' if n is None else n}" for d, n in s["stopped_at"].items())
+                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""), markup=False, highlight=False, soft_wrap=True)
+    if report["tasks"]:
+        out.print("lm-eval tasks (candidate − base; delta with its 95% paired bootstrap interval)", markup=False,
+                  highlight=False, soft_wrap=True)
+        _plain_table(out, ("task", "metric", "n", "base [95%]", "candidate [95%]", "delta [95%]", "McNemar p"),
+                     [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), _fmt_ci(r["base"]),
+                       _fmt_ci(r["candidate"]), _fmt_ci(r["delta"], signed=True),
+                       "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}"] for r in report["tasks"]])
+        for s in report["settings"]:
+            if s["differs"]:
+                out.print(f"[yellow]setting differs:[/yellow] {escape(s['setting'])}: base "
+                          f"{escape(json.dumps(s['base']))}, candidate {escape(json.dumps(s['candidate']))}",
+                          highlight=False, soft_wrap=True)
+    for note in report.get("notes", []):
+        out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    g = report["gate"]
+    if g["checked"]:
+        if g["passed"]:
+            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})"
+                      + (f"; but the judge is not usable on {', '.join(g['unreliable'])} (flip rate above the limit)"
+                         if g.get("unreliable") else ""), markup=False, soft_wrap=True)
+        else:
+            out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
+                      soft_wrap=True)
+
+
+@app.command("compare")
+def compare_cmd(
+    items: Annotated[Path | None, typer.Argument(help="The two versions' answers: JSONL item_id, prompt, model, "
+                                                 "answer (or the pairs layout).")] = None,
+    base: Annotated[str | None, typer.Option(help="The old version (a model in the items / verdicts).")] = None,
+    candidate: Annotated[str | None, typer.Option(help="The new version.")] = None,
+    rubric: Annotated[list[str] | None, typer.Option("--rubric", help="A rubric to judge on (repeat): built-in "
+                                                     "(ab, abt, arena5, concise, alpaca) or a TOML file.")] = None,
+    verdicts: Annotated[list[Path] | None, typer.Option("--verdicts", help="A `preflab judge run` verdict file per "
+                                                        "rubric (repeat); no judge is called.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")] = None,
+    guard: Annotated[list[str] | None, typer.Option("--guard", help="A dimension that must not regress (repeat): "
+                                                    "exit 1 when it is significantly worse.")] = None,
+    alpha: Annotated[float, typer.Option(help="Family-wise error rate (Holm across dimensions).")] = 0.05,
+    lm_eval: Annotated[tuple[Path, Path] | None, typer.Option("--lm-eval", help="BASE_DIR CANDIDATE_DIR: two "
+                                                              "lm-eval --log_samples output folders.")] = None,
+    tasks: Annotated[list[str] | None, typer.Option("--tasks", help="lm-eval tasks to compare (default: all).")] = None,
+    metric: Annotated[str | None, typer.Option(help="lm-eval metric (default: the task's own).")] = None,
+    filter_name: Annotated[str | None, typer.Option("--filter", help="lm-eval filter (default: the task's own).")] = None,
+    allow_prompt_change: Annotated[bool, typer.Option("--allow-prompt-change", help="Accept lm-eval items whose "
+                                                      "prompt_hash differs (a prompt change is what you compare).")] = False,
+    plan_only: Annotated[bool, typer.Option("--plan", help="Print the power, calls and cost; judge nothing.")] = False,
+    tie_rate: Annotated[float, typer.Option(help="--plan: share of pairs expected to tie.")] = 0.0,
+    sequential: Annotated[bool, typer.Option("--sequential", help="Judge prompts in random order and stop each "
+                                             "dimension when an anytime-valid test decides.")] = False,
+    max_items: Annotated[int | None, typer.Option(help="--sequential: at most this many prompts.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="--sequential: stop before spending more (USD).")] = None,
+    seed: Annotated[int, typer.Option(help="Random order (--sequential) and bootstrap seed.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight.")] = 16,
+    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = Path.home() / ".cache" / "preflab" / "judge.sqlite",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
+    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
+    samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
+    report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
+) -> None:
+    """Is the candidate better than the base, on what, and by how much? Exits 1 when a --guard is significantly worse."""
+    from judge.compare import GateSettings
+    from judge.compare_run import CompareRequest, run_compare
+    from judge.sequential import SequentialSettings
+    from preflab.errors import InputError
+
+    out = report_console(json_out if is_stdout(json_out) else report_path)
+    rubrics = tuple(rubric or ())
+    try:
+        if plan_only:
+            if items is None:
+                raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")
+            from judge.compare_inputs import load_answers
+
+            answers = load_answers(items)
+            n = len(answers.prompts)
+            chars = sum(len(p) for p in answers.prompts.values()) / max(n, 1) + sum(
+                len(a) for by in answers.answers.values() for a in by.values()) / max(n, 1)
+            res = plan(n, max(len(rubrics), 1), judge, chars, alpha, tie_rate=tie_rate)
+            mdw = res["min_detectable_win_rate"]
+            out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
+                      f"80% power (exact sign test, alpha {alpha}): "
+                      + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False, soft_wrap=True)
+            cost = ("unknown (no price for this judge)" if judge and not res["price_known"] else
+                    "—" if res["cost"] is None else f"${res['cost']:.4f}")
+            out.print(f"judge calls: {res['judge_calls']} ({res['rubrics']} rubric(s) x 2 orders); cost: {cost}",
+                      markup=False, highlight=False, soft_wrap=True)
+            if json_out:
+                write_output(json_out, json.dumps(strict_json({"plan": res}), indent=2) + "\n")
+            return
+        if lm_eval is None and (base is None or candidate is None):
+            raise InputError("<options>", None, "--base" if base is None else "--candidate", "missing",
+                             "name the two versions with --base and --candidate")
+        if judge and not rubrics and not verdicts:
+            rubrics = ("abt",)
+        run_config = None
+        if judge:
+            from judge.rubrics import load_rubric
+            from judge.run import RunConfig
+
+            run_config = RunConfig(load_rubric(rubrics[0]), concurrency=concurrency, rpm=rpm, tpm=tpm,
+                                   timeout=timeout, samples=samples, max_tokens=max_tokens)
+        request = CompareRequest(
+            base=base or "base", candidate=candidate or "candidate", items=items, verdicts=tuple(verdicts or ()),
+            rubrics=rubrics, judge=None if verdicts else judge, run_config=run_config,
+            cache=None if no_cache else cache, gate=GateSettings(alpha=alpha, guards=tuple(guard or ())),
+            sequential=SequentialSettings(alpha=alpha, max_items=max_items, max_cost=max_cost, seed=seed)
+            if sequential else None,
+            lm_eval=lm_eval, lm_eval_options={"tasks": tasks, "metric": metric, "filter_name": filter_name,
+                                              "allow_prompt_change": allow_prompt_change, "seed": seed})
+        if not (request.verdicts or request.judge or request.lm_eval):
+            raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
+                             "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
+        report = run_compare(request)
+        if verdicts and (judge or rubric):
+            report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "
+                                   "rubric and no judge is called")
+    except (InputError, ValueError) as e:
+        fail(e)
+    print_report(report, out)
+    if json_out:
+        payload = {k: v for k, v in report.items() if k != "judge_runs"} | {"judge_runs": report.get("judge_runs")}
+        where = write_output(json_out, json.dumps(strict_json(payload), indent=2, default=str) + "\n")
+        if not is_stdout(json_out):
+            out.print(f"report -> {where}", markup=False)
+    if report_path:
+        from judge.compare_card import write_gate_report
+
+        write_gate_report(report_path, report)
+        if not is_stdout(report_path):
+            out.print(f"gate report -> {report_path}", markup=False)
+    if not report["gate"]["passed"]:
+        raise typer.Exit(1)
