@@ -1,7 +1,7 @@
 """``preflab rank``: battles -> Bradley-Terry leaderboard with bootstrap and/or sandwich intervals.
 
-Its own module (from :mod:`preflab_cli.arena_cmds`): the warm-start work of issue 16 (JAX imported while the
-file is read, stored programs, per-part timings, fast exit) lives with the one command that needs it.
+Its own module (from :mod:`preflab_cli.arena_cmds`): what keeps a warm run short (JAX imported while the file
+is read, stored programs, per-part timings) lives with the one command that needs it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from preflab.io import is_stdout
-from preflab_cli import common
 from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
 from preflab_cli.common import app, err, fail, report_console
 
@@ -122,4 +121,3 @@ def rank(
             err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
     timings.lap("output")
     timings.report()
-    common.FAST_EXIT = True  # all written, closed and flushed: skip the interpreter teardown
