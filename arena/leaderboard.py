@@ -19,6 +19,7 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt, diagnostics, matrices
+from arena._jax import float64
 from arena.data import Battles, PairCounts, aggregate, load_battles
 from arena.weights import WeightKind
 
@@ -110,6 +111,7 @@ def _tie_summary(ties: str, x: np.ndarray, cov: np.ndarray | None, reps: np.ndar
     return out
 
 
+@float64
 def fit_leaderboard(
     battles: Battles | pd.DataFrame | PairCounts,
     *,
@@ -293,6 +295,7 @@ def _excluded_notes(excluded: dict[str, int], models: tuple[str, ...], above, be
     return notes + [msg]
 
 
+@float64
 def rank_battles(battles: Battles | pd.DataFrame, *, n_bootstrap: int = 1000, ci: CI = "bootstrap",
                  ties: str = "half", style_control: bool = False, anchor: Any = None, level: float = 0.95,
                  seed: int = 0, **options: Any) -> pd.DataFrame:

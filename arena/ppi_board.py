@@ -15,6 +15,7 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt, ppi
+from arena._jax import float64
 from arena.data import A_WINS, B_WINS, WINNERS, Battles
 from arena.leaderboard import CI, EloScale, _sandwich_interval
 from preflab.errors import InputError
@@ -162,6 +163,7 @@ def per_model(items: ppi.Items, models: list[str]) -> pd.DataFrame:
                          "ties": ties})
 
 
+@float64
 def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "bootstrap",
                     n_bootstrap: int = 1000, ties: str = "half", level: float = 0.95, seed: int = 0,
                     lam: float | None = None, labels: str = "auto", include_labelled: bool = True,

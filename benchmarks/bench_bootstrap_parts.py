@@ -1,4 +1,4 @@
-"""CPU seconds per part of bench_rank's many-model case (issue 16): 1M battles, ``--models`` models, sandwich +
+"""CPU seconds per part of bench_rank's many-model case: 1M battles, ``--models`` models, sandwich +
 ``--replicates`` bootstrap refits, each part run alone (serially) with the library's own calls, then the whole
 ``rank_battles(df, ci="both", n_bootstrap=1000, min_battles=0)`` that bench_rank times.
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=2, help="warm end-to-end runs")
     args = p.parse_args(argv)
 
-    import arena._jax  # noqa: F401  (x64 + compilation cache)
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena import bootstrap as bs
     from arena import bt, refit
     from arena import weights as wt

@@ -261,7 +261,7 @@ def gpu_check(device: str) -> None:
     """W1, the 300-model case and style control on ``device``: one Markdown table (benchmarks/gpu_check.sh)."""
     import jax
 
-    import arena._jax  # noqa: F401  (x64 + compilation cache)
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena.leaderboard import rank_battles
 
     dev = jax.devices(device)[0]
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import jax
 
-    import arena._jax  # noqa: F401  (x64 + compilation cache)
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena.leaderboard import rank_battles
 
     dev = jax.devices(args.device)[0] if args.device else jax.devices()[0]

@@ -76,7 +76,7 @@ def steps_to(trace: np.ndarray, elo: float = 1e-3) -> int | None:
 
 def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     """The table's rows for ``k`` models."""
-    import arena._jax  # noqa: F401  (x64 + compilation cache)
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena import bt, refit
     from arena import weights as wt
     from arena.data import aggregate, load_battles

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -53,20 +55,32 @@ def test_judge_metrics_and_runner_load_no_jax() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_every_module_that_loads_jax_turns_on_float64() -> None:
-    """arena's package init loads no JAX, so a computing module must import ``arena._jax`` (x64 and the
-    compilation cache), itself or through what it imports; else its fits would silently run in float32.
-    Each module is imported alone, in a fresh interpreter."""
-    from concurrent.futures import ThreadPoolExecutor
+FIT_LEAVING_JAX_AS_IT_WAS = """
+import importlib, json, sys
+import jax, jax.numpy as jnp
+setting = jax.config.jax_enable_x64
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+assert jax.config.jax_enable_x64 is setting, "importing arena changed jax_enable_x64"
+from arena.data import load_battles
+from arena.leaderboard import fit_leaderboard
+lb = fit_leaderboard(load_battles("data/demo/battles.jsonl"), ci="both", n_bootstrap=20, style_control=True)
+assert jax.config.jax_enable_x64 is setting, "a fit changed jax_enable_x64"
+print(json.dumps({"user": str(jnp.ones(1).dtype), "table": lb.table.to_json(double_precision=15),
+                  "style": lb.style.to_json(double_precision=15)}))
+"""
 
-    names = [f"arena.{f.stem}" for f in modules("arena") if f.stem not in ("__init__", "_jax")]
-    code = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
-            "print('jax' in sys.modules and not sys.modules['jax'].config.jax_enable_x64)")
 
-    def float32(name: str) -> bool:
-        out = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, cwd=ROOT)
-        return out.stdout.strip() != "False"
-
-    with ThreadPoolExecutor(4) as pool:
-        bad = [n for n, b in zip(names, pool.map(float32, names), strict=True) if b]
-    assert bad == []
+def test_importing_arena_and_fitting_leave_the_jax_setting_as_it_was() -> None:
+    """Importing every arena module and fitting leave ``jax_enable_x64`` as the host process set it (a
+    user's own JAX code keeps float32 when it asked for it), and the fit computes in float64 either way:
+    the same table, to the last digit, whether the user's JAX has 64-bit types on or off."""
+    names = [f"arena.{f.stem}" for f in modules("arena") if f.stem != "__init__"]
+    runs = {}
+    for x64 in ("0", "1"):
+        out = subprocess.run([sys.executable, "-c", FIT_LEAVING_JAX_AS_IT_WAS, *names], capture_output=True,
+                             text=True, cwd=ROOT, timeout=600, env={**os.environ, "JAX_ENABLE_X64": x64})
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs[x64] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert runs["0"]["user"] == "float32" and runs["1"]["user"] == "float64"
+    assert runs["0"]["table"] == runs["1"]["table"] and runs["0"]["style"] == runs["1"]["style"]

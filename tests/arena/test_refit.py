@@ -20,6 +20,7 @@ from arena import weights as wt
 from arena.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
 from tests.arena.test_bt import simulated_counts
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -28,6 +28,8 @@ from arena.simulate import (
 )
 from arena.ties import tie_parameter_for_rate
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
+
 
 @pytest.mark.parametrize("ties", ["rao-kupper", "davidson"])
 def test_tie_rate_between_equal_models(ties):
