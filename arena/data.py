@@ -155,7 +155,7 @@ def load_battles(
     ``lean=True`` keeps only what the statistics read (the canonical, optional and style columns, plus the
     columns named in ``keep``, e.g. conversation text for style control): ``conv_metadata`` becomes its style
     totals and other columns are dropped chunk by chunk as the file is read, so memory stays near the typed
-    columns' size (issue 14). ``need`` narrows that to the optional columns the caller reads (``()``: the model
+    columns' size. ``need`` narrows that to the optional columns the caller reads (``()``: the model
     names and outcomes only); ``tstamp`` and style totals it leaves out are still checked, chunk by chunk, so
     validation, messages and every kept value are those of a full load (``line`` may be int32).
     """

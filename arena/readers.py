@@ -1,4 +1,4 @@
-"""Large battles files in bounded memory (issue 14): chunked CSV, batched Parquet, Arrow JSONL.
+"""Large battles files in bounded memory: chunked CSV, batched Parquet, Arrow JSONL.
 
 Each reader gives the raw frame that the whole-file readers of :mod:`arena.data` gave, built chunk by chunk,
 so :func:`arena.data.validate` sees the same values and names the same file, line and field. With a lean plan

@@ -69,7 +69,7 @@ def _fit_many(x0: jax.Array, i: jax.Array, j: jax.Array, counts: jax.Array, ties
 def fit_arenas(outcomes: np.ndarray, ties: str = "half") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fit many arenas at once: ``outcomes`` (A, k, k, 3) -> x (A, k+1), sandwich cov (A, k+1, k+1), converged.
 
-    One ``jax.vmap`` of the BT engineer's :func:`arena.bt.fit` and :func:`arena.bt.sandwich_covariance`
+    One ``jax.vmap`` of :func:`arena.bt.fit` and :func:`arena.bt.sandwich_covariance`
     over arenas sharing the all-pairs layout of :func:`arena.sampling.all_pairs_data`.
     """
     k = outcomes.shape[1]

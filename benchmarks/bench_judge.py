@@ -97,7 +97,7 @@ def loopback_rows() -> list[list[object]]:
             measure(f"runner, no cache, concurrency {CONCURRENCY}", lambda: runner(None))
             measure("runner, SQLite cache cold, every answer committed (default; a kill loses only calls in "
                     "flight)", lambda: runner(CallCache(db)), fresh)
-            measure("runner, SQLite cache cold, commits every 64 answers or 0.25 s (before issue 14)",
+            measure("runner, SQLite cache cold, commits every 64 answers or 0.25 s (the old default)",
                     lambda: runner(CallCache(db, commit_every=64)), fresh)
             measure("runner, SQLite cache warm rerun (0 calls)", lambda: runner(db))
         measure("provider only (httpx, no runner/cache/parsing)",

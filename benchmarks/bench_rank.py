@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     load0 = os.getloadavg()[0]
     df = make_w1()
     ours = bench_preflab(df, args.device, args.repeat)
-    for k in (300, 1000):  # issue 16: many models, same 1M battles
+    for k in (300, 1000):  # many models, same 1M battles
         big = make_w1(k=k)
         rank_battles(big, ci="both", n_bootstrap=1000, device=args.device, min_battles=0)  # compile
         cpu0 = time.process_time()

@@ -58,7 +58,7 @@ def rank(
     from preflab_cli.common import Timings, import_jax_in_background
 
     timings = Timings()
-    jax_imported = import_jax_in_background()  # overlaps reading the file (issue 16: warm rank in 2 s)
+    jax_imported = import_jax_in_background()  # overlaps reading the file
     from arena.data import STYLE_COLUMNS
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
@@ -77,7 +77,7 @@ def rank(
 
     arena._jax.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
     timings.lap("imports")
-    if judge_battles is not None:  # issue 15: judge-assisted leaderboard
+    if judge_battles is not None:  # judge-assisted leaderboard (PPI++)
         from preflab_cli.judge_assist import rank_with_judge
 
         return rank_with_judge(battles, judge_battles, layout=layout, skip_bad_rows=skip_bad_rows,
