@@ -347,9 +347,6 @@ def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gam
     return {"params": params, "grad_norm": gnorm, "lc": lc, "raw": raw}
 
 
-_fit_all = jax.jit(fit_all_models, static_argnames=("n_iter",))
-
-
 def is_extreme_change(raw: np.ndarray, lc: np.ndarray, abs_diff: float = 10.0, rel_diff: float = 4.0) -> np.ndarray:
     """AlpacaEval's divergence rule (in percent): LC below ``min(raw - raw/rel, raw - abs)`` or above
     ``max(raw + (100 - raw)/rel, raw + abs)`` signals a likely GLM failure."""

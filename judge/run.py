@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -348,11 +348,3 @@ def failure_summary(verdicts: pd.DataFrame, top: int = 3) -> str:
     shown = "; ".join(f"{n} x {msg}" for msg, n in counts.head(top).items())
     more = f"; {len(counts) - top} other error(s)" if len(counts) > top else ""
     return f"{len(errors)} of {len(verdicts)} verdicts failed after retries: {shown}{more}"
-
-
-def stats_dict(stats: RunStats) -> dict:
-    """The stats without the per-retry waits, for JSON output."""
-    d = asdict(stats)
-    d.pop("waits")
-    d["retry_reasons"] = dict(stats.retry_reasons)
-    return d

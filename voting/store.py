@@ -481,14 +481,6 @@ def voter_votes(engine: Engine, voter: str, dataset: str) -> pd.DataFrame:
     return _frame(engine, sa.select(c.model_left, c.model_right).where(c.voter == voter, c.dataset == dataset))
 
 
-def voter_vote_count(engine: Engine, voter: str, dataset: str) -> int:
-    """How many votes this voter has cast on a dataset (all rounds; the unique index answers it)."""
-    c = votes_t.c
-    with engine.connect() as conn:
-        return int(conn.execute(sa.select(sa.func.count()).where(c.voter == voter, c.dataset == dataset))
-                   .scalar_one())
-
-
 def dataset_version(engine: Engine, dataset: str) -> tuple:
     """Changes when a dataset's items change (their number and last import time): the key for caching
     items, models and answers, which votes never change."""
