@@ -22,15 +22,20 @@ FORBIDDEN = {
 }
 
 
-def imported_packages(path: Path) -> set[str]:
-    """Top-level names of our packages that a module imports anywhere (module level or inside functions)."""
+def imported_top_names(path: Path) -> set[str]:
+    """Top-level names of the packages a module imports anywhere (module level or inside functions)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module.split(".")[0])
-    return found & OURS
+    return found
+
+
+def imported_packages(path: Path) -> set[str]:
+    """Top-level names of our packages that a module imports anywhere (module level or inside functions)."""
+    return imported_top_names(path) & OURS
 
 
 def modules(package: str) -> list[Path]:
@@ -41,6 +46,13 @@ def modules(package: str) -> list[Path]:
 def test_imports_run_one_way(package: str) -> None:
     bad = {str(f.relative_to(ROOT)): sorted(imported_packages(f) & FORBIDDEN[package]) for f in modules(package)}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_tests_never_import_the_benchmarks() -> None:
+    """The benchmarks use the tests' harnesses (servers, browser flags), never the reverse: no import circle
+    between the two folders."""
+    bad = [str(f.relative_to(ROOT)) for f in modules("tests") if "benchmarks" in imported_top_names(f)]
+    assert bad == []
 
 
 def test_the_checker_sees_lazy_imports(tmp_path: Path) -> None:
