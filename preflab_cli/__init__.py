@@ -22,6 +22,8 @@ app.add_typer(judge_app, name="judge", help="Run LLM judges and calibrate them a
 #: Old option spellings, still accepted (not shown in --help): one name per concept across commands.
 OPTION_ALIASES = {"--n-bootstrap": "--bootstrap", "--ties-model": "--ties"}
 
+__all__ = ["OPTION_ALIASES", "app", "canonical_args", "main"]
+
 
 def canonical_args(args: list[str]) -> list[str]:
     """Rewrite old option spellings to today's (``--n-bootstrap`` -> ``--bootstrap``, ``--ties-model none``
