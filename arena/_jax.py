@@ -20,7 +20,8 @@ F = TypeVar("F", bound=Callable)
 
 def float64(fun: F) -> F:
     """``fun`` run with JAX's 64-bit types on (and the caller's setting back after): the fits and their
-    intervals are checked to ~1e-9, which float32 cannot give. Harmless inside a trace already in float64."""
+    intervals are checked to ~1e-9, which float32 cannot give. Harmless inside a trace already in float64. It adds
+    one frame: a warning meant for the caller of a wrapped function passes ``stacklevel=3``."""
 
     @functools.wraps(fun, updated=())  # (a StoredJit's own state stays on it)
     def in_float64(*args, **kwargs):

@@ -393,7 +393,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
     gamma = fit["gamma"]
     if float(jnp.max(fit["grad_norm"])) > 1e-5 or not bool(fit["joint_ok"]):
         warnings.warn(f"LC GLM did not converge (max |gradient| {float(jnp.max(fit['grad_norm'])):.2e}, "
-                      f"joint fit converged: {bool(fit['joint_ok'])})", RuntimeWarning, stacklevel=2)
+                      f"joint fit converged: {bool(fit['joint_ok'])})", RuntimeWarning, stacklevel=3)
     mask = np.asarray(data.mask)
     y, n = np.asarray(data.y), mask.sum(axis=1)
     raw_var = ((y - np.asarray(fit["raw"])[:, None]) ** 2 * mask).sum(axis=1) / (n - 1)
@@ -415,7 +415,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
         lc_boot = 100 * boot["lc"][boot["converged"]]
         if n_unconverged and warn:
             warnings.warn(f"{n_unconverged} of {n_bootstrap} LC bootstrap refits did not converge and are left "
-                          "out of the SE and interval", RuntimeWarning, stacklevel=2)
+                          "out of the SE and interval", RuntimeWarning, stacklevel=3)
         alpha = (1 - level) / 2
         out["lc_se"] = lc_boot.std(axis=0, ddof=1)
         out["lc_lower"], out["lc_upper"] = np.quantile(lc_boot, [alpha, 1 - alpha], axis=0)
@@ -432,7 +432,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
         bad = out[out["extreme_change"]]
         warnings.warn("LC win rate is very different from the raw one (a sign of GLM failure) for: "
                       + ", ".join(f"{r.model} ({r.lc_win_rate:.1f}% vs raw {r.raw_win_rate:.1f}%)"
-                                  for r in bad.itertuples()), LCDivergenceWarning, stacklevel=2)
+                                  for r in bad.itertuples()), LCDivergenceWarning, stacklevel=3)
     cols = ["model", "raw_win_rate", "raw_se", "lc_win_rate", "lc_se", "lc_lower", "lc_upper", "avg_length", "n",
             "length_coef", "difficulty_coef", "extreme_change"] + (["lc_vs_reference"] if reference else [])
     out = out[cols].sort_values("lc_win_rate", ascending=False, ignore_index=True)

@@ -180,7 +180,7 @@ def fit_leaderboard(
     regularised = ridge > bt.DEFAULT_RIDGE  # the user asked for a ridge prior: finite fits by design
     if sep is not None:
         msg = diagnostics.separation_message(sep, ridge, regularised, sc.per_nat)
-        warnings.warn(msg, diagnostics.SeparatedGraphWarning, stacklevel=2)
+        warnings.warn(msg, diagnostics.SeparatedGraphWarning, stacklevel=3)
         notes.append(msg)
 
     style_table = None
@@ -291,7 +291,7 @@ def _excluded_notes(excluded: dict[str, int], models: tuple[str, ...], above, be
             share = (1 - level) / 2
             msg += (f"; where more than {share:.1%} of replicates put a model beyond the rest with no loss (or "
                     "win), that bound is unknown and reported infinite: " + ", ".join(opened[:8]))
-    warnings.warn(msg, diagnostics.ExcludedReplicatesWarning, stacklevel=3)
+    warnings.warn(msg, diagnostics.ExcludedReplicatesWarning, stacklevel=4)
     return notes + [msg]
 
 

@@ -353,7 +353,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         msg = (f"style feature '{name}' is almost determined by which models play (R^2 = {r2:.3f}): style and "
                "model identity are confounded, so that coefficient and the style-adjusted ratings are not "
                "identified; drop the feature (features=...) or collect battles where it varies within models")
-        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=2)
+        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
         notes.append(msg)
     put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
@@ -371,7 +371,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         hess = _style_hessian(z, rows_d, k, ties, ridge)
     if not bool(done):
         msg = "the style-controlled Newton fit stopped without converging (max 100 iterations)"
-        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
         notes.append(msg)
     h_inv = np.linalg.inv(np.asarray(bt.condition(hess, k)))
     cov = None
