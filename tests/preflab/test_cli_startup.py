@@ -171,7 +171,7 @@ def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> N
             "assert np.allclose(scipy.linalg.solve(a, b), np.linalg.solve(a, b))\n"
             "print('ok')\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_ENABLE_X64": "1"})  # (its own solve)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
 
