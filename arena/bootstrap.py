@@ -26,7 +26,7 @@ from arena import bt, refit
 from arena._jax import float64
 from arena.diagnostics import beat_edges, replicate_separation
 from arena.poisson import PoissonTable
-from arena.weights import BLOCK, WeightKind, _block_weights
+from arena.weights import BLOCK, WeightKind, block_weights
 
 # ------------------------------------------------------------------------------------------- refits
 
@@ -162,7 +162,7 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
-            w = _block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
+            w = block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
             if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
                 scratch = vars(local).setdefault((n, w.dtype), np.empty((n, live.size + 1), w.dtype))
                 mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]

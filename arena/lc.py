@@ -149,7 +149,7 @@ def fit_difficulty(grid: LCGrid, ridge: float | Array, gamma: Array | None = Non
     fixed = gamma is not None
     g0 = jnp.asarray(gamma, float) if fixed else jnp.zeros(grid.y.shape[1])
     ridge = jnp.broadcast_to(jnp.asarray(ridge, float), grid.y.shape[1:])
-    a, g, _ = _solve_difficulty(grid, ridge, jnp.zeros(2 * grid.y.shape[0]), g0, fixed)
+    a, g, _ = solve_difficulty(grid, ridge, jnp.zeros(2 * grid.y.shape[0]), g0, fixed)
     n = grid.y.shape[0]
     return JointFit(g, a[:n], a[n:])
 
@@ -206,7 +206,7 @@ def chord_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed
                      n_iter: int = 8) -> tuple[Array, Array, Array]:
     """Chord Newton (Hessian factored once at the start) for starts near the optimum, as bootstrap warm starts:
     one O(models^2 x instructions) factorisation, then O(models x instructions) steps converging linearly.
-    Returns ``(a, gamma, |gradient|_inf)``; callers fall back to :func:`_solve_difficulty` when it is large.
+    Returns ``(a, gamma, |gradient|_inf)``; callers fall back to :func:`solve_difficulty` when it is large.
     Reference: Kelley 1995, "Iterative Methods for Linear and Nonlinear Equations", sec. 5.4 (chord method).
     """
     hess = _difficulty_hessian(grid, ridge, a0, gamma0, fixed)
@@ -228,7 +228,7 @@ def difficulty_tolerance(grid: LCGrid) -> Array:
 
 
 @partial(jax.jit, static_argnames=("fixed", "max_iter"))
-def _solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
+def solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
                       max_iter: int = 100) -> tuple[Array, Array, Array]:
     """Damped Newton from ``(a0, gamma0)``; returns ``(a, gamma, |gradient|_inf)``."""
     n = grid.y.shape[0]

@@ -23,11 +23,11 @@ from arena.lc import (
     LCData,
     LCPenalty,
     Prior,
-    _solve_difficulty,
     chord_difficulty,
     difficulty_tolerance,
     fit_all_models,
     lc_grid,
+    solve_difficulty,
 )
 
 Array = jax.Array
@@ -89,7 +89,7 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     grid = lc_grid(data, w)
     gamed_grid = lc_grid(gamed, gamed.mask * instr_weight[None, :])
     ridge = hyper.instruction * jnp.where(instr_weight > 0, instr_weight, 1.0)
-    solve = chord_difficulty if warm else _solve_difficulty
+    solve = chord_difficulty if warm else solve_difficulty
     a, gamma, gnorm = solve(grid, ridge, start.joint, start.gamma, fixed_gamma)
     prior = stage2_prior(hyper, a[n:])
     res = fit_all_models(grid, w, gamma, gamed_grid, hyper.gamed_weight, prior, start.params, n_iter)

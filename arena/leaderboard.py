@@ -88,7 +88,7 @@ def _as_battles(battles: Battles | pd.DataFrame) -> Battles:
     return battles if isinstance(battles, Battles) else load_battles(battles)
 
 
-def _sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None, scale: EloScale, level: float):
+def sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None, scale: EloScale, level: float):
     k = len(x) - 1
     cov_r = bt.elo_covariance(cov[:k, :k], anchor) * scale.per_nat**2
     se = np.sqrt(np.clip(np.diag(cov_r), 0, None))
@@ -215,7 +215,7 @@ def fit_leaderboard(
     table = per.assign(rating=ratings)
     cov_r = None
     if want_sw:
-        se, z, cov_r = _sandwich_interval(x, cov, anchor_idx, sc, level)
+        se, z, cov_r = sandwich_interval(x, cov, anchor_idx, sc, level)
         se = np.where(identified, se, np.inf)
         table["se"] = se
         table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     table = PoissonTable(flat[live])
     n_rep = args.replicates // wt.BLOCK * wt.BLOCK
     t0 = _clock()
-    draws = [wt._block_weights(flat[live], 0, b, wt.BLOCK, "multinomial", table, integer=True)
+    draws = [wt.block_weights(flat[live], 0, b, wt.BLOCK, "multinomial", table, integer=True)
              for b in range(n_rep // wt.BLOCK)]
     print(f"{'draws':<24} cpu {_since(t0)[0] / n_rep * 1e3:6.2f} ms a replicate")
     t0 = _clock()

@@ -88,7 +88,7 @@ def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     flat = np.asarray(data.counts).ravel()
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(data, live, k)
-    w = wt._block_weights(flat[live], 0, 0, args.replicates, "multinomial")
+    w = wt.block_weights(flat[live], 0, 0, args.replicates, "multinomial")
     m, s = refit.signed_battles(layout, w)
     m_d, s_d = jnp.asarray(m), jnp.asarray(s)
     ridge = bt.DEFAULT_RIDGE
