@@ -60,8 +60,9 @@ def test_wheel_is_imported_from_the_install_not_the_checkout(installed, tmp_path
 def test_the_wheel_ships_no_test_servers(installed, tmp_path) -> None:
     """The loopback fault server fakes paid APIs for the tests and benchmarks: it lives under tests/."""
     code = "import importlib.util as u, judge; print(u.find_spec('judge.fault_server'), judge.__file__)"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     out = subprocess.run([str(installed / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                         cwd=tmp_path, check=True).stdout.split()
+                         cwd=tmp_path, env=env, check=True).stdout.split()
     assert out[0] == "None" and str(installed) in out[1]
 
 
