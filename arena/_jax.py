@@ -40,7 +40,8 @@ def cache_dir() -> Path:
 
 
 def configure_jax() -> None:
-    """Turn on the persistent compilation cache; safe to call many times."""
+    """Turn on the persistent compilation cache; safe to call many times. Unlike float64 this is process-wide:
+    JAX opens one cache folder per process, on its first compilation."""
     path = cache_dir()
     try:
         path.mkdir(parents=True, exist_ok=True)
