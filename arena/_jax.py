@@ -1,12 +1,34 @@
 """JAX set-up shared by every module: float64 math and a persistent compilation cache.
 
-The cache lives under the user's cache folder so a second CLI run skips XLA compilation.
+float64 is scoped, not global: each public function that computes with JAX runs under :func:`float64`
+(``jax.enable_x64`` as a context manager, this thread only), so the host process's own JAX code keeps its
+setting. The cache lives under the user's cache folder so a second CLI run skips XLA compilation.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import jax
+
+F = TypeVar("F", bound=Callable)
+
+
+def float64(fun: F) -> F:
+    """``fun`` run with JAX's 64-bit types on (and the caller's setting back after): the fits and their
+    intervals are checked to ~1e-9, which float32 cannot give. Harmless inside a trace already in float64. It adds
+    one frame: a warning meant for the caller of a wrapped function passes ``stacklevel=3``."""
+
+    @functools.wraps(fun, updated=())  # (a StoredJit's own state stays on it)
+    def in_float64(*args, **kwargs):
+        with jax.enable_x64(True):
+            return fun(*args, **kwargs)
+
+    return in_float64  # type: ignore[return-value]
 
 
 def cache_dir() -> Path:
@@ -18,10 +40,8 @@ def cache_dir() -> Path:
 
 
 def configure_jax() -> None:
-    """Enable x64 and the persistent compilation cache; safe to call many times."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+    """Turn on the persistent compilation cache; safe to call many times. Unlike float64 this is process-wide:
+    JAX opens one cache folder per process, on its first compilation."""
     path = cache_dir()
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -33,10 +53,10 @@ def configure_jax() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
 
-configure_jax()  # importing this module is how the computing modules get x64 and the cache
+configure_jax()  # importing this module is how the computing modules get the cache
 
 
-# ----------------------------------------------------------------------------- stored programs (issue 16)
+# ----------------------------------------------------------------------------- stored programs
 
 #: Off in the library; ``preflab rank`` turns it on: its few programs are then loaded, not traced.
 STORE_PROGRAMS = False
@@ -80,8 +100,6 @@ class StoredJit:
         import hashlib
         import pickle
 
-        import jax
-
         static = {self.names[i]: a for i, a in enumerate(args) if self.names[i] in self.static}
         static.update({k: v for k, v in kwargs.items() if k in self.static})
         dyn_args = tuple(a for i, a in enumerate(args) if self.names[i] not in self.static)
@@ -117,7 +135,6 @@ class StoredJit:
 
 def stored_jit(static_argnames: tuple[str, ...] = ()):
     """Decorator: ``jax.jit`` with :class:`StoredJit` programs (for the CLI's few hot programs)."""
-    import jax
 
     def wrap(fun):
         return StoredJit(jax.jit(fun, static_argnames=static_argnames), static_argnames)
@@ -137,11 +154,11 @@ def _sources() -> str:
     return _source_hash[0]
 
 
+@float64  # (the kernels and dialects of our float64 programs)
 def load_lowering_libraries() -> None:
     """Lower a small LAPACK call once: that loads the MLIR dialects and LAPACK's kernels (~0.3 s), which
     JAX does when it first lowers one; a stored program is not lowered but needs the kernels."""
     if not _ready:
-        import jax
         import jax.numpy as jnp
         import numpy as np
 

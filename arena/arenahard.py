@@ -22,6 +22,7 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt
+from arena._jax import float64
 from arena.diagnostics import beat_edges, separation, strong_groups
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, json_type
@@ -222,6 +223,7 @@ def orient(games: pd.DataFrame, baseline: str, allow_indirect: bool = False) -> 
     return out
 
 
+@float64
 def baseline_leaderboard(games: pd.DataFrame, baseline: str, *, n_bootstrap: int = 1000, level: float = 0.95,
                          seed: int = 0, chunk: int = 200, style: pd.DataFrame | None = None,
                          allow_indirect: bool = False) -> pd.DataFrame:
@@ -311,6 +313,7 @@ def prompt_resamples(n_prompts: int, n_bootstrap: int, seed: int = 0) -> np.ndar
     return rng.multinomial(n_prompts, np.full(n_prompts, 1.0 / n_prompts), size=n_bootstrap).astype(float)
 
 
+@float64
 def refit_resamples(data: bt.PairData, x: np.ndarray, per_prompt: np.ndarray, resamples: np.ndarray,
                     chunk: int = 200, flags: bool = False):
     """BT refits (R, K+1) for prompt counts ``resamples`` (R, U): pair counts are ``resamples @ per_prompt``,
@@ -340,6 +343,7 @@ def refit_resamples(data: bt.PairData, x: np.ndarray, per_prompt: np.ndarray, re
     return reps, ok, labels
 
 
+@float64
 def ci_width_by_weight(load, weights: tuple[float, ...] = (1.0, 3.0), **kwargs) -> pd.DataFrame:
     """Width of the win-rate CI per model for each strong-verdict weight; ``load(weight) -> games``."""
     cols = {}

@@ -22,11 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt, refit
+from arena._jax import float64
 from arena.diagnostics import beat_edges, replicate_separation
 from arena.poisson import PoissonTable
-from arena.weights import BLOCK, WeightKind, _block_weights
+from arena.weights import BLOCK, WeightKind, block_weights
 
 # ------------------------------------------------------------------------------------------- refits
 
@@ -43,6 +43,7 @@ class Replicates(NamedTuple):
     outside: np.ndarray
 
 
+@float64
 @partial(jax.jit, static_argnames=("ties", "max_iter"))
 def refit_chunk(counts: jax.Array, x_hat: jax.Array, h_inv: jax.Array, data: bt.PairData, ties: str = "half",
                 ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 50):
@@ -75,6 +76,7 @@ def refit_chunk(counts: jax.Array, x_hat: jax.Array, h_inv: jax.Array, data: bt.
     return x.T, (last < tol) & jnp.all(jnp.isfinite(x), axis=0)
 
 
+@float64
 @partial(jax.jit, static_argnames=("ties",))
 def newton_refit_chunk(counts: jax.Array, x_hat: jax.Array, data: bt.PairData, ties: str = "half",
                        ridge: float = bt.DEFAULT_RIDGE):
@@ -90,6 +92,7 @@ MIN_DENSE_CHUNK = 15
 """Fewer replicates a chunk re-read H^-1 too often (1,000 models: 10-15 is fastest, 5 and 30 slower)."""
 
 
+@float64
 def chunk_size(n_cells: int, n_models: int, device: jax.Device | None = None, dense: bool = False) -> int:
     """Replicates per chunk from device memory: a quarter of the accelerator's, or 1 GiB on CPU (256 MiB
     for the dense form, whose chunks gain nothing from being larger, and on CPU no more than stay in cache:
@@ -125,6 +128,7 @@ def chunk_plan(n_bootstrap: int, chunk: int, n_devices: int = 1) -> tuple[list[l
     return chunks, width
 
 
+@float64
 def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n_bootstrap: int = 1000,
                    seed: int = 0, ties: str = "half", ridge: float = bt.DEFAULT_RIDGE,
                    weights: WeightKind = "multinomial", chunk: int | None = None, threads: int = 2,
@@ -158,7 +162,7 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
-            w = _block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
+            w = block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
             if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
                 scratch = vars(local).setdefault((n, w.dtype), np.empty((n, live.size + 1), w.dtype))
                 mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
@@ -311,6 +315,7 @@ def _sparse_counts(n_flat: int, live: np.ndarray, w_live: np.ndarray) -> np.ndar
     return w.reshape(-1, 3, w.shape[1])
 
 
+@float64
 def replicate_devices(device: jax.Device | None = None, devices: list[jax.Device] | None = None
                       ) -> list[jax.Device]:
     """Devices to shard replicates over: ``devices``, else ``[device]``, else all local devices."""

@@ -18,8 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
-from arena._jax import stored_jit
+from arena._jax import float64, stored_jit
 from arena.data import A_WINS, PairCounts
 from arena.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
 
@@ -69,6 +68,7 @@ def initial_x(data: PairData, n_models: int, ties: str) -> np.ndarray:
     return x
 
 
+@float64
 def outcome_log_probs(d: jax.Array, psi: jax.Array, ties: str) -> jax.Array:
     """Log-probabilities of (i wins, j wins, tie) for strength gap ``d = theta_i - theta_j``; shape (..., 3).
 
@@ -98,6 +98,7 @@ def _gap(x: jax.Array, data: PairData) -> tuple[jax.Array, jax.Array]:
     return x[data.i] - x[data.j], x[-1]
 
 
+@float64
 def loss(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """Negative log-likelihood of the pair counts plus ``ridge/2 * ||theta||^2`` (and ``psi^2/2`` for half).
 
@@ -109,6 +110,7 @@ def loss(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAUL
     return nll + 0.5 * ridge * jnp.sum(x[:-1] ** 2) + pin
 
 
+@float64
 def outcome_derivatives(d: jax.Array, psi: jax.Array, ties: str):
     """Per row and outcome: log-prob and its first and second derivatives in (d, psi), by nested jvp.
 
@@ -139,6 +141,7 @@ def _pair_derivatives(x: jax.Array, data: PairData, ties: str):
     return outcome_derivatives(d, psi, ties)
 
 
+@float64
 def assemble(i: jax.Array, j: jax.Array, size: int, m_dd, m_dp, m_pp) -> jax.Array:
     """Map per-row 2x2 blocks in (d, psi) onto a size x size matrix, d = theta_i - theta_j, psi = last.
 
@@ -155,6 +158,7 @@ def _assemble(data: PairData, n_models: int, m_dd, m_dp, m_pp) -> jax.Array:
     return assemble(jnp.asarray(data.i), jnp.asarray(data.j), n_models + 1, m_dd, m_dp, m_pp)
 
 
+@float64
 def gradient(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """Gradient of :func:`loss` by scattering per-pair derivatives.
 
@@ -172,6 +176,7 @@ def gradient(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DE
     return g.at[-1].set(g_psi).at[:n].add(ridge * x[:n])
 
 
+@float64
 def half_gradient(x: jax.Array, i: jax.Array, j: jax.Array, score: jax.Array, total: jax.Array,
                   ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """:func:`gradient` for ``ties="half"`` from its sufficient statistics per pair: ``score`` = wins of i
@@ -193,6 +198,7 @@ def dense_pairs(n_models: int, n_pairs: int) -> bool:
     return 1 < n_models <= DENSE_MAX_MODELS and n_models * n_models <= 16 * max(n_pairs, 1)
 
 
+@float64
 def beat_matrix(data: PairData, n_models: int) -> jax.Array:
     """(K, K) ``W``: ``W[a, b]`` = a's wins over b plus half their ties, the half-ties model's sufficient
     statistics (``W + W^T`` battles, ``W 1`` scores); two scatters, once per fit."""
@@ -202,6 +208,7 @@ def beat_matrix(data: PairData, n_models: int) -> jax.Array:
     return w.at[data.i, data.j].add(c[:, 0] + half).at[data.j, data.i].add(c[:, 1] + half)
 
 
+@float64
 def dense_half_loss(x: jax.Array, w: jax.Array, ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """:func:`loss` for half ties from :func:`beat_matrix` ``w``: ``-sum_ab W[a, b] log sigmoid(d_ab)`` (a
     tie's half-win on each side is the tie column of :func:`outcome_log_probs`)."""
@@ -210,6 +217,7 @@ def dense_half_loss(x: jax.Array, w: jax.Array, ridge: float = DEFAULT_RIDGE) ->
     return nll + 0.5 * ridge * jnp.sum(theta**2) + 0.5 * x[-1] ** 2
 
 
+@float64
 def dense_half_gradient(x: jax.Array, n: jax.Array, s: jax.Array, ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """:func:`gradient` for half ties from battles ``n = W + W^T`` and scores ``s = W 1``."""
     theta = x[:-1]
@@ -217,6 +225,7 @@ def dense_half_gradient(x: jax.Array, n: jax.Array, s: jax.Array, ridge: float =
     return jnp.concatenate([g, x[-1:]])
 
 
+@float64
 def dense_half_hessian(x: jax.Array, n: jax.Array, ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """:func:`hessian` for half ties from battles ``n``: the weighted Laplacian of ``n sigma (1 - sigma)``."""
     theta = x[:-1]
@@ -227,6 +236,7 @@ def dense_half_hessian(x: jax.Array, n: jax.Array, ridge: float = DEFAULT_RIDGE)
     return jnp.zeros((k + 1, k + 1), h.dtype).at[:k, :k].set(h).at[k, k].set(1.0)
 
 
+@float64
 def hessian(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAULT_RIDGE) -> jax.Array:
     """Hessian of :func:`loss`: observed information (Bradley & Terry 1952) plus the ridge."""
     n = x.shape[0] - 1
@@ -243,6 +253,7 @@ def hessian(x: jax.Array, data: PairData, ties: str = "half", ridge: float = DEF
     return h.at[-1, -1].add(1.0) if ties == "half" else h
 
 
+@float64
 @stored_jit(static_argnames=("ties",))
 def conditioned_hessian(x: jax.Array, data: PairData, ties: str = "half",
                         ridge: float = DEFAULT_RIDGE) -> jax.Array:
@@ -256,6 +267,7 @@ def conditioned_hessian(x: jax.Array, data: PairData, ties: str = "half",
     return condition(hessian(x, data, ties, ridge), x.shape[0] - 1)
 
 
+@float64
 def condition(h: jax.Array, n_models: int) -> jax.Array:
     """Add ``c * 1 1^T`` (``c`` = mean strength diagonal / K) on the first ``n_models`` rows and columns."""
     c = jnp.trace(h[:n_models, :n_models]) / n_models / n_models
@@ -263,6 +275,7 @@ def condition(h: jax.Array, n_models: int) -> jax.Array:
     return h + c * jnp.outer(ones, ones)
 
 
+@float64
 def score_outer(x: jax.Array, data: PairData, ties: str = "half") -> jax.Array:
     """The sandwich 'meat': sum over battles of the per-battle score outer product, summed per cell."""
     n = x.shape[0] - 1
@@ -273,6 +286,7 @@ def score_outer(x: jax.Array, data: PairData, ties: str = "half") -> jax.Array:
     return _assemble(data, n, jnp.sum(c * g_d * g_d, -1), jnp.sum(c * g_d * g_p, -1), jnp.sum(c * g_p * g_p, -1))
 
 
+@float64
 @stored_jit(static_argnames=("ties", "max_iter"))
 def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAULT_RIDGE,
         tol: float = 1e-9, max_iter: int = 100) -> Fit:
@@ -327,6 +341,7 @@ def fit(x0: jax.Array, data: PairData, ties: str = "half", ridge: float = DEFAUL
     return Fit(x, it, done)
 
 
+@float64
 @stored_jit(static_argnames=("ties",))
 def sandwich_covariance(x: jax.Array, data: PairData, ties: str = "half",
                         ridge: float = DEFAULT_RIDGE) -> jax.Array:
@@ -340,6 +355,7 @@ def sandwich_covariance(x: jax.Array, data: PairData, ties: str = "half",
     return (cov + cov.T) / 2
 
 
+@float64
 def tie_parameter(x: jax.Array, ties: str) -> float | None:
     """The fitted tie parameter on its classical scale (:func:`arena.ties.tie_parameter_from_psi`)."""
     return tie_parameter_from_psi(float(x[-1]), ties)
@@ -355,6 +371,7 @@ def elo_matrix(n_models: int, anchor: int | None = None) -> np.ndarray:
     return out
 
 
+@float64
 def to_elo(theta: jax.Array | np.ndarray, *, scale: float = 400.0, base: float = 10.0, init: float = 1000.0,
            anchor: int | None = None, anchor_rating: float | None = None) -> np.ndarray:
     """Elo-scale ratings ``scale * log_base(strength) + init``, mean ``init`` or model ``anchor`` pinned.
@@ -381,6 +398,7 @@ def elo_covariance(cov: np.ndarray, anchor: int | None = None) -> np.ndarray:
     return cov - cov[anchor:anchor + 1] - cov[:, anchor:anchor + 1] + cov[anchor, anchor]
 
 
+@float64
 def fit_ratings(counts: PairCounts, ties: str = "half", ridge: float = DEFAULT_RIDGE) -> tuple[np.ndarray, Fit]:
     """Convenience: aggregate counts -> (centred natural-log strengths, Fit)."""
     if ties not in TIES:

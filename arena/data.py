@@ -155,7 +155,7 @@ def load_battles(
     ``lean=True`` keeps only what the statistics read (the canonical, optional and style columns, plus the
     columns named in ``keep``, e.g. conversation text for style control): ``conv_metadata`` becomes its style
     totals and other columns are dropped chunk by chunk as the file is read, so memory stays near the typed
-    columns' size (issue 14). ``need`` narrows that to the optional columns the caller reads (``()``: the model
+    columns' size. ``need`` narrows that to the optional columns the caller reads (``()``: the model
     names and outcomes only); ``tstamp`` and style totals it leaves out are still checked, chunk by chunk, so
     validation, messages and every kept value are those of a full load (``line`` may be int32).
     """
@@ -168,14 +168,14 @@ def load_battles(
         raw["line"] = np.arange(len(raw)) + 1
     else:
         name = str(source)
-        raw = _read_file(Path(source), fmt, on_error, plan)
+        raw = read_file(Path(source), fmt, on_error, plan)
     try:
         battles = validate(raw, name, cmap, on_error, keep_set)
     except InputError:
         if plan is None or isinstance(source, pd.DataFrame):
             raise
         del raw  # a lean frame lacks columns a message may list: the full read names the problem as always
-        battles = validate(_read_file(Path(source), fmt, on_error), name, cmap, on_error, keep_set)
+        battles = validate(read_file(Path(source), fmt, on_error), name, cmap, on_error, keep_set)
     if keep_set is None:
         return battles
     drop = [c for c in battles.df.columns if c != "line" and c not in keep_set]
@@ -198,7 +198,7 @@ def _format_of(path: Path, fmt: str | None) -> str:
     return known[ext]
 
 
-def _read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:
+def read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:
     """The raw frame of a file: chunked readers first (the same values, in bounded memory), the whole-file
     readers when those decline (they name any problem)."""
     if not path.exists():
@@ -210,14 +210,14 @@ def _read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.L
             return chunked
         df = read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         df["line"] = np.arange(len(df)) + 2  # line 1 is the header
-        return _parse_conv_metadata(df, path)
+        return parse_conv_metadata(df, path)
     if kind == "parquet":
         batched = readers.read_parquet_batches(path, lean)
         if batched is not None:
             return batched
         df = read_parquet(path)
         df["line"] = np.arange(len(df)) + 1
-        return _parse_conv_metadata(df, path)
+        return parse_conv_metadata(df, path)
     if kind == "json" and _head_text(path).lstrip().startswith("["):
         records = parse_json(read_text(path), str(path), hint="fix the file")
         if not isinstance(records, list):  # e.g. "[1] [2]" is caught by the parser; keep the type honest
@@ -270,7 +270,7 @@ def _records_frame(records: list, lines: list[int], name: str, on_error: OnError
     return df
 
 
-def _concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+def concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
     """Chunk frames as one; a column categorical in every chunk stays categorical (categories united)."""
     if len(chunks) == 1:
         return chunks[0]
@@ -326,13 +326,13 @@ def _read_jsonl_lines(path: Path, on_error: OnError, lean: lean_load.Lean | None
     if records or not chunks:
         chunks.append(lean_load.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
     if lean is None:
-        return _concat_chunks(chunks)
+        return concat_chunks(chunks)
     df = lean_load.finish(readers.concat_json_chunks(chunks), lean)
     df.attrs["bad_json_lines"] = bad
     return df
 
 
-def _parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+def parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Tabular formats store ``conv_metadata`` as JSON text; turn it back into dicts."""
     if "conv_metadata" in df:
         if (not_utf8 := readers.not_utf8_rows(df["conv_metadata"])) is not None:  # reading it would raise
@@ -343,11 +343,11 @@ def _parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
                 value = readers.quoted_bytes(e)
             raise InputError(str(path), int(df["line"].iloc[first]), "conv_metadata", f"not valid UTF-8 text "
                              f"({value})", "write the file's text as UTF-8")
-        df["conv_metadata"] = [_json_cell(v, str(path), n) for v, n in zip(df["conv_metadata"], df["line"], strict=True)]
+        df["conv_metadata"] = [json_cell(v, str(path), n) for v, n in zip(df["conv_metadata"], df["line"], strict=True)]
     return df
 
 
-def _json_cell(value: object, name: str, line: int) -> object:
+def json_cell(value: object, name: str, line: int) -> object:
     if not isinstance(value, str) or not value.strip():
         return None
     try:
@@ -409,7 +409,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     _fill_style_columns(df)
     for col in NUMBER_RANGES:
         if col in df:
-            checks += _number_checks(df[col], col, *NUMBER_RANGES[col])
+            checks += number_checks(df[col], col, *NUMBER_RANGES[col])
     bad_any = np.zeros(len(df), dtype=bool)
     for col, problem, hint, mask in checks:
         mask = mask & ~bad_any  # one reason per row: the first that applies
@@ -435,7 +435,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     return Battles(_finalise(df), source, tuple(skipped))
 
 
-def _number_checks(values: pd.Series, col: str, what: str, lo: float, hi: float
+def number_checks(values: pd.Series, col: str, what: str, lo: float, hi: float
                    ) -> list[tuple[str, str, str, np.ndarray]]:
     """Row masks of a numeric column's problems: given but not a number; not finite or outside [lo, hi]."""
     structured = np.zeros(len(values), bool)
@@ -558,12 +558,12 @@ def _total(v: object) -> object:
 def _fill_style_columns(df: pd.DataFrame) -> None:
     """Add the flat style columns missing from ``df`` from its nested ``conv_metadata`` (in place)."""
     if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
-        for col, values in _style_from_metadata(df["conv_metadata"]).items():
+        for col, values in style_from_metadata(df["conv_metadata"]).items():
             if col not in df:
                 df[col] = values
 
 
-def _style_from_metadata(meta: Collection) -> dict[str, np.ndarray]:
+def style_from_metadata(meta: Collection) -> dict[str, np.ndarray]:
     """Totals per side from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` are summed).
 
     Float arrays (NaN where absent); a column with a value that is not a count becomes an object array

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-import arena._jax  # noqa: F401  (x64 and the compilation cache)
+from arena._jax import float64
 from arena.lc_data import table_to_grid
 
 Array = jax.Array
@@ -100,11 +100,13 @@ class JointFit(NamedTuple):
     beta: Array
 
 
+@float64
 def soft_cross_entropy(eta: Array, y: Array) -> Array:
     """Cross-entropy of probability ``y`` against ``sigmoid(eta)``, exact for soft labels (no row duplication)."""
     return -(y * jax.nn.log_sigmoid(eta) + (1.0 - y) * jax.nn.log_sigmoid(-eta))
 
 
+@float64
 def tanh_std_delta_len(model_len: Array, baseline_len: Array, weight: Array) -> Array:
     """``tanh((len_model - len_baseline) / sd)`` per model row, sd over that model's rows (ddof=1), as AlpacaEval.
 
@@ -118,12 +120,14 @@ def tanh_std_delta_len(model_len: Array, baseline_len: Array, weight: Array) -> 
     return jnp.where(weight > 0, jnp.tanh(delta / jnp.where(sd > 0, sd, 1.0)), 0.0)
 
 
+@float64
 def lc_grid(data: LCData, weight: Array | None = None) -> LCGrid:
     """The GLM grid of ``data`` under row weights (default its mask): the length standardisation uses them."""
     w = data.mask if weight is None else weight
     return LCGrid(data.y, tanh_std_delta_len(data.model_len, data.baseline_len, w), w)
 
 
+@float64
 def difficulty_loss(params: tuple[Array, Array, Array], grid: LCGrid, ridge: Array) -> Array:
     """Stage-1 joint loss: ``logit p_mi = theta_m + beta_m * tanh_mi + gamma_i``, ridge ``sum ridge_i gamma_i^2``.
 
@@ -135,6 +139,7 @@ def difficulty_loss(params: tuple[Array, Array, Array], grid: LCGrid, ridge: Arr
     return (grid.mask * soft_cross_entropy(eta, grid.y)).sum() + jnp.sum(ridge * gamma**2)
 
 
+@float64
 def fit_difficulty(grid: LCGrid, ridge: float | Array, gamma: Array | None = None) -> JointFit:
     """Joint fit over all models (:func:`difficulty_loss`); with ``gamma`` given it is kept fixed.
 
@@ -144,7 +149,7 @@ def fit_difficulty(grid: LCGrid, ridge: float | Array, gamma: Array | None = Non
     fixed = gamma is not None
     g0 = jnp.asarray(gamma, float) if fixed else jnp.zeros(grid.y.shape[1])
     ridge = jnp.broadcast_to(jnp.asarray(ridge, float), grid.y.shape[1:])
-    a, g, _ = _solve_difficulty(grid, ridge, jnp.zeros(2 * grid.y.shape[0]), g0, fixed)
+    a, g, _ = solve_difficulty(grid, ridge, jnp.zeros(2 * grid.y.shape[0]), g0, fixed)
     n = grid.y.shape[0]
     return JointFit(g, a[:n], a[n:])
 
@@ -196,11 +201,12 @@ def _difficulty_direction(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed:
     return _newton_solve(_difficulty_hessian(grid, ridge, a, g, fixed), g_a, g_g, fixed)
 
 
+@float64
 def chord_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
                      n_iter: int = 8) -> tuple[Array, Array, Array]:
     """Chord Newton (Hessian factored once at the start) for starts near the optimum, as bootstrap warm starts:
     one O(models^2 x instructions) factorisation, then O(models x instructions) steps converging linearly.
-    Returns ``(a, gamma, |gradient|_inf)``; callers fall back to :func:`_solve_difficulty` when it is large.
+    Returns ``(a, gamma, |gradient|_inf)``; callers fall back to :func:`solve_difficulty` when it is large.
     Reference: Kelley 1995, "Iterative Methods for Linear and Nonlinear Equations", sec. 5.4 (chord method).
     """
     hess = _difficulty_hessian(grid, ridge, a0, gamma0, fixed)
@@ -215,13 +221,14 @@ def chord_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed
     return a, g, _gradient_norm(grid, ridge, a, g, fixed)
 
 
+@float64
 def difficulty_tolerance(grid: LCGrid) -> Array:
     """Convergence threshold of the joint fit's gradient (the loss is a sum over rows)."""
     return 1e-10 * (1.0 + grid.mask.sum())
 
 
 @partial(jax.jit, static_argnames=("fixed", "max_iter"))
-def _solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
+def solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
                       max_iter: int = 100) -> tuple[Array, Array, Array]:
     """Damped Newton from ``(a0, gamma0)``; returns ``(a, gamma, |gradient|_inf)``."""
     n = grid.y.shape[0]
@@ -252,6 +259,7 @@ def _design(tanh_len: Array, gamma: Array, is_model: float) -> Array:
     return jnp.stack([jnp.full_like(tanh_len, is_model), tanh_len, gamma], axis=-1)
 
 
+@float64
 def model_loss(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: Array,
                gamed: LCGrid, gamed_weight: float, prior: Prior) -> Array:
     """Stage-2 loss for one model: weighted soft cross-entropy on its rows and on the gamed-baseline rows, plus ridge.
@@ -289,6 +297,7 @@ def _grad_hess(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: A
     return _irls(params, *_stacked_rows(y, tanh_len, weight, gamma, gamed, gamed_weight), prior)
 
 
+@float64
 def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed: LCGrid,
                   gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25) -> tuple[Array, Array]:
     """Newton fit of one model's ``(theta, beta, psi)``; returns ``(params, |gradient|_inf)``.
@@ -309,6 +318,7 @@ def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed:
     return params, jnp.max(jnp.abs(grad))
 
 
+@float64
 def lc_win_rate(params: Array, gamma: Array, weight: Array) -> Array:
     """Mean predicted preference with the length term zeroed: ``mean_i sigmoid(theta + psi * gamma_i)``.
 
@@ -318,11 +328,13 @@ def lc_win_rate(params: Array, gamma: Array, weight: Array) -> Array:
     return (weight * p).sum() / weight.sum()
 
 
+@float64
 def raw_win_rate(y: Array, weight: Array) -> Array:
     """AlpacaEval's win rate: mean soft preference (ties count 0.5), here with row weights."""
     return (weight * y).sum() / weight.sum()
 
 
+@float64
 def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gamed_weight: float,
                    prior: Prior, start: Array, n_iter: int = 25) -> dict[str, Array]:
     """Fit every model (vmapped) under per-row ``weight`` (models, instructions); LC and raw win rates too."""
@@ -333,9 +345,6 @@ def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gam
 
     params, gnorm, lc, raw = jax.vmap(one)(grid.y, grid.tanh_len, weight, start)
     return {"params": params, "grad_norm": gnorm, "lc": lc, "raw": raw}
-
-
-_fit_all = jax.jit(fit_all_models, static_argnames=("n_iter",))
 
 
 def is_extreme_change(raw: np.ndarray, lc: np.ndarray, abs_diff: float = 10.0, rel_diff: float = 4.0) -> np.ndarray:
@@ -351,6 +360,7 @@ class LCDivergenceWarning(UserWarning):
     """The LC win rate moved far from the raw one (AlpacaEval's rule): the GLM may have failed for that model."""
 
 
+@float64
 def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
                    difficulty: pd.Series | None = None, gamed: pd.DataFrame | None = None,
                    penalty: LCPenalty = LCPenalty(), reference: str | None = None,
@@ -383,7 +393,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
     gamma = fit["gamma"]
     if float(jnp.max(fit["grad_norm"])) > 1e-5 or not bool(fit["joint_ok"]):
         warnings.warn(f"LC GLM did not converge (max |gradient| {float(jnp.max(fit['grad_norm'])):.2e}, "
-                      f"joint fit converged: {bool(fit['joint_ok'])})", RuntimeWarning, stacklevel=2)
+                      f"joint fit converged: {bool(fit['joint_ok'])})", RuntimeWarning, stacklevel=3)
     mask = np.asarray(data.mask)
     y, n = np.asarray(data.y), mask.sum(axis=1)
     raw_var = ((y - np.asarray(fit["raw"])[:, None]) ** 2 * mask).sum(axis=1) / (n - 1)
@@ -405,7 +415,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
         lc_boot = 100 * boot["lc"][boot["converged"]]
         if n_unconverged and warn:
             warnings.warn(f"{n_unconverged} of {n_bootstrap} LC bootstrap refits did not converge and are left "
-                          "out of the SE and interval", RuntimeWarning, stacklevel=2)
+                          "out of the SE and interval", RuntimeWarning, stacklevel=3)
         alpha = (1 - level) / 2
         out["lc_se"] = lc_boot.std(axis=0, ddof=1)
         out["lc_lower"], out["lc_upper"] = np.quantile(lc_boot, [alpha, 1 - alpha], axis=0)
@@ -422,7 +432,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
         bad = out[out["extreme_change"]]
         warnings.warn("LC win rate is very different from the raw one (a sign of GLM failure) for: "
                       + ", ".join(f"{r.model} ({r.lc_win_rate:.1f}% vs raw {r.raw_win_rate:.1f}%)"
-                                  for r in bad.itertuples()), LCDivergenceWarning, stacklevel=2)
+                                  for r in bad.itertuples()), LCDivergenceWarning, stacklevel=3)
     cols = ["model", "raw_win_rate", "raw_se", "lc_win_rate", "lc_se", "lc_lower", "lc_upper", "avg_length", "n",
             "length_coef", "difficulty_coef", "extreme_change"] + (["lc_vs_reference"] if reference else [])
     out = out[cols].sort_values("lc_win_rate", ascending=False, ignore_index=True)
@@ -435,6 +445,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
     return out
 
 
+@float64
 def no_gamed_rows(n_instr: int) -> LCGrid:
     """An empty gamed-baseline grid (0, n_instr): no AlpacaEval rewrites of the baseline."""
     z = jnp.zeros((0, n_instr))

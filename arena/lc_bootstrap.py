@@ -18,15 +18,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from arena._jax import float64
 from arena.lc import (
     LCData,
     LCPenalty,
     Prior,
-    _solve_difficulty,
     chord_difficulty,
     difficulty_tolerance,
     fit_all_models,
     lc_grid,
+    solve_difficulty,
 )
 
 Array = jax.Array
@@ -50,6 +51,7 @@ class LCStart(NamedTuple):
     params: Array
 
 
+@float64
 def hyper_from_penalty(penalty: LCPenalty) -> LCHyper:
     centre = np.nan if penalty.length_centre is None else penalty.length_centre
     return LCHyper(jnp.asarray(penalty.instruction, float), jnp.asarray(penalty.gamed_weight, float),
@@ -57,18 +59,21 @@ def hyper_from_penalty(penalty: LCPenalty) -> LCHyper:
                    jnp.array([penalty.theta, penalty.length, penalty.difficulty], dtype=float))
 
 
+@float64
 def stage2_prior(hyper: LCHyper, joint_beta: Array) -> Prior:
     """The stage-2 ridge; a NaN length centre becomes the median per-model slope of the joint fit."""
     beta0 = jnp.where(jnp.isnan(hyper.centre[1]), jnp.median(joint_beta), hyper.centre[1])
     return Prior(hyper.centre.at[1].set(beta0), hyper.strength)
 
 
+@float64
 def cold_start(n_models: int, n_instr: int, hyper: LCHyper, gamma: Array | None = None) -> LCStart:
     centre = jnp.nan_to_num(hyper.centre, nan=1.0)
     return LCStart(jnp.zeros(2 * n_models), jnp.zeros(n_instr) if gamma is None else jnp.asarray(gamma, float),
                    jnp.tile(centre, (n_models, 1)))
 
 
+@float64
 def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, start: LCStart,
            fixed_gamma: bool = False, n_iter: int = 25, warm: bool = False) -> dict[str, Array]:
     """Both stages under instruction weights (ones = the data; counts = a bootstrap replicate).
@@ -84,7 +89,7 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     grid = lc_grid(data, w)
     gamed_grid = lc_grid(gamed, gamed.mask * instr_weight[None, :])
     ridge = hyper.instruction * jnp.where(instr_weight > 0, instr_weight, 1.0)
-    solve = chord_difficulty if warm else _solve_difficulty
+    solve = chord_difficulty if warm else solve_difficulty
     a, gamma, gnorm = solve(grid, ridge, start.joint, start.gamma, fixed_gamma)
     prior = stage2_prior(hyper, a[n:])
     res = fit_all_models(grid, w, gamma, gamed_grid, hyper.gamed_weight, prior, start.params, n_iter)
@@ -92,20 +97,23 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
             "joint_ok": gnorm < difficulty_tolerance(grid)}
 
 
-fit_lc_jit = jax.jit(fit_lc, static_argnames=("fixed_gamma", "n_iter", "warm"))
+fit_lc_jit = float64(jax.jit(fit_lc, static_argnames=("fixed_gamma", "n_iter", "warm")))
 
 
+@float64
 def bootstrap_counts(key: Array, n_bootstrap: int, n_instr: int) -> Array:
     """Multinomial instruction counts, (n_bootstrap, n_instr): resampling instructions with replacement."""
     return jax.vmap(lambda r: jnp.bincount(r, length=n_instr))(bootstrap_indices(key, n_bootstrap, n_instr)
                                                                 ).astype(jnp.float64)
 
 
+@float64
 def bootstrap_indices(key: Array, n_bootstrap: int, n_instr: int) -> Array:
     """The resampled instruction positions behind :func:`bootstrap_counts` (same key, same replicates)."""
     return jax.random.randint(key, (n_bootstrap, n_instr), 0, n_instr)
 
 
+@float64
 def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_bootstrap: int, seed: int = 0,
                  fixed_gamma: bool = False, chunk: int = 20, n_iter: int = 4) -> dict:
     """Refit everything on ``n_bootstrap`` instruction resamples (paired across models), vmapped in chunks.

@@ -17,9 +17,6 @@ from preflab.alpaca import load_annotations
 from preflab.errors import InputError, shown
 from preflab.io import iter_jsonl, load_json_records, read_csv, read_parquet, require_rows
 
-TABLE_COLUMNS = ("instruction", "model", "baseline", "preference", "output_length", "baseline_length",
-                 "source", "record")
-
 
 class LCDataError(InputError):
     """A bad LC input record: file, record number (1-based), field, what is wrong and what to do."""

@@ -19,6 +19,7 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt, diagnostics, matrices
+from arena._jax import float64
 from arena.data import Battles, PairCounts, aggregate, load_battles
 from arena.weights import WeightKind
 
@@ -87,7 +88,7 @@ def _as_battles(battles: Battles | pd.DataFrame) -> Battles:
     return battles if isinstance(battles, Battles) else load_battles(battles)
 
 
-def _sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None, scale: EloScale, level: float):
+def sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None, scale: EloScale, level: float):
     k = len(x) - 1
     cov_r = bt.elo_covariance(cov[:k, :k], anchor) * scale.per_nat**2
     se = np.sqrt(np.clip(np.diag(cov_r), 0, None))
@@ -110,6 +111,7 @@ def _tie_summary(ties: str, x: np.ndarray, cov: np.ndarray | None, reps: np.ndar
     return out
 
 
+@float64
 def fit_leaderboard(
     battles: Battles | pd.DataFrame | PairCounts,
     *,
@@ -178,7 +180,7 @@ def fit_leaderboard(
     regularised = ridge > bt.DEFAULT_RIDGE  # the user asked for a ridge prior: finite fits by design
     if sep is not None:
         msg = diagnostics.separation_message(sep, ridge, regularised, sc.per_nat)
-        warnings.warn(msg, diagnostics.SeparatedGraphWarning, stacklevel=2)
+        warnings.warn(msg, diagnostics.SeparatedGraphWarning, stacklevel=3)
         notes.append(msg)
 
     style_table = None
@@ -213,7 +215,7 @@ def fit_leaderboard(
     table = per.assign(rating=ratings)
     cov_r = None
     if want_sw:
-        se, z, cov_r = _sandwich_interval(x, cov, anchor_idx, sc, level)
+        se, z, cov_r = sandwich_interval(x, cov, anchor_idx, sc, level)
         se = np.where(identified, se, np.inf)
         table["se"] = se
         table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se
@@ -289,10 +291,11 @@ def _excluded_notes(excluded: dict[str, int], models: tuple[str, ...], above, be
             share = (1 - level) / 2
             msg += (f"; where more than {share:.1%} of replicates put a model beyond the rest with no loss (or "
                     "win), that bound is unknown and reported infinite: " + ", ".join(opened[:8]))
-    warnings.warn(msg, diagnostics.ExcludedReplicatesWarning, stacklevel=3)
+    warnings.warn(msg, diagnostics.ExcludedReplicatesWarning, stacklevel=4)
     return notes + [msg]
 
 
+@float64
 def rank_battles(battles: Battles | pd.DataFrame, *, n_bootstrap: int = 1000, ci: CI = "bootstrap",
                  ties: str = "half", style_control: bool = False, anchor: Any = None, level: float = 0.95,
                  seed: int = 0, **options: Any) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Lean loads (issue 14): which columns a ``load_battles(..., lean=True)`` keeps, and each chunk cut to them.
+"""Lean loads (bounded memory on large files): which columns a ``load_battles(..., lean=True)`` keeps, and each chunk cut to them.
 
 The plan (:func:`lean_plan`) names the columns the statistics read (names and labels held as categoricals,
 ``conv_metadata`` reduced to its style totals) and the numeric columns validation checks but the command does
@@ -68,7 +68,7 @@ def text_kept(lean: Lean) -> set[str]:
 
 class _ParsedCells:
     """A tabular file's ``conv_metadata`` JSON text, parsed one cell at a time as it is iterated (as
-    :func:`arena.data._parse_conv_metadata` would, without holding a chunk's dicts)."""
+    :func:`arena.data.parse_conv_metadata` would, without holding a chunk's dicts)."""
 
     def __init__(self, cells: pd.Series, lines: pd.Series, name: str) -> None:
         self.cells, self.lines, self.name = cells, lines, name
@@ -77,10 +77,10 @@ class _ParsedCells:
         return len(self.cells)
 
     def __iter__(self) -> Iterator[object]:
-        from arena.data import _json_cell
+        from arena.data import json_cell
 
         for v, n in zip(self.cells, self.lines, strict=True):
-            yield _json_cell(v, self.name, n)
+            yield json_cell(v, self.name, n)
 
 
 def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text_of: Path | None = None
@@ -91,13 +91,13 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text
     columns) names and labels as categoricals. ``text_of``: the file whose ``conv_metadata`` is JSON text."""
     if lean is None:
         return chunk
-    from arena.data import STYLE_COLUMNS, _style_from_metadata
+    from arena.data import STYLE_COLUMNS, style_from_metadata
 
     attrs = chunk.attrs  # before pandas copies them (deeply): the JSONL reader appends to its list later
     if "conv_metadata" in chunk:
         lean.saw_metadata = True
         meta = chunk["conv_metadata"]
-        totals = _style_from_metadata(meta if text_of is None else _ParsedCells(meta, chunk["line"], str(text_of)))
+        totals = style_from_metadata(meta if text_of is None else _ParsedCells(meta, chunk["line"], str(text_of)))
         chunk = chunk.drop(columns="conv_metadata")
     else:
         totals = {}
@@ -124,11 +124,11 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text
 def check(lean: Lean, values: dict[str, object]) -> None:
     """:class:`Decline` when a checked column's values (a flat column wins over ``conv_metadata``'s totals, as in
     :func:`arena.data.validate`; None: absent) have any problem that validation would report."""
-    from arena.data import NUMBER_RANGES, _number_checks
+    from arena.data import NUMBER_RANGES, number_checks
 
     for col, v in values.items():
         if v is not None and col in lean.checked and any(
-                m.any() for *_, m in _number_checks(pd.Series(v), col, *NUMBER_RANGES[col])):
+                m.any() for *_, m in number_checks(pd.Series(v), col, *NUMBER_RANGES[col])):
             raise Decline(col)
 
 

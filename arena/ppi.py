@@ -28,8 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
+from arena._jax import float64
 
 
 class Items(NamedTuple):
@@ -125,6 +125,7 @@ def combined_counts(items: Items, lam: float, include_labelled: bool = True) -> 
 # ------------------------------------------------------------------------------------ moments (pure JAX)
 
 
+@float64
 def cell_scores(d: jax.Array, psi: jax.Array, counts: jax.Array, ties: str) -> tuple[jax.Array, jax.Array]:
     """Per cell the score of ``-sum_o counts_o log p_o(d, psi)`` in (d, psi) (Bradley & Terry 1952)."""
     _, g_d, g_p, *_ = bt.outcome_derivatives(d, psi, ties)
@@ -132,6 +133,7 @@ def cell_scores(d: jax.Array, psi: jax.Array, counts: jax.Array, ties: str) -> t
     return -jnp.sum(counts * g_d, -1), (jnp.zeros_like(s_p) if ties == "half" else s_p)
 
 
+@float64
 def cell_information(d: jax.Array, psi: jax.Array, ties: str) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Expected information of one vote, per cell, in (d, psi): ``sum_o p_o (-d^2 log p_o)`` (Fisher)."""
     logp, _, _, h_dd, h_dp, h_pp = bt.outcome_derivatives(d, psi, ties)
@@ -142,6 +144,7 @@ def cell_information(d: jax.Array, psi: jax.Array, ties: str) -> tuple[jax.Array
     return info[0], info[1], info[2]
 
 
+@float64
 def weighted_cov(i: jax.Array, j: jax.Array, size: int, w: jax.Array, u: tuple, v: tuple) -> jax.Array:
     """Symmetrised sample covariance (ddof 1) of score vectors ``u_d (e_i - e_j) + u_p e_psi`` and ``v``,
     cell ``c`` counted ``w_c`` times, assembled on the size x size parameter space."""
@@ -157,6 +160,7 @@ def weighted_cov(i: jax.Array, j: jax.Array, size: int, w: jax.Array, u: tuple, 
     return (outer - centre) / jnp.maximum(tot - 1, 1.0)
 
 
+@float64
 @partial(jax.jit, static_argnames=("ties",))
 def moments(x: jax.Array, li: jax.Array, lj: jax.Array, l_human: jax.Array, l_judge: jax.Array, l_mult: jax.Array,
             ui: jax.Array, uj: jax.Array, u_judge: jax.Array, u_mult: jax.Array, scale: float,
@@ -220,6 +224,7 @@ def cell_models(items: Items) -> tuple[np.ndarray, ...]:
             items.pair_j[items.u_pair])
 
 
+@float64
 def item_moments(x: np.ndarray, items: Items, ties: str) -> Moments:
     li, lj, ui, uj = cell_models(items)
     mom = moments(jnp.asarray(x), li, lj, items.l_human, items.l_judge, items.l_mult, ui, uj, items.u_judge,
@@ -236,6 +241,7 @@ def pair_information_weights(items: Items) -> np.ndarray:
     return w * items.n_labelled / max(items.n_labelled + items.n_unlabelled, 1.0)
 
 
+@float64
 @partial(jax.jit, static_argnames=("ties",))
 def fisher_information(x: jax.Array, i: jax.Array, j: jax.Array, weights: jax.Array, ties: str = "half",
                        ridge: float = bt.DEFAULT_RIDGE) -> jax.Array:
@@ -247,6 +253,7 @@ def fisher_information(x: jax.Array, i: jax.Array, j: jax.Array, weights: jax.Ar
     return bt.condition(h, x.shape[0] - 1)
 
 
+@float64
 @partial(jax.jit, static_argnames=("ties", "max_iter"))
 def fisher_scoring(x0: jax.Array, data: bt.PairData, weights: jax.Array, ties: str = "half",
                    ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 200):
@@ -269,6 +276,7 @@ def fisher_scoring(x0: jax.Array, data: bt.PairData, weights: jax.Array, ties: s
     return x, done
 
 
+@float64
 def fit_items(items: Items, lam: float, ties: str = "half", include_labelled: bool = True,
               ridge: float = bt.DEFAULT_RIDGE) -> tuple[np.ndarray, bool, bt.PairData]:
     """Solve the rectified estimating equation at a fixed ``lam``: (x, converged, the combined pair data).
@@ -288,6 +296,7 @@ def _trace(cov: np.ndarray, m: np.ndarray) -> float:
     return float(np.trace(m @ cov[:k, :k] @ m.T))
 
 
+@float64
 def exact_bread(x: np.ndarray, items: Items, lam: float, ties: str, include_labelled: bool,
                 ridge: float = bt.DEFAULT_RIDGE) -> np.ndarray:
     """The Jacobian of the per-item rectified estimating equation at ``x``: the Hessian of ``L_lam``
@@ -323,6 +332,7 @@ def _grid_lambda(h0: np.ndarray, h1: np.ndarray, v: tuple, mat: np.ndarray, grid
     return best[1]
 
 
+@float64
 def fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include_labelled: bool = True,
             ridge: float = bt.DEFAULT_RIDGE, contrasts: np.ndarray | None = None, bread: str = "exact",
             grid: int = 51, guard: bool = True) -> PPIFit:
@@ -406,6 +416,7 @@ def _stratum_matrix(pair: np.ndarray, values: np.ndarray, n_pairs: int):
     return csr_matrix((values.ravel(), (rows, cols)), shape=(3 * n_pairs, len(pair)))
 
 
+@float64
 def bootstrap_ppi(items: Items, x_hat: np.ndarray, lam: float, *, n_bootstrap: int = 1000, seed: int = 0,
                   ties: str = "half", include_labelled: bool = True, ridge: float = bt.DEFAULT_RIDGE,
                   chunk: int = 250, weights: str = "multinomial") -> tuple[np.ndarray, int]:

@@ -15,8 +15,9 @@ import pandas as pd
 
 from arena import bootstrap as bs
 from arena import bt, ppi
+from arena._jax import float64
 from arena.data import A_WINS, B_WINS, WINNERS, Battles
-from arena.leaderboard import CI, EloScale, _sandwich_interval
+from arena.leaderboard import CI, EloScale, sandwich_interval
 from preflab.errors import InputError
 
 PROB_COLUMNS = ("p_a", "p_b", "p_tie")
@@ -162,6 +163,7 @@ def per_model(items: ppi.Items, models: list[str]) -> pd.DataFrame:
                          "ties": ties})
 
 
+@float64
 def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "bootstrap",
                     n_bootstrap: int = 1000, ties: str = "half", level: float = 0.95, seed: int = 0,
                     lam: float | None = None, labels: str = "auto", include_labelled: bool = True,
@@ -182,8 +184,8 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
     fit = ppi.fit_ppi(items, lam, ties, include_labelled, bread=bread)
     sc = EloScale(scale, base, init)
     ratings = bt.to_elo(fit.x[:k], scale=scale, base=base, init=init)
-    se, z, cov_r = _sandwich_interval(fit.x, fit.covariance, None, sc, level)
-    se0, _, cov_r0 = _sandwich_interval(fit.x_human, fit.covariance_human, None, sc, level)
+    se, z, cov_r = sandwich_interval(fit.x, fit.covariance, None, sc, level)
+    se0, _, cov_r0 = sandwich_interval(fit.x_human, fit.covariance_human, None, sc, level)
     human_ratings = bt.to_elo(fit.x_human[:k], scale=scale, base=base, init=init)
     table = per_model(items, models).assign(rating=ratings, se=se, rating_human=human_ratings,
                                             lower_human=human_ratings - z * se0, upper_human=human_ratings + z * se0)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from arena import bt, ppi
+from arena._jax import float64
 
 
+@float64
 def unlimited_judge_gain(items: ppi.Items, ties: str = "half") -> tuple[float, float]:
     """(ESS gain, lam) of PPI++ with unlimited judge verdicts on items like the labelled ones.
 

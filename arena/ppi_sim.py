@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from arena import bt
+from arena._jax import float64
 from arena.data import WINNERS, PairCounts
 from arena.simulate import draw_outcomes, length_feature, outcome_probabilities, uniform_pairs
 
@@ -36,6 +37,7 @@ class JudgeArena:
         return tuple(f"m{i}" for i in range(len(self.strengths)))
 
 
+@float64
 def truth(arena: JudgeArena) -> np.ndarray:
     """Centred population BT strengths (natural log) that the human votes identify."""
     s = np.asarray(arena.strengths)
@@ -81,6 +83,7 @@ def agreement(human: pd.DataFrame, judge: pd.DataFrame) -> float:
     return float((m["winner"] == m["winner_j"]).mean())
 
 
+@float64
 def judge_only(judge: pd.DataFrame, models: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Judge-only BT (ties half): centred strengths and their sandwich covariance (the naive leaderboard)."""
     index = {m: i for i, m in enumerate(models)}
@@ -99,6 +102,7 @@ def _centred(x: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return m @ x, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
 
 
+@float64
 def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: int, *, n_bootstrap: int = 200,
                    level: float = 0.95, seed: int = 0, bread: str = "exact") -> pd.DataFrame:
     """Per method (ppi sandwich, ppi bootstrap, human-only sandwich, judge-only sandwich): the share of

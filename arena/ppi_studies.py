@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from arena import bt, ppi, ppi_board
+from arena._jax import float64
 from arena.data import Battles, aggregate, load_battles
 
 
@@ -24,6 +25,7 @@ def _centred(x: np.ndarray, cov: np.ndarray, per_nat: float) -> tuple[np.ndarray
     return m @ x, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
 
 
+@float64
 def llmfao_study(data_dir: str | Path, judges: tuple[str, ...] = ("gpt4", "gpt3"),
                  shares: tuple[float, ...] = (0.10, 0.25, 0.50), repeats: int = 20, seed: int = 0,
                  level: float = 0.95, judge_pairs: str = "all", bread: str = "exact") -> pd.DataFrame:
@@ -90,6 +92,7 @@ def llmfao_study(data_dir: str | Path, judges: tuple[str, ...] = ("gpt4", "gpt3"
     return pd.DataFrame(rows)
 
 
+@float64
 def llmfao_diagnostics(data_dir: str | Path, seed: int = 0) -> pd.DataFrame:
     """Why a judge can or cannot sharpen LLMFAO's leaderboard: one row per judge on the 2,139 crowd pairs.
 

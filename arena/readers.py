@@ -1,4 +1,4 @@
-"""Large battles files in bounded memory (issue 14): chunked CSV, batched Parquet, Arrow JSONL.
+"""Large battles files in bounded memory: chunked CSV, batched Parquet, Arrow JSONL.
 
 Each reader gives the raw frame that the whole-file readers of :mod:`arena.data` gave, built chunk by chunk,
 so :func:`arena.data.validate` sees the same values and names the same file, line and field. With a lean plan
@@ -73,10 +73,10 @@ _LIBC = None
 
 
 def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
-    """The CSV branch of :func:`arena.data._read_file` (every cell text, blank = missing, ``line`` = row + 2,
+    """The CSV branch of :func:`arena.data.read_file` (every cell text, blank = missing, ``line`` = row + 2,
     ``conv_metadata`` parsed), CHUNK_ROWS rows at a time. None on any problem: the whole-file reader then
     reports it, in the order it always did (a ragged row before a bad ``conv_metadata`` cell)."""
-    from arena.data import _parse_conv_metadata
+    from arena.data import parse_conv_metadata
 
     try:
         with open(path, "rb") as fh:
@@ -90,7 +90,7 @@ def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
             for chunk in reader:
                 chunk["line"] = np.arange(start, start + len(chunk), dtype=_line_type(lean))
                 start += len(chunk)
-                chunks.append(_parse_conv_metadata(chunk, path) if lean is None else shrink(chunk, lean, text_of=path))
+                chunks.append(parse_conv_metadata(chunk, path) if lean is None else shrink(chunk, lean, text_of=path))
                 release_memory()
     except Exception:  # noqa: BLE001  (any problem: the exact reader names it)
         return None
@@ -103,7 +103,7 @@ def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
 
 
 def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
-    """The Parquet branch of :func:`arena.data._read_file` (``pandas.read_parquet``, ``line`` = row + 1,
+    """The Parquet branch of :func:`arena.data.read_file` (``pandas.read_parquet``, ``line`` = row + 1,
     ``conv_metadata`` JSON text parsed) one batch at a time; a lean load converts only the kept columns, names
     as dictionaries (never one Python string per row), and drops the others' batch as soon as it is decoded."""
     import json
@@ -111,7 +111,7 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from arena.data import _parse_conv_metadata
+    from arena.data import parse_conv_metadata
 
     try:
         schema = pq.read_schema(path)
@@ -140,7 +140,7 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
             chunk.index = pd.RangeIndex(len(chunk))
             chunk["line"] = np.arange(start, start + len(chunk), dtype=_line_type(lean))
             start += len(chunk)
-            chunks.append(_parse_conv_metadata(chunk, path) if lean is None else shrink(chunk, lean, text_of=path))
+            chunks.append(parse_conv_metadata(chunk, path) if lean is None else shrink(chunk, lean, text_of=path))
             release_memory()
     except Exception:  # noqa: BLE001
         return None
@@ -223,12 +223,12 @@ def quoted_bytes(e: UnicodeDecodeError) -> str:
 
 
 def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
-    """:func:`arena.data._concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
-    from arena.data import _concat_chunks
+    """:func:`arena.data.concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
+    from arena.data import concat_chunks
 
     meta = [c for c in chunks[0].columns if isinstance(c, str) and c.startswith(META)]
     totals = {c: concat_values([ch[c] for ch in chunks]) for c in meta}
-    df = _concat_chunks([ch.drop(columns=meta) if meta else ch for ch in chunks])
+    df = concat_chunks([ch.drop(columns=meta) if meta else ch for ch in chunks])
     for c in meta:
         df[c] = totals[c]
     return df
@@ -252,7 +252,7 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
     import pyarrow.compute as pc
     from pyarrow import json as pa_json
 
-    from arena.data import _style_from_metadata
+    from arena.data import style_from_metadata
 
     if path.suffix.lower() == ".gz":
         return None
@@ -281,7 +281,7 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
                                                              or pa.types.is_string(col.type)):
             lean.saw_metadata = True
             for part in _dict_slices(col):
-                part_totals = _style_from_metadata(part)
+                part_totals = style_from_metadata(part)
                 check(lean, {c: v for c, v in part_totals.items() if c not in flat})
                 totals.append({c: v for c, v in part_totals.items() if c in lean.keep})
         elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):

@@ -25,9 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
-from arena._jax import stored_jit
+from arena._jax import float64, stored_jit
 
 DENSE_MAX_MODELS = 4096
 """Above this a (K, K) matrix per replicate (and H^-1) is too large to be worth it."""
@@ -175,6 +174,7 @@ def dense_counts(layout: DenseLayout, w: np.ndarray) -> tuple[np.ndarray, np.nda
     return np.abs(m), s
 
 
+@float64
 def strongly_connected(beats: jax.Array) -> jax.Array:
     """(R,) True where the digraph ``a -> b`` iff ``beats[r, a, b] > 0`` (R, K, K) is strongly connected.
 
@@ -203,6 +203,7 @@ def strongly_connected(beats: jax.Array) -> jax.Array:
     return jnp.all(f, axis=1) & jnp.all(b, axis=1)
 
 
+@float64
 def dense_gradient(x: jax.Array, n: jax.Array, s: jax.Array, ridge: float) -> jax.Array:
     """Half-ties gradient for x (R, K+1) from battles ``n`` (R, K, K) and scores ``s`` (R, K).
 
@@ -261,6 +262,7 @@ def _chord(n: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.Array, ridge
     return x, (last < tol) & jnp.all(jnp.isfinite(x), axis=1)
 
 
+@float64
 @partial(jax.jit, static_argnames=("max_iter",))
 def refit_dense_chunk(n: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.Array,
                       ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 50):
@@ -271,6 +273,7 @@ def refit_dense_chunk(n: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.A
     return _chord(n, s, x_hat, h_inv, ridge, tol, max_iter)
 
 
+@float64
 @stored_jit(static_argnames=("max_iter",))
 def refit_signed_chunk(m: jax.Array, s: jax.Array, x_hat: jax.Array, h_inv: jax.Array,
                        ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 50):

@@ -130,7 +130,7 @@ def estimate_ratings(counts: PairCounts | np.ndarray, prior_precision: float = 1
     """Current natural-log BT ratings for the sampler: the project's BT fit (:func:`arena.bt.fit`, ties
     counted half) with ridge ``prior_precision`` — the MAP under the same Gaussian prior that
     :func:`pair_gains` uses, finite from the first vote."""
-    from arena.bt import fit, initial_x  # the BT engineer's fit; imported lazily (jax start-up)
+    from arena.bt import fit, initial_x  # imported here: JAX loads only once ratings are needed
 
     oc = outcome_tensor(counts)
     data, k = all_pairs_data(oc), oc.shape[0]

@@ -157,8 +157,6 @@ def length_feature(len_a: np.ndarray, len_b: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------ generator
 
-PairSampler = Callable[[np.ndarray, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
-
 
 @dataclass(frozen=True)
 class SimulatedCodes:

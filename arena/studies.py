@@ -20,6 +20,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from arena import bt
+from arena._jax import float64
 from arena.diagnostics import ford_condition  # noqa: F401  (re-exported: studies use it)
 from arena.leaderboard import fit_leaderboard
 from arena.sampling import all_pairs_data, outcome_tensor, pair_probabilities_from_counts
@@ -36,6 +37,7 @@ NATURAL = {"scale": 1.0, "base": math.e, "init": 0.0}
 """Options that make :func:`fit_leaderboard` report natural-log strengths (the simulator's scale)."""
 
 
+@float64
 def fit_natural(battles, *, ci: str = "both", n_bootstrap: int = 500, ties: str = "half", seed: int = 0,
                 style_control: bool = False, anchor: str | None = None, **options) -> pd.DataFrame:
     """The project's leaderboard on the natural-log scale, the last model anchored at 0, in model order."""
@@ -45,6 +47,7 @@ def fit_natural(battles, *, ci: str = "both", n_bootstrap: int = 500, ties: str 
     return lb.table.set_index("model").loc[battles.models].reset_index()
 
 
+@float64
 def simulate_arena(spec: ArenaSpec, n: int, rng: np.random.Generator, sampling: str = "uniform") -> SimulatedCodes:
     """One arena of ``n`` battles, uniform or active pair sampling (:mod:`arena.sampling`)."""
     if sampling == "active":
@@ -62,10 +65,11 @@ def _fit_many(x0: jax.Array, i: jax.Array, j: jax.Array, counts: jax.Array, ties
     return jax.vmap(one)(counts)
 
 
+@float64
 def fit_arenas(outcomes: np.ndarray, ties: str = "half") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fit many arenas at once: ``outcomes`` (A, k, k, 3) -> x (A, k+1), sandwich cov (A, k+1, k+1), converged.
 
-    One ``jax.vmap`` of the BT engineer's :func:`arena.bt.fit` and :func:`arena.bt.sandwich_covariance`
+    One ``jax.vmap`` of :func:`arena.bt.fit` and :func:`arena.bt.sandwich_covariance`
     over arenas sharing the all-pairs layout of :func:`arena.sampling.all_pairs_data`.
     """
     k = outcomes.shape[1]
@@ -82,6 +86,7 @@ def _refit_many(x0: jax.Array, i: jax.Array, j: jax.Array, counts: jax.Array, ti
     return jax.vmap(lambda c: bt.fit(x0, bt.PairData(i, j, c), ties).x)(counts)
 
 
+@float64
 def bootstrap_arenas(outcomes: np.ndarray, n_bootstrap: int, rng: np.random.Generator, *, anchor: int,
                      level: float = 0.95, ties: str = "half", chunk: int = 20_000) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap intervals for many arenas at once: (lower, upper), each (A, k), anchored.
@@ -115,6 +120,7 @@ def anchored(x: np.ndarray, cov: np.ndarray, anchor: int) -> tuple[np.ndarray, n
 # ------------------------------------------------------------------------------------------ recovery
 
 
+@float64
 def recovery_table(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: Sequence[int] = (50, 500, 5000), *,
                    n_bootstrap: int = 1000, seed: int = 0, spec: ArenaSpec | None = None) -> pd.DataFrame:
     """The seed's recovery table: per vote budget and model, true vs fitted strength with both 95% CIs."""
@@ -136,6 +142,7 @@ def recovery_table(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: Sequenc
 # ------------------------------------------------------------------------------------------ coverage
 
 
+@float64
 def coverage_study(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: Sequence[int] = (50, 500, 5000), *,
                    n_arenas: int = 1000, n_boot_arenas: int = 200, n_bootstrap: int = 500, level: float = 0.95,
                    seed: int = 0, sampling: str = "uniform", spec: ArenaSpec | None = None) -> pd.DataFrame:
@@ -189,6 +196,7 @@ def _coverage_row(n: int, method: str, hit: np.ndarray, width: np.ndarray, separ
 # ------------------------------------------------------------------------------------ active vs uniform
 
 
+@float64
 def active_vs_uniform(strengths: Sequence[float], n_votes: int, *, n_arenas: int = 100, level: float = 0.95,
                       seed: int = 0) -> pd.DataFrame:
     """Same votes, two designs: adjacent-gap precision, error, ordering and coverage of uniform vs active.
@@ -234,6 +242,7 @@ BIAS_TOKENS: tuple[float, ...] = (450.0, 500.0, 250.0, 1100.0, 500.0)
 """Mean answer lengths for the bias study: model-03 (true 0.4) is verbose, model-02 (true 0.9) terse."""
 
 
+@float64
 def bias_study(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: int = 20_000, *,
                position_bias: float = 0.5, length_bias: float = 1.5,
                mean_tokens: Sequence[float] = BIAS_TOKENS, seed: int = 0) -> pd.DataFrame:

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
+from arena._jax import float64
 from arena.bootstrap import percentile_interval, usable_replicates
 from arena.data import STYLE_COLUMNS, Battles
 from arena.diagnostics import replicate_separation
@@ -133,6 +133,7 @@ def _select(values: jax.Array, outcome: jax.Array) -> jax.Array:
     return jnp.sum(values * onehot.reshape(onehot.shape[:1] + (1,) * (values.ndim - 2) + (3,)), axis=-1)
 
 
+@float64
 def style_loss(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
                ridge: float = bt.DEFAULT_RIDGE) -> jax.Array:
     """Negative log-likelihood of the battles under the contextual BT model, plus the strength ridge."""
@@ -142,6 +143,7 @@ def style_loss(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
     return nll + 0.5 * ridge * jnp.sum(z[:n_models] ** 2) + pin
 
 
+@float64
 def style_gradient(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
                    ridge: float = bt.DEFAULT_RIDGE, weights: jax.Array | None = None) -> jax.Array:
     """Gradient of :func:`style_loss` with per-battle ``weights``; batched when z is (size, R), weights (N, R)."""
@@ -174,6 +176,7 @@ def _assemble_style(rows: StyleRows, n_models: int, m_dd, m_dp, m_pp) -> jax.Arr
     return out.at[sl, -1].add(fp).at[-1, sl].add(fp)
 
 
+@float64
 def style_hessian(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
                   ridge: float = bt.DEFAULT_RIDGE) -> jax.Array:
     """Hessian of :func:`style_loss`."""
@@ -185,6 +188,7 @@ def style_hessian(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "hal
     return h.at[-1, -1].add(1.0) if ties == "half" else h
 
 
+@float64
 def style_meat(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half") -> jax.Array:
     """Sum over battles of the score outer product (the sandwich meat)."""
     d, psi = _unpack(z, rows, n_models)
@@ -195,6 +199,7 @@ def style_meat(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half")
     return _assemble_style(rows, n_models, sd * sd, sd * sp, sp * sp)
 
 
+@float64
 @partial(jax.jit, static_argnames=("n_models", "ties", "max_iter"))
 def style_newton(z0: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
                  ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9, max_iter: int = 100):
@@ -221,6 +226,7 @@ def style_newton(z0: jax.Array, rows: StyleRows, n_models: int, ties: str = "hal
     return z, done
 
 
+@float64
 @partial(jax.jit, static_argnames=("n_models", "ties", "max_iter"))
 def style_refit_chunk(weights: jax.Array, z_hat: jax.Array, h_inv: jax.Array, rows: StyleRows, n_models: int,
                       ties: str = "half", ridge: float = bt.DEFAULT_RIDGE, tol: float = 1e-9,
@@ -329,6 +335,7 @@ def style_rows(battles: Battles, features: Sequence[str]) -> tuple[StyleRows, st
     return rows, source, mean, sd
 
 
+@float64
 def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: str = "half",
               ridge: float = bt.DEFAULT_RIDGE, n_bootstrap: int = 200, sandwich: bool = True, seed: int = 0,
               weights: WeightKind = "multinomial", level: float = 0.95, device: jax.Device | None = None,
@@ -346,7 +353,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         msg = (f"style feature '{name}' is almost determined by which models play (R^2 = {r2:.3f}): style and "
                "model identity are confounded, so that coefficient and the style-adjusted ratings are not "
                "identified; drop the feature (features=...) or collect battles where it varies within models")
-        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=2)
+        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
         notes.append(msg)
     put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
@@ -364,7 +371,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         hess = _style_hessian(z, rows_d, k, ties, ridge)
     if not bool(done):
         msg = "the style-controlled Newton fit stopped without converging (max 100 iterations)"
-        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
         notes.append(msg)
     h_inv = np.linalg.inv(np.asarray(bt.condition(hess, k)))
     cov = None

@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
+from arena._jax import float64
 from arena.diagnostics import replicate_separation
 from arena.poisson import BUCKETS, PoissonTable, inversion_table
 from arena.weights import draw_weights
@@ -182,6 +182,7 @@ class Fixed(NamedTuple):
     j: jax.Array
 
 
+@float64
 def fixed_arrays(blocks: Blocks, z_hat: np.ndarray, n_models: int, put=jnp.asarray) -> Fixed:
     """:class:`Fixed` for ``z_hat = [theta, beta, psi]`` (ties counted half)."""
     n_feat = blocks.features.shape[0]
@@ -261,6 +262,7 @@ def _gradient_part(w: jax.Array, fx: Fixed, delta: jax.Array | None, n_models: i
     return g
 
 
+@float64
 @partial(jax.jit, static_argnames=("n_models", "max_iter"))
 def refit_blocks(w: jax.Array, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_models: int,
                  ridge: float, tol: float = 1e-9, max_iter: int = 50):
@@ -312,6 +314,7 @@ def replicate_flags(beat: np.ndarray, blocks: Blocks, n_models: int) -> tuple[np
     return replicate_separation(n_models, src, dst, np.concatenate([beat[0], beat[1]]))
 
 
+@float64
 def bootstrap_blocks(blocks: Blocks, fx: Fixed, z_hat: jax.Array, h_inv: jax.Array, n_models: int, *,
                      n: int, n_bootstrap: int, seed: int, kind: str, ridge: float, clusters: np.ndarray | None,
                      chunk: int, put, fallback: Callable[[np.ndarray], tuple[np.ndarray, bool]],
@@ -371,6 +374,7 @@ class FullData(NamedTuple):
     j: jax.Array
 
 
+@float64
 def full_data(blocks: Blocks, put=jnp.asarray) -> FullData:
     real = (blocks.slot >= 0).reshape(blocks.y.shape).astype(np.float64)
     return FullData(put(blocks.features), put(blocks.y), put(real), put(blocks.pair), put(blocks.i), put(blocks.j))
@@ -382,6 +386,7 @@ def _gap(z: jax.Array, fd: FullData, n_models: int) -> jax.Array:
     return (theta[fd.i] - theta[fd.j])[fd.pair][:, None] + jnp.tensordot(beta, fd.features, 1)
 
 
+@float64
 def block_loss(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.Array:
     """:func:`arena.style.style_loss` for ties counted half, from the block layout."""
     d = _gap(z, fd, n_models)
@@ -389,6 +394,7 @@ def block_loss(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.A
     return nll + 0.5 * ridge * jnp.sum(z[:n_models] ** 2) + 0.5 * z[-1] ** 2
 
 
+@float64
 def block_gradient(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.Array:
     """:func:`arena.style.style_gradient` for ties counted half, from the block layout."""
     r = fd.real * (jax.nn.sigmoid(_gap(z, fd, n_models)) - fd.y)
@@ -397,6 +403,7 @@ def block_gradient(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> j
     return jnp.concatenate([g_theta, jnp.tensordot(fd.features, r, 2), z[-1:]])
 
 
+@float64
 def block_matrix(c: jax.Array, fd: FullData, n_models: int) -> jax.Array:
     """``sum over battles c x x^T`` (x = e_i - e_j on the strengths, the features on beta) for per-slot
     ``c`` (B, M): the Hessian for ``c = s (1 - s)``, the sandwich meat for ``c = (s - y)^2``; psi row 0."""
@@ -414,6 +421,7 @@ def block_matrix(c: jax.Array, fd: FullData, n_models: int) -> jax.Array:
     return out.at[sl, sl].add(ff)
 
 
+@float64
 def block_hessian(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> jax.Array:
     """:func:`arena.style.style_hessian` for ties counted half, from the block layout."""
     s = jax.nn.sigmoid(_gap(z, fd, n_models))
@@ -422,12 +430,14 @@ def block_hessian(z: jax.Array, fd: FullData, n_models: int, ridge: float) -> ja
     return h.at[-1, -1].add(1.0)
 
 
+@float64
 def block_meat(z: jax.Array, fd: FullData, n_models: int) -> jax.Array:
     """:func:`arena.style.style_meat` for ties counted half, from the block layout."""
     r = fd.real * (jax.nn.sigmoid(_gap(z, fd, n_models)) - fd.y)
     return block_matrix(r * r, fd, n_models)
 
 
+@float64
 @partial(jax.jit, static_argnames=("n_models", "max_iter"))
 def block_newton(z0: jax.Array, fd: FullData, n_models: int, n: int, ridge: float, tol: float = 1e-9,
                  max_iter: int = 100):
@@ -455,5 +465,5 @@ def block_newton(z0: jax.Array, fd: FullData, n_models: int, n: int, ridge: floa
     return z, done
 
 
-block_hessian_jit = jax.jit(block_hessian, static_argnames=("n_models",))
-block_meat_jit = jax.jit(block_meat, static_argnames=("n_models",))
+block_hessian_jit = float64(jax.jit(block_hessian, static_argnames=("n_models",)))
+block_meat_jit = float64(jax.jit(block_meat, static_argnames=("n_models",)))

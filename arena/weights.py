@@ -93,7 +93,7 @@ def _battle_cells(row: np.ndarray, pos: np.ndarray, sums: np.ndarray | None = No
     return hit * block + np.count_nonzero(inside <= local, axis=0)
 
 
-def _block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: WeightKind,
+def block_weights(counts: np.ndarray, seed: int, block: int, n: int, kind: WeightKind,
                    table: PoissonTable | None = None, integer: bool = False) -> np.ndarray:
     rng = np.random.default_rng([seed, block])
     return draw_weights(counts, n, rng, kind, table, integer)

@@ -1,4 +1,4 @@
-"""CPU seconds per part of bench_rank's many-model case (issue 16): 1M battles, ``--models`` models, sandwich +
+"""CPU seconds per part of bench_rank's many-model case: 1M battles, ``--models`` models, sandwich +
 ``--replicates`` bootstrap refits, each part run alone (serially) with the library's own calls, then the whole
 ``rank_battles(df, ci="both", n_bootstrap=1000, min_battles=0)`` that bench_rank times.
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=2, help="warm end-to-end runs")
     args = p.parse_args(argv)
 
-    import arena._jax  # noqa: F401  (x64 + compilation cache)
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena import bootstrap as bs
     from arena import bt, refit
     from arena import weights as wt
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     table = PoissonTable(flat[live])
     n_rep = args.replicates // wt.BLOCK * wt.BLOCK
     t0 = _clock()
-    draws = [wt._block_weights(flat[live], 0, b, wt.BLOCK, "multinomial", table, integer=True)
+    draws = [wt.block_weights(flat[live], 0, b, wt.BLOCK, "multinomial", table, integer=True)
              for b in range(n_rep // wt.BLOCK)]
     print(f"{'draws':<24} cpu {_since(t0)[0] / n_rep * 1e3:6.2f} ms a replicate")
     t0 = _clock()

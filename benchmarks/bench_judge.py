@@ -1,6 +1,6 @@
 """Benchmark: judge runner throughput against a loopback server answering in 50 ms, and the real SmolLM2 judge.
 
-The loopback server (``python -m judge.fault_server --delay 0.05``) runs in its own process. At concurrency
+The loopback server (``python -m tests.judge.fault_server --delay 0.05``) runs in its own process. At concurrency
 64 with 50 ms answers the ceiling is 64 / 0.05 = 1,280 calls/s; the target is >= 500 calls/s on 2 cores.
 Run: ``.venv/bin/python benchmarks/bench_judge.py``; writes ``benchmarks/results/bench_judge.md``.
 """
@@ -61,7 +61,7 @@ def provider_only(url: str, n: int) -> None:
 
 
 def loopback_rows() -> list[list[object]]:
-    server = subprocess.Popen([sys.executable, "-m", "judge.fault_server", "--delay", str(DELAY)],
+    server = subprocess.Popen([sys.executable, "-m", "tests.judge.fault_server", "--delay", str(DELAY)],
                               stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().split()[1]
@@ -97,7 +97,7 @@ def loopback_rows() -> list[list[object]]:
             measure(f"runner, no cache, concurrency {CONCURRENCY}", lambda: runner(None))
             measure("runner, SQLite cache cold, every answer committed (default; a kill loses only calls in "
                     "flight)", lambda: runner(CallCache(db)), fresh)
-            measure("runner, SQLite cache cold, commits every 64 answers or 0.25 s (before issue 14)",
+            measure("runner, SQLite cache cold, commits every 64 answers or 0.25 s (the old default)",
                     lambda: runner(CallCache(db, commit_every=64)), fresh)
             measure("runner, SQLite cache warm rerun (0 calls)", lambda: runner(db))
         measure("provider only (httpx, no runner/cache/parsing)",

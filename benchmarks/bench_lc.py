@@ -52,6 +52,7 @@ def synthetic_table(seed: int = 0) -> pd.DataFrame:
 
 
 def main() -> None:
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     table = synthetic_table()
     _, _, arr = table_to_grid(table)
     mask = jnp.asarray(arr["mask"])

@@ -1,4 +1,4 @@
-"""Benchmark: peak memory of ``preflab info`` and ``rank`` on large battles files (issue 14: < 4x the file).
+"""Benchmark: peak memory of ``preflab info`` and ``rank`` on large battles files (target: < 4x the file).
 
 A simulated Chatbot Arena file (nested ``conv_metadata``, 20 models) is measured two ways: the same rows in
 every format (``--mb`` of JSONL, about 612,000 rows at 200: the CSV is smaller and the Parquet file eight
@@ -118,7 +118,7 @@ def main() -> None:
                       "imports no JAX, rank adds JAX's runtime and compiled bootstrap refits), what the command "
                       "costs whatever the file. "
                       f"Files: the same {n:,} rows in each format, then each format at about {args.mb:.0f} MB. "
-                      "Target (issue 14): peak under 4x the file size. Peak RSS and CPU (user + system) from "
+                      "Target: peak under 4x the file size. Peak RSS and CPU (user + system) from "
                       f"getrusage of the child. Machine: {os.cpu_count()} cores, load average {load[0]:.1f} at the "
                       "start.")
 

@@ -4,7 +4,7 @@ Times building the item cells from the frames (:func:`arena.ppi_board.build_item
 with sandwich intervals, 1,000 stratified bootstrap refits, and the whole leaderboard from the frames
 (:func:`arena.ppi_board.ppi_leaderboard`, ``ci="both"``): best wall time of 3 runs with that run's process
 CPU time (all threads) beside it, and the load average, because the machine is shared.
-Run: ``python -m benchmarks.bench_ppi``. Target (issue 15): fit + sandwich + 1,000 bootstrap refits <= 5 s
+Run: ``python -m benchmarks.bench_ppi``. Target: fit + sandwich + 1,000 bootstrap refits <= 5 s
 on 2 cores.
 """
 

@@ -76,7 +76,7 @@ def steps_to(trace: np.ndarray, elo: float = 1e-3) -> int | None:
 
 def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     """The table's rows for ``k`` models."""
-    import arena._jax  # noqa: F401  (x64 + compilation cache)
+    jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena import bt, refit
     from arena import weights as wt
     from arena.data import aggregate, load_battles
@@ -88,7 +88,7 @@ def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     flat = np.asarray(data.counts).ravel()
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(data, live, k)
-    w = wt._block_weights(flat[live], 0, 0, args.replicates, "multinomial")
+    w = wt.block_weights(flat[live], 0, 0, args.replicates, "multinomial")
     m, s = refit.signed_battles(layout, w)
     m_d, s_d = jnp.asarray(m), jnp.asarray(s)
     ridge = bt.DEFAULT_RIDGE

@@ -18,7 +18,7 @@ from judge.cache import CallCache
 from judge.pairs import Pair
 from judge.providers import make_provider
 from judge.providers.base import Completion, Provider, logprob_content
-from judge.run import RunConfig, RunResult, _Call, arun_judge, plan_calls
+from judge.run import Call, RunConfig, RunResult, arun_judge, plan_calls
 
 OPENAI_DONE = {"completed", "failed", "expired", "cancelled"}
 
@@ -32,12 +32,12 @@ class BatchJob:
     keys: list[str]
 
 
-def _pending(pairs: Sequence[Pair], provider: Provider, config: RunConfig, cache: CallCache) -> list[_Call]:
+def _pending(pairs: Sequence[Pair], provider: Provider, config: RunConfig, cache: CallCache) -> list[Call]:
     sampled = config.samples > 0 or not provider.supports_logprobs
     return [c for c in plan_calls(pairs, provider, config, sampled) if cache.get(c.key) is None]
 
 
-def openai_line(call: _Call, model: str) -> dict:
+def openai_line(call: Call, model: str) -> dict:
     """One OpenAI Batch input line for a call."""
     req = call.request
     body = {"model": model, "messages": list(req.messages), "max_completion_tokens": req.max_tokens,
@@ -49,7 +49,7 @@ def openai_line(call: _Call, model: str) -> dict:
     return {"custom_id": call.key, "method": "POST", "url": "/v1/chat/completions", "body": body}
 
 
-def anthropic_request(call: _Call, model: str) -> dict:
+def anthropic_request(call: Call, model: str) -> dict:
     """One Anthropic Message Batches request for a call."""
     system = "\n\n".join(m["content"] for m in call.request.messages if m["role"] == "system")
     params = {"model": model, "max_tokens": call.request.max_tokens, "temperature": call.request.temperature,

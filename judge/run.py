@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -141,7 +141,7 @@ class RateLimiter:
 
 
 @dataclass(frozen=True)
-class _Call:
+class Call:
     pair: int
     order: str
     sample: int
@@ -150,7 +150,7 @@ class _Call:
     p_hash: str
 
 
-def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sampled: bool) -> list[_Call]:
+def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sampled: bool) -> list[Call]:
     """Every call the run needs: pairs x orders x samples, each with its cache key."""
     orders = ("xy", "yx") if config.both_orders else ("xy",)
     k = max(config.samples, 1) if config.samples else (config.fallback_samples if sampled else 1)
@@ -170,11 +170,11 @@ def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sam
                                    logprobs=not sampled, seed=(config.seed + s) if sampled else config.seed)
                 params = {**req.sampling_params(), "sample": s}
                 key = cache_key(provider.provider, provider.model, rubric_fp, p_hash, order, params)
-                calls.append(_Call(i, order, s, req, key, p_hash))
+                calls.append(Call(i, order, s, req, key, p_hash))
     return calls
 
 
-async def _call_with_retries(provider: Provider, call: _Call, config: RunConfig, limiter: RateLimiter,
+async def _call_with_retries(provider: Provider, call: Call, config: RunConfig, limiter: RateLimiter,
                              stats: RunStats, rng: random.Random) -> Completion:
     est = estimated_input_tokens(call.request) + call.request.max_tokens
     for attempt in range(config.max_attempts):
@@ -195,13 +195,13 @@ async def _call_with_retries(provider: Provider, call: _Call, config: RunConfig,
     raise AssertionError("unreachable")
 
 
-async def _execute(calls: list[_Call], provider: Provider, config: RunConfig, cache: CallCache | None,
+async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cache: CallCache | None,
                    stats: RunStats, meter: SpendMeter | None = None) -> dict[str, Completion | Exception]:
     """Run the calls through ``concurrency`` workers; returns completion or exception per cache key."""
     results: dict[str, Completion | Exception] = {}
     limiter = RateLimiter(config.rpm, config.tpm)
     rng = random.Random(config.seed)
-    queue: asyncio.Queue[_Call] = asyncio.Queue()
+    queue: asyncio.Queue[Call] = asyncio.Queue()
     unique = list({c.key: c for c in calls}.values())  # identical requests (duplicate pairs) are made once
     for c in unique:
         queue.put_nowait(c)
@@ -253,10 +253,10 @@ def _verdict(comps: list[Completion], rubric: Rubric, sampled: bool) -> Verdict:
     return verdict_from_text(comp.text, rubric.all_labels, rubric.case_sensitive)  # server sent no logprobs
 
 
-def verdict_rows(pairs: Sequence[Pair], calls: list[_Call], results: dict, provider: Provider, rubric: Rubric,
+def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provider: Provider, rubric: Rubric,
                  sampled: bool, stats: RunStats) -> pd.DataFrame:
     """One row per (pair, order): slot and identity probabilities, verdict, mass, tokens, cost, latency."""
-    groups: dict[tuple[int, str], list[_Call]] = {}
+    groups: dict[tuple[int, str], list[Call]] = {}
     for c in calls:
         groups.setdefault((c.pair, c.order), []).append(c)
     rows = []
@@ -364,11 +364,3 @@ def failure_summary(verdicts: pd.DataFrame, top: int = 3) -> str:
     shown = "; ".join(f"{n} x {msg}" for msg, n in counts.head(top).items())
     more = f"; {len(counts) - top} other error(s)" if len(counts) > top else ""
     return f"{len(errors)} of {len(verdicts)} verdicts failed after retries: {shown}{more}"
-
-
-def stats_dict(stats: RunStats) -> dict:
-    """The stats without the per-retry waits, for JSON output."""
-    d = asdict(stats)
-    d.pop("waits")
-    d["retry_reasons"] = dict(stats.retry_reasons)
-    return d

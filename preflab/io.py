@@ -286,9 +286,6 @@ def csv_safe(df: Any) -> Any:
     return out
 
 
-TABLE_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
-
-
 def write_table(df: Any, path: str | Path, meta_key: str | None = None, stdout_format: str = "csv") -> str:
     """Write a result table by extension (.csv, .json, .jsonl, .parquet); ``-`` writes ``stdout_format``
     (csv or jsonl) to stdout.

@@ -8,7 +8,6 @@ and prints. Library imports happen inside commands, so ``preflab --help`` loads 
 
 from __future__ import annotations
 
-import os
 import sys
 
 from preflab.errors import InputError
@@ -22,6 +21,8 @@ app.add_typer(judge_app, name="judge", help="Run LLM judges and calibrate them a
 
 #: Old option spellings, still accepted (not shown in --help): one name per concept across commands.
 OPTION_ALIASES = {"--n-bootstrap": "--bootstrap", "--ties-model": "--ties"}
+
+__all__ = ["OPTION_ALIASES", "app", "canonical_args", "main"]
 
 
 def canonical_args(args: list[str]) -> list[str]:
@@ -48,12 +49,6 @@ def main(argv: list[str] | None = None) -> None:
     common.DEBUG = debug
     try:
         app(args=args, prog_name="preflab")
-    except SystemExit as e:
-        if argv is None and common.FAST_EXIT:  # the console script, after a command that asked for it
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(e.code if isinstance(e.code, int) else 0)
-        raise
     except InputError as e:
         if debug:
             raise
@@ -66,6 +61,6 @@ def main(argv: list[str] | None = None) -> None:
         err.print("run with --debug for the traceback", highlight=False, markup=False)
         sys.exit(1)
     finally:
-        common.DEBUG = common.FAST_EXIT = False
+        common.DEBUG = False
         if "arena._jax" in sys.modules:  # `rank` turned stored programs on for itself, not for the library
             sys.modules["arena._jax"].STORE_PROGRAMS = False

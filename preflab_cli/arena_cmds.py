@@ -23,7 +23,7 @@ def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False,
     """Load battles for a command; print a clear error and exit 2 on bad input, report skipped rows.
 
     ``lean``: keep only the columns the statistics read (``need``: only these optional ones; plus ``keep``),
-    for bounded memory (issue 14)."""
+    for bounded memory."""
     from arena.data import load_battles
 
     try:
@@ -65,7 +65,7 @@ def convert(src: Path, dst: Path, layout: LayoutOpt = "arena", skip_bad_rows: Sk
 
 
 
-# ------------------------------------------------------- simulate / power / study (issue 5, simulator engineer)
+# ---------------------------------------------------------------------------------- simulate / power / study
 
 
 TiesOpt = Annotated[str, typer.Option("--ties", help="Ties model: half (plain Bradley-Terry: a tie is half a "
@@ -191,10 +191,9 @@ def study(
     console.print(out.round(3).to_string(index=False), soft_wrap=True)
 
 
-# ------------------------------------------------------------------------------------- end of issue 5 block
 
 
-# ------------------------------------------------------- lc / arena-hard (issue 4, LC engineer)
+# ----------------------------------------------------------------------------------------- lc / arena-hard
 
 
 @app.command("lc")
@@ -322,4 +321,3 @@ def arena_hard_cmd(
         err.print(f"wrote {write_table(lb, output)}")
 
 
-# ------------------------------------------------------------------------------------- end of issue 4 block

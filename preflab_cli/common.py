@@ -18,9 +18,6 @@ from rich.markup import escape
 
 from preflab.io import is_stdout
 from preflab.redact import redact
-from preflab_cli import plain_options
-
-plain_options.install()  # option values without pydantic's adapters (~0.06 s of each run)
 
 app = typer.Typer(
     name="preflab",
@@ -39,9 +36,6 @@ if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside
 
 #: Set by ``preflab --debug``: errors a command would print as one line are raised instead (with traceback).
 DEBUG = False
-#: Set by a command that has written and flushed everything: the console script then ends the process
-#: without the interpreter's teardown, which after JAX takes 0.3-0.9 s (its backends, ~1,300 modules).
-FAST_EXIT = False
 
 
 def fail(error: object, status: int = 2) -> NoReturn:

@@ -13,7 +13,7 @@ from preflab_cli.common import fail
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
-# --- preflab judge run (issue 6: judge runner) -------------------------------------------------------
+# --- preflab judge run -------------------------------------------------------
 @app.command("run")
 def run_cmd(
     pairs_path: Annotated[Path, typer.Argument(help="Pairs JSONL: item_id, prompt, model_x, answer_x, model_y, answer_y.")],
@@ -142,7 +142,7 @@ def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, a
 # --- end preflab judge run -----------------------------------------------------------------------------
 
 
-# --- preflab judge calibrate (issue 7: judge calibration) ----------------------------------------------
+# --- preflab judge calibrate ----------------------------------------------
 @app.command("calibrate")
 def calibrate_cmd(
     verdicts: Annotated[Path, typer.Argument(help="Verdicts: `preflab judge run` JSONL, judge_labels.csv, or a "

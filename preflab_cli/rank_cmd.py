@@ -1,7 +1,7 @@
 """``preflab rank``: battles -> Bradley-Terry leaderboard with bootstrap and/or sandwich intervals.
 
-Its own module (from :mod:`preflab_cli.arena_cmds`): the warm-start work of issue 16 (JAX imported while the
-file is read, stored programs, per-part timings, fast exit) lives with the one command that needs it.
+Its own module (from :mod:`preflab_cli.arena_cmds`): what keeps a warm run short (JAX imported while the file
+is read, stored programs, per-part timings) lives with the one command that needs it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from preflab.io import is_stdout
-from preflab_cli import common
 from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
 from preflab_cli.common import app, err, fail, report_console
 
@@ -61,7 +60,7 @@ def rank(
     from preflab_cli.common import Timings, import_jax_in_background
 
     timings = Timings()
-    jax_imported = import_jax_in_background()  # overlaps reading the file (issue 16: warm rank in 2 s)
+    jax_imported = import_jax_in_background()  # overlaps reading the file
     from arena.data import STYLE_COLUMNS
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
@@ -80,7 +79,7 @@ def rank(
 
     arena._jax.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
     timings.lap("imports")
-    if judge_battles is not None:  # issue 15: judge-assisted leaderboard
+    if judge_battles is not None:  # judge-assisted leaderboard (PPI++)
         from preflab_cli.judge_assist import rank_with_judge
 
         return rank_with_judge(battles, judge_battles, layout=layout, skip_bad_rows=skip_bad_rows,
@@ -125,4 +124,3 @@ def rank(
             err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
     timings.lap("output")
     timings.report()
-    common.FAST_EXIT = True  # all written, closed and flushed: skip the interpreter teardown

@@ -57,6 +57,15 @@ def test_wheel_is_imported_from_the_install_not_the_checkout(installed, tmp_path
     assert str(installed) in out and str(ROOT) not in out
 
 
+def test_the_wheel_ships_no_test_servers(installed, tmp_path) -> None:
+    """The loopback fault server fakes paid APIs for the tests and benchmarks: it lives under tests/."""
+    code = "import importlib.util as u, judge; print(u.find_spec('judge.fault_server'), judge.__file__)"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    out = subprocess.run([str(installed / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, check=True).stdout.split()
+    assert out[0] == "None" and str(installed) in out[1]
+
+
 def test_demo_seed_and_rank_from_another_folder(installed, tmp_path) -> None:
     seeded = run(installed, "demo-seed", "--db", f"sqlite:///{tmp_path / 'demo.db'}", cwd=tmp_path)
     assert seeded.returncode == 0, seeded.stderr

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from voting.items import check_name
-from voting.store import _retry, _writing, invites_t
+from voting.store import invites_t, retry, writing
 
 GUEST_PREFIX = "guest-"
 
@@ -46,25 +46,25 @@ def issue_invite(engine: Engine, voter: str) -> str:
     token = secrets.token_urlsafe(18)
 
     def attempt() -> str:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             now = time.time()
             conn.execute(invites_t.update().where(invites_t.c.voter == voter, invites_t.c.revoked_at.is_(None))
                          .values(revoked_at=now))
             conn.execute(invites_t.insert().values(token_hash=token_hash(token), voter=voter, created_at=now))
         return token
 
-    return _retry(attempt)
+    return retry(attempt)
 
 
 def revoke_invites(engine: Engine, voter: str) -> int:
     """Revoke every live invite of ``voter``; returns how many."""
     def attempt() -> int:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             res = conn.execute(invites_t.update().where(invites_t.c.voter == voter.strip(),
                                                         invites_t.c.revoked_at.is_(None)).values(revoked_at=time.time()))
             return int(res.rowcount or 0)
 
-    return _retry(attempt)
+    return retry(attempt)
 
 
 def invite_voter(engine: Engine, token: str) -> str | None:

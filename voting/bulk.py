@@ -12,7 +12,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from voting.store import _COUNT_KEY, _SQLITE_TRIGGERS, _retry, _writing, votes_t
+from voting.store import COUNT_KEY, SQLITE_TRIGGERS, retry, votes_t, writing
 
 #: Columns a bulk row needs (the others take their defaults or stay NULL).
 COLUMNS = ("voter", "dataset", "item_id", "round", "model_left", "model_right", "shown_order", "outcome",
@@ -22,10 +22,10 @@ COLUMNS = ("voter", "dataset", "item_id", "round", "model_left", "model_right", 
 def _count_new(conn: sa.Connection, after_id: int) -> None:
     """Add the votes with ``id > after_id`` to ``vote_counts`` (one GROUP BY, upsert)."""
     conn.exec_driver_sql(
-        f"INSERT INTO vote_counts ({_COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, outcome, "
+        f"INSERT INTO vote_counts ({COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, outcome, "
         f"COALESCE(winner_model, ''), COUNT(*) FROM votes WHERE id > {int(after_id)} GROUP BY dataset, item_id, "
         f"model_left, model_right, outcome, COALESCE(winner_model, '') "
-        f"ON CONFLICT ({_COUNT_KEY}) DO UPDATE SET n = vote_counts.n + excluded.n")
+        f"ON CONFLICT ({COUNT_KEY}) DO UPDATE SET n = vote_counts.n + excluded.n")
 
 
 def _copy_pg(conn: sa.Connection, rows: pd.DataFrame) -> None:
@@ -47,7 +47,7 @@ def bulk_insert_votes(engine: Engine, rows: pd.DataFrame) -> int:
     rows["voted_at"] = rows["voted_at"].astype(float)
 
     def attempt() -> int:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             pg = conn.dialect.name == "postgresql"
             if pg:
                 conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727208)")
@@ -62,7 +62,7 @@ def bulk_insert_votes(engine: Engine, rows: pd.DataFrame) -> int:
                 marks = ", ".join("?" for _ in COLUMNS)
                 conn.exec_driver_sql(f"INSERT INTO votes ({', '.join(COLUMNS)}) VALUES ({marks})",
                                      list(rows.itertuples(index=False, name=None)))
-                for ddl in _SQLITE_TRIGGERS:
+                for ddl in SQLITE_TRIGGERS:
                     conn.exec_driver_sql(ddl)
             _count_new(conn, after)
         if pg:
@@ -70,4 +70,4 @@ def bulk_insert_votes(engine: Engine, rows: pd.DataFrame) -> int:
                 conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM ANALYZE votes")
         return len(rows)
 
-    return _retry(attempt)
+    return retry(attempt)

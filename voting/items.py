@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import _read_file
+from arena.data import read_file
 from preflab.errors import InputError
 
 LONG_COLUMNS: tuple[str, ...] = ("item_id", "prompt", "model", "answer")
@@ -79,7 +79,7 @@ def load_items(source: str | Path | pd.DataFrame, fmt: str | None = None) -> Ite
     else:
         name = str(source)
         try:
-            raw = _read_file(Path(source), fmt, on_error="raise")
+            raw = read_file(Path(source), fmt, on_error="raise")
         except InputError as e:
             raise ItemDataError(e.source, e.line, e.field, e.problem, e.hint) from None
     cols = set(raw.columns)

@@ -3,7 +3,7 @@
 
 A judge file is a `preflab judge run` verdict file (both orders combined here, so :mod:`arena` never
 imports :mod:`judge`) or any battles file that :func:`arena.data.load_battles` reads. The math is
-:func:`arena.ppi_board.ppi_leaderboard` (issue 15).
+:func:`arena.ppi_board.ppi_leaderboard`.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def footer(table: pd.DataFrame, judge_name: str) -> str:
             f"(effective human votes {a['ess_gain'] * a['n_human_votes']:,.0f})")
 
 
-# ------------------------------------------------------------------- the judge card's PPI gain (issue 15)
+# ------------------------------------------------------------------------------ the judge card's PPI gain
 
 
 def human_battles(pairs: pd.DataFrame) -> pd.DataFrame:

@@ -119,12 +119,12 @@ counts_t = sa.Table(
     sa.Column("winner", _name, primary_key=True),  # winner_model, '' for ties (a key cannot be NULL)
     sa.Column("n", sa.Integer, nullable=False),
 )
-_COUNT_KEY = "dataset, item_id, model_left, model_right, outcome, winner"
-_SQLITE_TRIGGERS = (
+COUNT_KEY = "dataset, item_id, model_left, model_right, outcome, winner"
+SQLITE_TRIGGERS = (
     f"""CREATE TRIGGER IF NOT EXISTS vote_counts_ins AFTER INSERT ON votes BEGIN
-    INSERT INTO vote_counts ({_COUNT_KEY}, n) VALUES (NEW.dataset, NEW.item_id, NEW.model_left,
+    INSERT INTO vote_counts ({COUNT_KEY}, n) VALUES (NEW.dataset, NEW.item_id, NEW.model_left,
         NEW.model_right, NEW.outcome, COALESCE(NEW.winner_model, ''), 1)
-    ON CONFLICT ({_COUNT_KEY}) DO UPDATE SET n = n + 1; END""",
+    ON CONFLICT ({COUNT_KEY}) DO UPDATE SET n = n + 1; END""",
     """CREATE TRIGGER IF NOT EXISTS vote_counts_del AFTER DELETE ON votes BEGIN
     UPDATE vote_counts SET n = n - 1 WHERE dataset = OLD.dataset AND item_id = OLD.item_id
         AND model_left = OLD.model_left AND model_right = OLD.model_right AND outcome = OLD.outcome
@@ -134,9 +134,9 @@ _PG_TRIGGERS = (
     f"""CREATE OR REPLACE FUNCTION preflab_vote_counts() RETURNS trigger AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO vote_counts ({_COUNT_KEY}, n) VALUES (NEW.dataset, NEW.item_id, NEW.model_left,
+    INSERT INTO vote_counts ({COUNT_KEY}, n) VALUES (NEW.dataset, NEW.item_id, NEW.model_left,
         NEW.model_right, NEW.outcome, COALESCE(NEW.winner_model, ''), 1)
-    ON CONFLICT ({_COUNT_KEY}) DO UPDATE SET n = vote_counts.n + 1;
+    ON CONFLICT ({COUNT_KEY}) DO UPDATE SET n = vote_counts.n + 1;
     RETURN NEW;
   END IF;
   UPDATE vote_counts SET n = n - 1 WHERE dataset = OLD.dataset AND item_id = OLD.item_id
@@ -189,7 +189,7 @@ def open_store(url: str = "sqlite:///data/preflab.db", *, busy_timeout_ms: int =
     engine = sa.create_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, busy_timeout_ms)
-    _retry(lambda: _migrate(engine))
+    retry(lambda: _migrate(engine))
     return engine
 
 
@@ -216,7 +216,7 @@ def _migrate(engine: Engine) -> None:
     One write transaction, serialised across processes (SQLite's write lock; a PostgreSQL advisory lock),
     so many app workers or writers can open the same store at once.
     """
-    with _writing(engine) as conn:
+    with writing(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727208)")
         _rekey_undone(conn)
@@ -226,10 +226,10 @@ def _migrate(engine: Engine) -> None:
             index.create(conn, checkfirst=True)
         if not had_counts:  # a store from before the counts table: count its votes once
             conn.exec_driver_sql(
-                f"INSERT INTO vote_counts ({_COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, "
+                f"INSERT INTO vote_counts ({COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, "
                 "outcome, COALESCE(winner_model, ''), COUNT(*) FROM votes GROUP BY dataset, item_id, model_left, "
                 "model_right, outcome, COALESCE(winner_model, '')")
-        for ddl in _PG_TRIGGERS if conn.dialect.name == "postgresql" else _SQLITE_TRIGGERS:
+        for ddl in _PG_TRIGGERS if conn.dialect.name == "postgresql" else SQLITE_TRIGGERS:
             conn.exec_driver_sql(ddl)
         insp = sa.inspect(conn)
         for table in metadata.sorted_tables:
@@ -262,7 +262,7 @@ def _rekey_undone(conn: sa.Connection) -> None:
 
 
 @contextmanager
-def _writing(engine: Engine) -> Iterator[sa.Connection]:
+def writing(engine: Engine) -> Iterator[sa.Connection]:
     """A connection in a write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on success."""
     with engine.connect().execution_options(write=True) as conn, conn.begin():
         yield conn
@@ -273,7 +273,7 @@ def _is_locked(e: OperationalError) -> bool:
     return "locked" in text or "busy" in text or "deadlock" in text or "could not serialize" in text
 
 
-def _retry(fn: Callable[[], T], attempts: int = 12) -> T:
+def retry(fn: Callable[[], T], attempts: int = 12) -> T:
     """Run ``fn`` again after "database is locked" (exponential backoff with jitter)."""
     for k in range(attempts):
         try:
@@ -308,7 +308,7 @@ def vote_row(vote: Vote, voted_at: float | None = None, source: str = "app") -> 
 def _insert_once(engine: Engine, table: sa.Table, row: dict) -> int:
     def attempt() -> int:
         try:
-            with _writing(engine) as conn:
+            with writing(engine) as conn:
                 return int(conn.execute(table.insert().values(**row)).inserted_primary_key[0])
         except IntegrityError as e:
             text = str(e.orig).lower()
@@ -317,7 +317,7 @@ def _insert_once(engine: Engine, table: sa.Table, row: dict) -> int:
                                     f"(round {row['round']})") from None
             raise
 
-    return _retry(attempt)
+    return retry(attempt)
 
 
 def record_vote(engine: Engine, vote: Vote) -> int:
@@ -337,7 +337,7 @@ def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0) 
     The row moves to ``undone_votes`` (with ``undone_at``) in the same transaction, so nothing is lost.
     """
     def attempt() -> bool:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             row = conn.execute(sa.select(votes_t).where(
                 votes_t.c.id == vote_id, votes_t.c.voter == voter, votes_t.c.voted_at >= time.time() - window_s)
             ).mappings().first()
@@ -347,7 +347,7 @@ def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0) 
             conn.execute(votes_t.delete().where(votes_t.c.id == vote_id))
             return True
 
-    return _retry(attempt)
+    return retry(attempt)
 
 
 def import_items(engine: Engine, items: ItemSet, dataset: str) -> int:
@@ -363,7 +363,7 @@ def import_items(engine: Engine, items: ItemSet, dataset: str) -> int:
                    for r in items.answers.itertuples()]
 
     def attempt() -> int:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             ids = [r["item_id"] for r in item_rows]
             clash = conn.execute(sa.select(items_t.c.item_id).where(
                 items_t.c.dataset == dataset, items_t.c.item_id.in_(ids)).limit(5)).scalars().all()
@@ -375,7 +375,7 @@ def import_items(engine: Engine, items: ItemSet, dataset: str) -> int:
             conn.execute(answers_t.insert(), answer_rows)
         return len(item_rows)
 
-    return _retry(attempt)
+    return retry(attempt)
 
 
 def import_battles(engine: Engine, battles: Battles, dataset: str, source: str) -> int:
@@ -399,7 +399,7 @@ def import_battles(engine: Engine, battles: Battles, dataset: str, source: str) 
     ]
 
     def attempt() -> int:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             done = conn.execute(sa.select(sa.func.count()).select_from(votes_t).where(votes_t.c.source == source))
             if done.scalar_one():
                 return 0
@@ -407,7 +407,7 @@ def import_battles(engine: Engine, battles: Battles, dataset: str, source: str) 
                 conn.execute(votes_t.insert(), rows)
         return len(rows)
 
-    return _retry(attempt)
+    return retry(attempt)
 
 
 # ---------------------------------------------------------------------------------------------- reads
@@ -479,14 +479,6 @@ def voter_votes(engine: Engine, voter: str, dataset: str) -> pd.DataFrame:
     what ``balanced`` assignment spreads evenly over models)."""
     c = votes_t.c
     return _frame(engine, sa.select(c.model_left, c.model_right).where(c.voter == voter, c.dataset == dataset))
-
-
-def voter_vote_count(engine: Engine, voter: str, dataset: str) -> int:
-    """How many votes this voter has cast on a dataset (all rounds; the unique index answers it)."""
-    c = votes_t.c
-    with engine.connect() as conn:
-        return int(conn.execute(sa.select(sa.func.count()).where(c.voter == voter, c.dataset == dataset))
-                   .scalar_one())
 
 
 def dataset_version(engine: Engine, dataset: str) -> tuple:
@@ -625,9 +617,9 @@ def set_criteria(engine: Engine, dataset: str, text: str) -> None:
     key = f"criteria:{dataset}"
 
     def attempt() -> None:
-        with _writing(engine) as conn:
+        with writing(engine) as conn:
             conn.execute(meta_t.delete().where(meta_t.c.key == key))
             if text.strip():
                 conn.execute(meta_t.insert().values(key=key, value=text.strip()))
 
-    _retry(attempt)
+    retry(attempt)

@@ -1,4 +1,4 @@
-"""Access (issue 13, items 3-4): invite links stored hashed, labelled rate-limited open voting, identity
+"""Access: invite links stored hashed, labelled rate-limited open voting, identity
 across reloads, voters see only their own progress; admin gate banner, lockout, sign-out, data folder."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seeded studies of the pair assignment (issue 13, item 7): the next pair is not predictable, ``balanced``
+"""Seeded studies of the pair assignment: the next pair is not predictable, ``balanced``
 spreads models evenly (overall and per voter), and ``active`` with its exploration still beats uniform
 sampling on interval width. Truth is known: Bradley-Terry outcomes from fixed strengths."""
 

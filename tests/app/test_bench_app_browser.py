@@ -1,8 +1,8 @@
-"""The browser profiler's arithmetic (benchmarks/bench_app_browser.py) on hand-made traces and profiles."""
+"""The browser profiler's arithmetic (tests/app/browser_trace.py) on hand-made traces and profiles."""
 
 from __future__ import annotations
 
-from benchmarks.bench_app_browser import js_self, self_times
+from tests.app.browser_trace import js_self, self_times
 
 
 def test_self_time_takes_nested_events_out():

@@ -1,4 +1,4 @@
-"""Vote integrity (issue 13, items 1-2): undo never lets a voter re-vote knowing the models, and a second
+"""Vote integrity: undo never lets a voter re-vote knowing the models, and a second
 undo works on every store, including SQLite stores made before undone votes had their own key."""
 
 from __future__ import annotations

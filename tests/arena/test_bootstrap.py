@@ -55,7 +55,7 @@ def test_chord_refits_equal_full_newton_fits(ties):
     live = np.flatnonzero(flat)
     for r in (0, 7, 29):
         w = np.zeros(flat.size)
-        w[live] = wt._block_weights(flat[live], 3, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
+        w[live] = wt.block_weights(flat[live], 3, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         rep = d._replace(counts=w.reshape(-1, 3))
         ref = np.asarray(bt.fit(bt.initial_x(rep, 10, ties), rep, ties).x)
         np.testing.assert_allclose(bt.to_elo(reps[r, :10]), bt.to_elo(ref[:10]), atol=1e-6)
@@ -152,7 +152,7 @@ def test_replicate_separation_flags_match_an_independent_ford_check():
     live = np.flatnonzero(flat)
     for r in range(60):
         w = np.zeros(flat.size)
-        w[live] = wt._block_weights(flat[live], 5, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
+        w[live] = wt.block_weights(flat[live], 5, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         tensor = np.zeros((4, 4, 3))
         tensor[d.i, d.j] = w.reshape(-1, 3)
         assert res.separated[r] == (not ford_condition(tensor))

@@ -18,6 +18,8 @@ from sklearn.linear_model import LogisticRegression
 from arena import bt
 from arena.data import aggregate, aggregate_codes, load_battles
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
+
 ELO = 400 / math.log(10)
 
 

@@ -37,6 +37,8 @@ from arena.lc_bootstrap import (
 )
 from arena.lc_data import table_from_frame, table_to_grid
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
+
 
 def simulate(n_models: int = 8, n_instr: int = 300, length_effect: float = 1.5, seed: int = 0):
     """LC table from the GLM itself: soft labels = true probabilities; also the true LC win rates."""

@@ -1,5 +1,5 @@
 """Sample-size planning: the seed's normal table exactly, the exact sign test against a brute-force
-binomial sum and scipy's binomtest, and the leaderboard planner against the BT engineer's Hessian and
+binomial sum and scipy's binomtest, and the leaderboard planner against :func:`arena.bt.hessian` and
 against simulated arenas."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_sign_test_power_matches_simulation():
 
 @pytest.mark.parametrize("ties", ["none", "rao-kupper", "davidson"])
 def test_information_matrix_equals_expected_hessian_of_the_bt_fit(ties):
-    """Our closed-form expected information equals the BT engineer's Hessian evaluated at the truth with
+    """Our closed-form expected information equals the fit's Hessian evaluated at the truth with
     the expected counts (for a multinomial the expected observed information is the Fisher information)."""
     s = np.array([1.2, 0.5, 0.0, -0.4])
     k = len(s)

@@ -20,6 +20,7 @@ from arena import weights as wt
 from arena.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
 from tests.arena.test_bt import simulated_counts
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -120,7 +121,7 @@ def test_dense_refits_equal_sparse_refits_and_the_exact_mle():
     live = np.flatnonzero(flat)
     for r in (0, 17, 39):  # the exact MLE of the same resample, by full Newton from scratch
         w = np.zeros(flat.size)
-        w[live] = wt._block_weights(flat[live], 2, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
+        w[live] = wt.block_weights(flat[live], 2, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         rep = d._replace(counts=w.reshape(-1, 3))
         ref = np.asarray(bt.fit(bt.initial_x(rep, 30, "half"), rep).x)
         assert np.abs(bt.to_elo(dense[r, :30]) - bt.to_elo(ref[:30])).max() < 1e-3
@@ -216,7 +217,7 @@ def test_signed_battles_carry_the_battles_scores_and_beat_graph(monkeypatch, spa
     d, _, _ = _fit_parts(counts)
     flat = d.counts.ravel()
     live = np.flatnonzero(flat)
-    w = wt._block_weights(flat[live], 3, 0, 5, "multinomial", integer=integer)
+    w = wt.block_weights(flat[live], 3, 0, 5, "multinomial", integer=integer)
     assert w.dtype == (np.int16 if integer else np.float64)
     layout = refit.dense_layout(d, live, 9)
     assert (layout.score is not None) == sparse_scores and (layout.gather is not None) == gather
@@ -254,7 +255,7 @@ def test_int8_battles_give_the_float32_refits_and_fall_back_when_a_pair_total_pa
     f32 = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=30, seed=5, dense=True)
     np.testing.assert_array_equal(int8.x, f32.x)
     np.testing.assert_array_equal(int8.separated, f32.separated)
-    w = wt._block_weights(d.counts.ravel()[np.flatnonzero(d.counts.ravel())], 5, 0, 5, "multinomial", integer=True)
+    w = wt.block_weights(d.counts.ravel()[np.flatnonzero(d.counts.ravel())], 5, 0, 5, "multinomial", integer=True)
     with pytest.raises(OverflowError, match=r"pair total of 2\d\d does not fit int8"):
         refit.signed_battles(layout, np.where(np.arange(w.shape[1]) == 0, 200, w).astype(np.int16))
 
@@ -279,7 +280,7 @@ def test_float32_start_ends_where_float64_steps_alone_do():
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(d, live, 40)
     assert layout.dtype == np.float32
-    m, s = refit.signed_battles(layout, wt._block_weights(flat[live], 7, 0, 10, "multinomial"))
+    m, s = refit.signed_battles(layout, wt.block_weights(flat[live], 7, 0, 10, "multinomial"))
     x32, ok32, c32 = refit.refit_signed_chunk(jnp.asarray(m), jnp.asarray(s), jnp.asarray(x), jnp.asarray(h_inv))
     x64, ok64, c64 = refit.refit_signed_chunk(jnp.asarray(m.astype(np.float64)), jnp.asarray(s), jnp.asarray(x),
                                               jnp.asarray(h_inv))  # float64 battles: no float32 start
@@ -301,7 +302,7 @@ def test_float32_battles_past_2_23_battles_with_exact_float64_scores(monkeypatch
     live = np.flatnonzero(flat)
     layout = refit.dense_layout(d, live, 3)
     assert layout.dtype == np.float32
-    w = wt._block_weights(flat[live], 5, 0, 6, "multinomial")
+    w = wt.block_weights(flat[live], 5, 0, 6, "multinomial")
     m, s = refit.signed_battles(layout, w)
     c = np.zeros((6, flat.size))
     c[:, live] = w

@@ -1,4 +1,4 @@
-"""The simulator: its probabilities agree with the BT engineer's likelihoods, its draws with its
+"""The simulator: its probabilities agree with :mod:`arena.bt`'s likelihoods, its draws with its
 probabilities, fits of its output recover the truth, and its files load back losslessly."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from arena.simulate import (
 )
 from arena.ties import tie_parameter_for_rate
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
+
 
 @pytest.mark.parametrize("ties", ["rao-kupper", "davidson"])
 def test_tie_rate_between_equal_models(ties):
@@ -38,7 +40,7 @@ def test_tie_rate_between_equal_models(ties):
 
 
 @pytest.mark.parametrize("ties", ["rao-kupper", "davidson", "none"])
-def test_probabilities_match_the_bt_engineers_likelihood(ties):
+def test_probabilities_match_the_fits_likelihood(ties):
     """Same strengths, same scale: our outcome probabilities equal exp(bt.outcome_log_probs)."""
     d = np.linspace(-4, 4, 17)
     theta = tie_parameter_for_rate(ties, 0.25)

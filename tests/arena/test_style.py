@@ -16,6 +16,8 @@ from arena import bt, style
 from arena.data import load_battles
 from arena.leaderboard import fit_leaderboard
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
+
 ELO = 400 / math.log(10)
 
 

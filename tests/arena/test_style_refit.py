@@ -11,6 +11,8 @@ from arena import style_refit as sr
 from arena.data import load_battles
 from tests.arena.test_style import style_frame
 
+pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
+
 
 def _rows(n=3_000, seed=0, tie_share=0.1):
     df, _ = style_frame(k=6, n=n, seed=seed, tie_share=tie_share)

@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 
 from judge.budget import dry_run, estimate_run, known_price
 from judge.cache import CallCache
-from judge.fault_server import Faults, FaultServer
 from judge.pairs import Pair
 from judge.providers.openai import OpenAIProvider
 from judge.rubrics import BUILTIN
 from judge.run import RunConfig, run_judge
 from preflab_cli import app
+from tests.judge.fault_server import Faults, FaultServer
 
 PAIRS = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(8)]
 PAIRS.append(PAIRS[0])  # a repeated pair: its requests are identical, so sent once

@@ -1,4 +1,4 @@
-"""Done-when checks of issue 7 on the real shared data (PandaLM, LLMFAO, AlpacaEval)."""
+"""Calibration checks on the real shared data (PandaLM, LLMFAO, AlpacaEval)."""
 
 from __future__ import annotations
 

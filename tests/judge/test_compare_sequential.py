@@ -143,7 +143,7 @@ def test_plan_gives_the_smallest_detectable_win_rate_calls_and_cost(tmp_path, ca
 
 
 def test_live_sequential_judges_in_chunks_and_stops_at_max_items(tmp_path, capsys) -> None:
-    from judge.fault_server import Faults, FaultServer
+    from tests.judge.fault_server import Faults, FaultServer
 
     items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": (f"new answer {i}", f"old answer {i}")
                                                   for i in range(40)})

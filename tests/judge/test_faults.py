@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judge.fault_server import Faults, FaultServer
 from judge.pairs import Pair
 from judge.providers.compatible import CompatibleProvider
 from judge.rubrics import BUILTIN
 from judge.run import RunConfig, arun_judge, run_judge
+from tests.judge.fault_server import Faults, FaultServer
 
 N_PAIRS = 1000  # x 2 orders = 2,000 calls
 KEY = ["item_id", "order"]

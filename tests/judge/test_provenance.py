@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from judge.datasets import load_any, load_verdicts_jsonl
-from judge.fault_server import Faults, FaultServer
 from judge.pairs import Pair
 from judge.provenance import preflab_version, rubric_text_hash
 from judge.rubrics import BUILTIN, Rubric
 from judge.run import RunConfig, run_judge
 from preflab.errors import InputError
 from preflab_cli.judge_cmds import app
+from tests.judge.fault_server import Faults, FaultServer
 
 PAIRS = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(4)]
 

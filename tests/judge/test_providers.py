@@ -8,7 +8,6 @@ import json
 import httpx
 import pytest
 
-from judge.fault_server import Faults, FaultServer
 from judge.pairs import Pair
 from judge.providers.anthropic import AnthropicProvider
 from judge.providers.base import JudgeRequest, LogprobsUnsupported, ProviderError, parse_spec, prices
@@ -16,6 +15,7 @@ from judge.providers.compatible import CompatibleProvider
 from judge.providers.openai import OpenAIProvider
 from judge.rubrics import BUILTIN
 from judge.run import RunConfig, arun_judge
+from tests.judge.fault_server import Faults, FaultServer
 
 SECRET = "sk-test-not-a-real-key-0123456789"
 REQ = JudgeRequest(tuple(BUILTIN["abt"].messages("2+2?", "4", "5")))

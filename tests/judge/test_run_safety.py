@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from judge.fault_server import Faults, FaultServer, build_parser, faults_from_args
 from judge.rubrics import BUILTIN
 from judge.run import RunConfig, run_judge
 from preflab.redact import redact
+from tests.judge.fault_server import Faults, FaultServer, build_parser, faults_from_args
 from tests.judge.test_faults import make_pairs
 
 KEYS = {"local": ("PREFLAB_LOCAL_API_KEY", "sk-local-4f9a2b7c1d0e8f6a5b4c3d2e"),
@@ -156,7 +156,7 @@ def test_fault_server_command_line():
             f.seed) == (0.1, 0.2, 0.05, 0.01, 0.02, True, "2", 7)
     with pytest.raises(SystemExit):
         faults_from_args(build_parser().parse_args(["--rate-429", "0.7", "--rate-500", "0.6"]))
-    helptext = subprocess.run([sys.executable, "-m", "judge.fault_server", "--help"], capture_output=True,
+    helptext = subprocess.run([sys.executable, "-m", "tests.judge.fault_server", "--help"], capture_output=True,
                               text=True, timeout=60).stdout
     for flag in ("--rate-429", "--rate-500", "--rate-slow", "--rate-drop", "--rate-malformed", "--echo-key"):
         assert flag in helptext

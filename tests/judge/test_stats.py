@@ -1,4 +1,4 @@
-"""The seed toolkit's numbers (issue 7), reproduced exactly, plus independent cross-checks."""
+"""The seed toolkit's numbers, reproduced exactly, plus independent cross-checks."""
 
 from __future__ import annotations
 

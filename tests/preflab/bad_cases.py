@@ -1,4 +1,4 @@
-"""The bad-input corpus of issue 14: valid base files, and one hand-written case per reported problem.
+"""The bad-input corpus: valid base files, and one hand-written case per reported problem.
 
 Each case writes one bad file and runs one real CLI command on it. :func:`classify` sorts a result into
 ``clear`` (exit 2, names the file and field, no traceback), ``unclear`` (exit 2 without file or field),

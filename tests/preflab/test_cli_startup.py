@@ -1,4 +1,4 @@
-"""What keeps a warm ``preflab rank`` fast (issue 16): stored programs (nothing of ours traced on a warm
+"""What keeps a warm ``preflab rank`` fast: stored programs (nothing of ours traced on a warm
 run), no scipy.sparse import on a connected arena, and the ``PREFLAB_TIMINGS`` breakdown that
 benchmarks/bench_rank.py reads."""
 
@@ -91,10 +91,10 @@ def test_stored_programs_are_off_in_the_library_and_after_a_command() -> None:
     assert arena._jax.STORE_PROGRAMS is False
 
 
-def test_the_console_script_skips_teardown_but_writes_everything(tmp_path: Path) -> None:
-    """After ``rank`` the console script ends the process without the interpreter's teardown: the table on
-    stdout, the file and the stderr lines must all be there, and the exit status 0. The path is longer than
-    80 columns: stderr's lines are not cut there (a ``wrote`` line was split mid-path under pytest-xdist)."""
+def test_the_console_script_writes_everything(tmp_path: Path) -> None:
+    """After ``rank`` through the console script: the table on stdout, the file and the stderr lines must all
+    be there, and the exit status 0. The path is longer than 80 columns: stderr's lines are not cut there (a
+    ``wrote`` line was split mid-path under pytest-xdist)."""
     out = tmp_path / ("a-folder-with-a-long-name-" * 3) / "board.csv"
     out.parent.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFLAB_TIMINGS": "1"}
@@ -105,6 +105,34 @@ def test_the_console_script_skips_teardown_but_writes_everything(tmp_path: Path)
     assert "Leaderboard" in res.stdout and res.stdout.rstrip().endswith("┘")
     assert f"wrote {out}" in res.stderr and res.stderr.rstrip().splitlines()[-1].startswith("timings: ")
     assert len(out.read_text().splitlines()) == 6  # header + 5 models
+
+
+def test_the_console_script_exits_through_the_interpreter(tmp_path: Path) -> None:
+    """A warm ``rank`` ends like any Python program: exit handlers run (a user's, JAX's, the logging
+    module's), not skipped by an ``os._exit`` after the output is flushed."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('exit handlers ran', file=sys.stderr))\n"
+            "from preflab_cli import main\n"
+            "main()\n")
+    res = subprocess.run([sys.executable, "-c", code, "rank", str(DEMO), "--bootstrap", "20"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                                "PREFLAB_CACHE": str(tmp_path)})
+    assert res.returncode == 0, res.stderr
+    assert "Leaderboard" in res.stdout
+    assert res.stderr.splitlines()[-1:] == ["exit handlers ran"], res.stderr
+
+
+def test_importing_the_cli_leaves_typer_as_it_is() -> None:
+    """Option values are coerced by typer's own machinery: importing the CLI replaces nothing in typer."""
+    code = ("import typer.core as core, typer.main as main\n"
+            "before = {m: dict(vars(m)) for m in (core, main)}\n"
+            "import preflab_cli\n"
+            "print(sorted(f'{m.__name__}.{k}' for m in before for k, v in vars(m).items()\n"
+            "             if k in before[m] and before[m][k] is not v))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]", res.stdout
 
 
 def test_numpy_and_pandas_load_before_the_jax_import_thread_starts() -> None:
@@ -143,7 +171,7 @@ def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> N
             "assert np.allclose(scipy.linalg.solve(a, b), np.linalg.solve(a, b))\n"
             "print('ok')\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_ENABLE_X64": "1"})  # (its own solve)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
 

@@ -9,7 +9,7 @@ prompt hash so tests can count calls exactly.
 
 Rehearse a run before paying for it::
 
-    python -m judge.fault_server --port 8099 --delay 0.05 --rate-429 0.1 --rate-500 0.05 --rate-drop 0.02
+    python -m tests.judge.fault_server --port 8099 --delay 0.05 --rate-429 0.1 --rate-500 0.05 --rate-drop 0.02
     preflab judge run pairs.jsonl --judge local:http://127.0.0.1:8099/v1#rehearsal --no-cache
 """
 
@@ -195,9 +195,9 @@ class FaultServer:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m judge.fault_server`` (every fault rate is a probability per request)."""
+    """The command line of ``python -m tests.judge.fault_server`` (every fault rate is a probability per request)."""
     ap = argparse.ArgumentParser(
-        prog="python -m judge.fault_server",
+        prog="python -m tests.judge.fault_server",
         description="A loopback OpenAI/Anthropic-compatible judge server that injects faults, to rehearse a "
                     "`preflab judge run` before paying for it. Prints 'URL <base>' once listening; pass "
                     "--judge local:<base>#NAME (or openai:/anthropic: with the SDK base URL) to the run.",

@@ -1,0 +1,20 @@
+"""arena's entry points run in float64 for themselves (arena._jax.float64) and still behave as plain calls."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+
+from arena.diagnostics import SeparatedGraphWarning
+from arena.leaderboard import fit_leaderboard
+
+
+def test_a_fits_warning_points_at_the_callers_line() -> None:
+    """The float64 wrapper adds a frame: the warnings a user's call raises still name the user's file."""
+    df = pd.DataFrame({"model_a": ["a", "a"], "model_b": ["b", "b"], "winner": ["model_a", "model_a"]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_leaderboard(df, ci="sandwich", min_battles=0)
+    separated = [w for w in caught if issubclass(w.category, SeparatedGraphWarning)]
+    assert separated and {w.filename for w in separated} == {__file__}

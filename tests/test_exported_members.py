@@ -1,0 +1,72 @@
+"""Each package's declared public surface (``__all__``), pinned: adding or removing a public name is a
+deliberate edit of this file. The names load lazily, so importing a package stays light."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PUBLIC = {
+    "arena": ["ArenaSpec", "Battles", "EloScale", "Leaderboard", "PairCounts", "aggregate", "baseline_leaderboard",
+              "fit_leaderboard", "forest_plot", "lc_leaderboard", "leaderboard_votes_needed", "load_arena_hard",
+              "load_battles", "load_lc_table", "next_pair", "parse_filters", "power_table", "ppi_leaderboard",
+              "rank_battles", "style_fit", "win_rate_heatmap", "write_battles"],
+    "judge": ["Pair", "RunConfig", "load_pairs", "load_rubric", "make_provider", "render_card", "run_judge",
+              "write_card"],
+    "judge.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
+                        "make_provider", "parse_spec"],
+    "voting": ["calibration_report", "export_bytes", "import_items", "judge_assisted_leaderboard", "load_items",
+               "load_votes", "open_store"],
+    "voting.pages": [],
+    "preflab": ["InputError", "Outcome", "write_table"],
+    "preflab_cli": ["OPTION_ALIASES", "app", "canonical_args", "main"],
+}
+
+
+def test_every_package_is_pinned_here() -> None:
+    found = {".".join(f.parent.relative_to(ROOT).parts) for top in ("arena", "judge", "voting", "preflab", "preflab_cli")
+             for f in (ROOT / top).rglob("__init__.py")}
+    assert found == set(PUBLIC)
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_exported_members(package: str) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__ == PUBLIC[package]
+    top = package.split(".")[0]
+    for name in module.__all__:
+        value = getattr(module, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert value.__module__.split(".")[0] == top, f"{package}.{name} is not ours"
+        assert importlib.util.find_spec(f"{package}.{name}") is None, f"{package}.{name} is also a submodule"
+    assert set(module.__all__) <= set(dir(module))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import arena
+
+    with pytest.raises(AttributeError, match="has no attribute 'fit_leaderbord'"):
+        arena.fit_leaderbord  # noqa: B018
+    from arena import bt  # a submodule, not a public name: still imported as usual
+
+    assert bt.__name__ == "arena.bt"
+
+
+def test_importing_the_packages_loads_none_of_their_names() -> None:
+    """The surface is declared, not imported: ``import judge`` and ``import arena`` load no JAX (nor pandas),
+    and using ``judge.run_judge`` still loads no JAX."""
+    code = ("import sys, arena, judge, voting, preflab\n"
+            "light = not any(m in sys.modules for m in ('jax', 'pandas', 'numpy'))\n"
+            "judge.run_judge, judge.make_provider\n"
+            "print(light, 'jax' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
