@@ -1,44 +1,27 @@
-"""What a judge run will cost before it is sent, and a spending cap while it runs.
+"""What a judge run will cost before it is sent (``judge run --dry-run``).
 
 :func:`estimate_run` plans exactly the calls :func:`judge.run.arun_judge` would make (the same
 :func:`judge.run.plan_calls`, identical requests once, cached answers left out) and prices them at the
 provider's price (the price table's lookup, or an override). Input tokens are estimated at four characters
 a token (the rule the runner's tokens-per-minute limiter uses; no tokenizer is assumed), output tokens at
-``max_tokens`` a call (an upper bound). An unknown price is reported as unknown, never as $0.
-
-:class:`SpendMeter` is the runner's cap (``--max-cost``): a call is started only while the spend so far is
-below the cap, so the run stops within one round of in-flight calls (``concurrency``) of it; what was
-answered is cached and a rerun continues from there.
+``max_tokens`` a call (an upper bound). An unknown price is reported as unknown, never as $0. The cap a run
+keeps while it runs is :class:`judge.spend.SpendMeter`.
 """
 
 from __future__ import annotations
 
-import math
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.providers.base import Completion, JudgeRequest, Provider, ProviderError
+from judge.cache import CallCache
+from judge.providers.base import Provider
+from judge.run import open_provider, plan_calls
+from judge.spend import BudgetReached, SpendMeter, estimated_input_tokens, known_price
 
-
-def estimated_input_tokens(request: JudgeRequest) -> int:
-    """Tokens a request sends, estimated at four characters a token (messages or completion prompt)."""
-    return (sum(len(m["content"]) for m in request.messages) + len(request.prompt or "")) // 4
-
-
-def known_price(provider: Provider) -> tuple[float, float] | None:
-    """(USD per input token, per output token), or None when the price is unknown.
-
-    A local (self-hosted) judge costs nothing per token. For an API judge the provider's prices come from
-    the price table's lookup (or an override); a price that is missing, NaN, or 0 for both directions (how
-    the table marks a model it does not list) is unknown.
-    """
-    p_in, p_out = getattr(provider, "price_in", None), getattr(provider, "price_out", None)
-    if provider.provider == "local":
-        return float(p_in or 0.0), float(p_out or 0.0)
-    if p_in is None or p_out is None or math.isnan(p_in) or math.isnan(p_out) or (p_in == 0 and p_out == 0):
-        return None
-    return float(p_in), float(p_out)
+__all__ = ["BudgetReached", "RunEstimate", "SpendMeter", "dry_run", "estimate_run", "estimated_input_tokens",
+           "known_price"]
 
 
 @dataclass(frozen=True)
@@ -78,8 +61,6 @@ class RunEstimate:
 def estimate_run(pairs: Sequence, provider: Provider, config, cache=None) -> RunEstimate:
     """Plan the run's calls without sending any (see the module docstring). A model that refuses logprobs
     only when called is found out by the run itself, which then re-plans sampled calls."""
-    from judge.run import plan_calls
-
     sampled = config.samples > 0 or not provider.supports_logprobs
     calls = plan_calls(pairs, provider, config, sampled)
     unique = list({c.key: c for c in calls}.values())
@@ -91,46 +72,8 @@ def estimate_run(pairs: Sequence, provider: Provider, config, cache=None) -> Run
                        sum(c.request.max_tokens for c in todo), known_price(provider), sampled, k)
 
 
-class BudgetReached(ProviderError):
-    """A call not sent because the run's spending cap was reached (kept as the row's error)."""
-
-    def __init__(self, cap: float, spent: float) -> None:
-        super().__init__(f"not sent: the --max-cost budget of ${cap:g} was reached (spent ${spent:.4f}); "
-                         "rerun with a higher --max-cost to continue from the cache", retryable=False, kind="budget")
-
-
-class SpendMeter:
-    """The spend of a run's fresh calls against an optional cap (USD)."""
-
-    def __init__(self, provider: Provider, cap: float | None) -> None:
-        self.cap, self.spent = cap, 0.0
-        self.price = known_price(provider)
-        if cap is not None and self.price is None:
-            raise ValueError(f"--max-cost needs a known price, and {provider.provider}:{provider.model} has none "
-                             "in the price table; give its price or drop --max-cost")
-
-    def check(self) -> None:
-        """Raise :class:`BudgetReached` when the cap is reached (call before sending)."""
-        if self.cap is not None and self.spent >= self.cap:
-            raise BudgetReached(self.cap, self.spent)
-
-    def charge(self, comp: Completion) -> None:
-        """Add one answered call's cost."""
-        if self.price is not None:
-            self.spent += comp.tokens_in * self.price[0] + comp.tokens_out * self.price[1]
-
-    @property
-    def reached(self) -> bool:
-        return self.cap is not None and self.spent >= self.cap
-
-
 def dry_run(pairs: Sequence, provider: Provider | str, config, cache: str | Path | None = None) -> RunEstimate:
     """The estimate for a judge spec (or provider), reading but never creating the cache; nothing is sent."""
-    import asyncio
-
-    from judge.cache import CallCache
-    from judge.run import open_provider
-
     prov, config, own = open_provider(provider, config)
     db = CallCache(cache) if cache is not None and Path(cache).exists() else None
     try:

@@ -22,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from judge.budget import SpendMeter, estimated_input_tokens
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.pairs import Pair, by_identity
 from judge.provenance import run_columns, served_columns
@@ -35,6 +34,7 @@ from judge.providers.base import (
     ProviderError,
 )
 from judge.rubrics import Rubric
+from judge.spend import SpendMeter, estimated_input_tokens
 from judge.verdicts import Verdict, sampled_verdict, unparsable, verdict_from_logprobs, verdict_from_text
 from preflab.io import write_output
 from preflab.redact import redact
