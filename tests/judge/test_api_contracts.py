@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -231,3 +232,27 @@ def test_low_mass_rows_left_out_of_brier_and_counted(tmp_path):
     assert cal["n"] == 5 and cal["n_low_mass_excluded"] == 3
     assert any("6 low-label-mass verdict rows" in n for n in pairs.attrs["notes"])
     assert math.isclose(cal["brier"], 2 * (0.1 ** 2), rel_tol=1e-9)
+
+
+DEMO = Path(__file__).resolve().parents[2] / "data" / "demo" / "pairs.jsonl"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [False, True], ids=["live", "batch"])
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "gpt-4.1-mini", "o4-mini", "gpt-6-luna"])
+def test_cli_judges_the_demo_pairs_with_no_failed_row(api, tmp_path, model, batch):
+    """`preflab judge run` on the demo pairs, then the card: 0 failed rows, every row's method on the card."""
+    from preflab_cli.judge_cmds import app
+
+    out, card = tmp_path / "v.jsonl", tmp_path / "card.html"
+    args = ["run", str(DEMO), "--judge", spec(api, model), "--cache", str(tmp_path / "c.sqlite"), "--output",
+            str(out), "--quiet", "--concurrency", "32"] + (["--batch", "--poll", "0"] if batch else [])
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 480 and all(r["error"] is None for r in rows) and " 0 failed" in res.output
+    methods = {r["method"] for r in rows}
+    assert methods == ({"logprob-first-token"} if model == "gpt-4.1-mini" else {"sampled"})
+    res = CliRunner().invoke(app, ["calibrate", str(out), "--bootstrap", "50", "--report", str(card)])
+    assert res.exit_code == 0, res.output
+    assert f"verdict methods: {methods.pop()} 480" in card.read_text()
