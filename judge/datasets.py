@@ -128,8 +128,8 @@ def load_verdicts_jsonl(path: str | Path) -> pd.DataFrame:
         code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
         p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
         p_tie = _float_or_nan(rec, "p_tie", source, line)
-        if rec.get("method"):
-            methods[str(rec["method"])] += 1
+        if rec.get("method"):  # files written before the methods were named: "logprob" read the first token
+            methods[{"logprob": "logprob-first-token"}.get(str(rec["method"]), str(rec["method"]))] += 1
             no_logprobs += int(rec["method"] == "text" and rec.get("samples", 1) == 1)
         low = rec.get("low_mass") is True and not np.isnan(p_a)  # the judge mostly wanted to say something else
         low_mass += int(low)
