@@ -26,6 +26,13 @@ from judge.providers.base import (
     status_error,
 )
 
+THINKING_MIN_TOKENS = 2048  # a model that thinks aloud first (<think>...</think>) needs room to finish
+
+
+def _unfinished_thinking(text: str) -> bool:
+    head = text.lstrip()
+    return head.startswith("<think>") and "</think>" not in head
+
 
 class CompatibleProvider:
     """A judge served by an OpenAI-compatible HTTP server."""
@@ -58,7 +65,8 @@ class CompatibleProvider:
         caps = self.capabilities
         if req.logprobs and not self.supports_logprobs:
             raise LogprobsUnsupported(f"{self.model} does not return logprobs (learnt earlier)")
-        common: dict = {"model": self.model, "max_tokens": req.max_tokens}
+        budget = max(req.max_tokens, THINKING_MIN_TOKENS) if caps.get("reasoning") else req.max_tokens
+        common: dict = {"model": self.model, "max_tokens": budget}
         if req.temperature is not None and caps.get("temperature", True):
             common["temperature"] = req.temperature
         if req.seed is not None and caps.get("seed", True):
@@ -94,6 +102,10 @@ class CompatibleProvider:
             try:
                 return await self._post(*sent)
             except ProviderError as e:
+                if e.kind == "budget":  # a thinking model: give it the reasoning budget, once
+                    self.capabilities["reasoning"] = True
+                    if self.body(request) != sent:
+                        continue
                 if e.refusal:
                     learn(self.capabilities, e.refusal)
                 # retry only when what we now know changes the request (concurrent calls learn it too)
@@ -125,6 +137,9 @@ class CompatibleProvider:
         except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
             raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True, kind="malformed") from None
         usage = data.get("usage") or {}
+        if choice.get("finish_reason") == "length" and _unfinished_thinking(text or ""):
+            raise ProviderError(f"the reply was cut off inside <think> after {usage.get('completion_tokens')} tokens; "
+                                "raise --max-tokens", retryable=False, kind="budget")
         return Completion(text or "", logprob_content(choice.get("logprobs")),
                           int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
                           time.perf_counter() - t0, data)

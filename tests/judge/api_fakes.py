@@ -176,8 +176,14 @@ class ApiFake:
                                           ("C", math.log(0.01))]))]
         elif model == "think-first":
             pieces = ["<think>", "Both", " answers", " are", " short", ".", "</think>", "\n\n", best]
-            content = "".join(pieces)
             tokens = [_token(p) for p in pieces[:-1]] + [_token(best, label_tops(best))]
+            cut = int(body.get("max_tokens") or 4096)  # the thinking counts against max_tokens
+            if cut < len(pieces):
+                lp = {"content": tokens[:cut], "refusal": None} if want else None
+                choice = {"index": 0, "finish_reason": "length", "logprobs": lp,
+                          "message": {"role": "assistant", "content": "".join(pieces[:cut])}}
+                return 200, self._completion(model, [choice], cut)
+            content = "".join(pieces)
         else:  # reason-first: the first token is "The"; its top logprobs lean to A whatever the verdict
             pieces = ["The", " second" if best == "B" else " first", " answer", " is", " correct", ".",
                       " Final", " verdict", ":", " [[", best, "]]"]

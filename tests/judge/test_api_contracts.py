@@ -156,6 +156,12 @@ def test_cli_batch_failure_is_one_line(api, tmp_path):
                                    "--quiet"])
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert "error:" in res.output and "batch_" in res.output and "failed" in res.output
+    # an SDK error during the batch calls (here a 404: the base URL lacks /v1) is one line too, no traceback
+    res = CliRunner().invoke(app, ["run", str(pairs), "--judge", f"openai:{api.root}#gpt-4.1-mini", "--batch",
+                                   "--poll", "0", "--cache", str(tmp_path / "c2.sqlite"), "--output",
+                                   str(tmp_path / "v2.jsonl"), "--quiet"])
+    assert res.exit_code != 0 and (res.exception is None or isinstance(res.exception, SystemExit)), res.exception
+    assert "error: HTTP 404" in res.output and "Traceback" not in res.output
 
 
 @pytest.mark.parametrize(("model", "method"), [
@@ -166,7 +172,9 @@ def test_cli_batch_failure_is_one_line(api, tmp_path):
     ("vllm-max5", "logprob-first-token"),  # before: switched to K samples instead of asking for 5
 ])
 def test_local_servers_verdict_read_where_written(api, model, method):
-    res = run_judge(PAIRS, f"local:{api.url}#{model}", RunConfig(BUILTIN["abt"], max_tokens=64), None)
+    # think-first at the default 3 tokens: cut off inside <think>, then given the reasoning budget
+    res = run_judge(PAIRS, f"local:{api.url}#{model}",
+                    RunConfig(BUILTIN["abt"], max_tokens=None if model == "think-first" else 64), None)
     df = res.verdicts
     assert df["error"].isna().all() and (df["method"] == method).all(), df[["method", "error"]]
     assert winners(df) == TRUTH and not df["low_mass"].any()
