@@ -69,7 +69,7 @@ def estimate_run(pairs: Sequence, provider: Provider, config, cache=None) -> Run
     k = len({c.sample for c in calls}) if calls else 0
     return RunEstimate(f"{provider.provider}:{provider.model}", len(todo), len(cached),
                        sum(estimated_input_tokens(c.request) for c in todo),
-                       sum(c.request.max_tokens for c in todo), known_price(provider), sampled, k)
+                       sum(c.request.max_tokens * c.request.n for c in todo), known_price(provider), sampled, k)
 
 
 def dry_run(pairs: Sequence, provider: Provider | str, config, cache: str | Path | None = None) -> RunEstimate:

@@ -28,6 +28,11 @@ CREATE TABLE IF NOT EXISTS calls (
     prompt_hash TEXT NOT NULL, order_ TEXT NOT NULL, params TEXT NOT NULL,
     completion TEXT NOT NULL, created REAL NOT NULL
 )"""
+# What each model was found to accept (learnt from the API's refusals), so a rerun does not ask again.
+_CAPS = """
+CREATE TABLE IF NOT EXISTS capabilities (
+    provider TEXT NOT NULL, model TEXT NOT NULL, caps TEXT NOT NULL, PRIMARY KEY (provider, model)
+)"""
 
 
 def prompt_hash(messages: tuple[dict, ...] | list[dict], prompt: str | None = None) -> str:
@@ -61,6 +66,7 @@ class CallCache:
         self._retry(lambda: self._db.execute("PRAGMA journal_mode=WAL"))  # switching needs a moment alone
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._retry(lambda: self._db.execute(_SCHEMA))
+        self._retry(lambda: self._db.execute(_CAPS))
 
     def _retry(self, op: Callable[[], T]) -> T:
         """Run ``op``, retrying while another process holds the database ("database is locked")."""
@@ -101,6 +107,18 @@ class CallCache:
         if self._db.in_transaction:
             self._retry(lambda: self._db.execute("COMMIT"))
         self._pending, self._last_commit = 0, time.monotonic()
+
+    def capabilities(self, provider: str, model: str) -> dict:
+        """What a model was found to accept or refuse (``{}`` when nothing was learnt yet)."""
+        row = self._retry(lambda: self._db.execute("SELECT caps FROM capabilities WHERE provider = ? AND model = ?",
+                                                   (provider, model)).fetchone())
+        return json.loads(row[0]) if row else {}
+
+    def put_capabilities(self, provider: str, model: str, caps: dict) -> None:
+        """Remember a model's capabilities (committed at once)."""
+        self.flush()
+        self._retry(lambda: self._db.execute("INSERT OR REPLACE INTO capabilities VALUES (?, ?, ?)",
+                                             (provider, model, json.dumps(caps, sort_keys=True))))
 
     def keys(self) -> set[str]:
         """All cached keys."""

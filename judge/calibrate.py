@@ -51,6 +51,12 @@ def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
                            column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
     forecast = ~np.isnan(column(pairs, "p_xy")) | ~np.isnan(column(pairs, "p_yx"))  # one-hot verdicts are no forecast
     probs = {k: np.where(forecast, codes[k], np.nan) for k in ("p_x", "p_y", "p_tie")}
+    # low label mass in either order: the probability is no forecast of this verdict (not in Brier/ECE)
+    low = np.zeros(len(pairs), dtype=bool)
+    for o in ("xy", "yx"):
+        if has(pairs, f"low_{o}"):
+            low |= pairs[f"low_{o}"].fillna(False).astype(bool).to_numpy()
+    probs["low_mass"] = low
     if _two_orders(pairs):
         return {"conservative": codes["conservative"], "average": codes["average"], **probs}
     single = judge_single(pairs)
@@ -108,12 +114,15 @@ def _calibration(codes: Mapping[str, np.ndarray], human: np.ndarray, n_bins: int
     - ``tie``: the tie-calibration line: mean P(tie) against the observed tie rate (Wilson), and its ECE.
     """
     p = np.stack([codes["p_x"], codes["p_y"], codes["p_tie"]], axis=1)
-    labelled = ~np.isnan(human) & ~np.isnan(p).any(axis=1)
+    low = codes.get("low_mass", np.zeros(len(human), dtype=bool))
+    labelled = ~np.isnan(human) & ~np.isnan(p).any(axis=1) & ~low
+    n_low = int(np.sum(~np.isnan(human) & ~np.isnan(p).any(axis=1) & low))
     if not labelled.any():
         return None
     p, h = np.clip(p[labelled], 0.0, 1.0), human[labelled]
     decided = (h != TIE) & (p[:, 0] + p[:, 1] > 0)
     out: dict = {"n": int(labelled.sum()), "brier": brier_score_multiclass(p, h), "n_decided": int(decided.sum()),
+                 "n_low_mass_excluded": n_low,
                  "brier_decided": None, "ece": None, "reliability": []}
     if decided.any():
         q = p[decided, 0] / (p[decided, 0] + p[decided, 1])

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure  # no pyplot: a library must not switch the
 from judge.outcomes import X, Y, column
 from preflab.io import write_output
 
-SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "date")
+SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "verdict methods", "price", "date")
 # Provenance of the verdicts (judge.provenance.CARD_FIELDS): what the API served and which rubric text.
 SETTINGS += ("model version", "system fingerprint", "rubric hash", "method", "preflab version")
 
@@ -211,7 +211,9 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
     if cal:
         ece = "—" if cal.get("ece") is None else f"{cal['ece']:.4f}"
         rows.append(("Brier (3-class) / ECE (decided pairs)",
-                     f"{cal['brier']:.4f} / {ece} (n {cal['n']}, decided {cal['n_decided']})"))
+                     f"{cal['brier']:.4f} / {ece} (n {cal['n']}, decided {cal['n_decided']}"
+                     + (f"; {cal['n_low_mass_excluded']} low-label-mass pairs left out" if cal.get(
+                         "n_low_mass_excluded") else "") + ")"))
         tie = cal.get("tie")
         if tie:
             rows.append(("P(tie): judge mean vs humans' tie rate",

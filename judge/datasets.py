@@ -7,6 +7,7 @@ Bad rows raise :class:`arena.data.InputError` naming file, line and field; rows 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from judge.agreement import majority_vote
 from judge.outcomes import IDENTITY_LABELS, TIE, UNPARSABLE, X, Y
 from judge.pairs import by_identity
 from judge.provenance import ProvenanceTally, describe, require_one_judge
+from judge.verdicts import NO_LOGPROBS
 from preflab.alpaca import load_annotations
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, json_type, load_json_records, read_csv, require_rows
@@ -104,13 +106,15 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
     """
     source = str(path)
     records: dict[tuple, dict] = {}
-    duplicates = 0
-    settings: dict[str, object] = {}  # judge model, rubric, temperature, samples, date (from `preflab judge run`)
+    duplicates = low_mass = 0
+    methods: Counter = Counter()
+    no_logprobs = 0
+    settings: dict[str, object] = {}  # judge model, rubric, temperature, samples, price, date (`preflab judge run`)
     tally = ProvenanceTally()
     for line, rec in iter_jsonl(path, "one JSON object per line"):
         tally.add(rec, line)
         for key, field in (("judge model", "judge"), ("rubric", "rubric"), ("temperature", "temperature"),
-                           ("samples", "samples"), ("date", "date")):
+                           ("samples", "samples"), ("price", "price"), ("date", "date")):
             if key not in settings and rec.get(field) not in (None, ""):
                 settings[key] = rec[field]
         for field in ("item_id", "order"):
@@ -130,6 +134,12 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
         first, second = (X, Y) if order == "xy" else (Y, X)
         code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
         p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
+        p_tie = _float_or_nan(rec, "p_tie", source, line)
+        if rec.get("method"):  # files written before the methods were named: "logprob" read the first token
+            methods[{"logprob": "logprob-first-token"}.get(str(rec["method"]), str(rec["method"]))] += 1
+            no_logprobs += int(rec["method"] == "text" and rec.get("samples", 1) == 1)
+        low = rec.get("low_mass") is True and not np.isnan(p_a)  # the judge mostly wanted to say something else
+        low_mass += int(low)
         key = (_name(rec, "item_id", source, line), _name(rec, "model_x", source, line),
                _name(rec, "model_y", source, line))
         if key[1] and key[1] == key[2]:
@@ -141,7 +151,8 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
             continue
         row[f"judge_{order}"] = float(code)
         row[f"p_{order}"] = by_identity(order, p_a, p_b)[0]
-        row[f"pt_{order}"] = _float_or_nan(rec, "p_tie", source, line)
+        row[f"pt_{order}"] = p_tie
+        row[f"low_{order}"] = low  # kept for agreement, left out of Brier/ECE (judge.calibrate)
     if not records:
         raise InputError(source, None, None, "no verdict rows", "run `preflab judge run` first")
     mix_notes = require_one_judge(tally, source, allow_mixed)
@@ -149,10 +160,18 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
     for col in ("judge_xy", "judge_yx", "p_xy", "p_yx", "pt_xy", "pt_yx"):
         if col not in pairs:
             pairs[col] = np.nan
+    notes = [f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else []
+    if no_logprobs:
+        notes.append(f"{NO_LOGPROBS} ({no_logprobs} verdict rows read from the text: no probability, not in "
+                     "Brier/ECE)")
+    if low_mass:
+        notes.append(f"{low_mass} low-label-mass verdict rows: their probabilities are left out of Brier/ECE")
+    if methods:
+        settings["verdict methods"] = ", ".join(f"{m} {n}" for m, n in sorted(methods.items()))
     if mix_notes:
         settings["judge model"] = describe(tally.values["judge"])
-    pairs.attrs.update(source=source, notes=([f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else [])
-                       + mix_notes, settings={**settings, **tally.settings()}, provenance=tally)
+    pairs.attrs.update(source=source, notes=notes + mix_notes, settings={**settings, **tally.settings()},
+                       provenance=tally)
     return pairs
 
 

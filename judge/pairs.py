@@ -99,9 +99,18 @@ def combine_orders(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.Dat
         out[col] = both.mean(axis=1)  # NaN when either order is missing or unparsable
         out[f"{col}_xy"], out[f"{col}_yx"] = both[:, 0], both[:, 1]
 
+    # a written verdict (method "text") has no probabilities: its label decides that order
+    labels = (verdicts.groupby(keys + ["order"], sort=True)["verdict"].first().unstack("order")
+              .reindex(wide.index) if "verdict" in verdicts else None)
+
     def order_code(o: str) -> np.ndarray:
         m = np.column_stack([out[f"{c}_{o}"].to_numpy(float) for c in ("p_x", "p_y", "p_tie")])
-        return np.where(np.isnan(m).any(axis=1), np.nan, np.argmax(np.nan_to_num(m, nan=-1.0), axis=1))
+        code = np.where(np.isnan(m).any(axis=1), np.nan, np.argmax(np.nan_to_num(m, nan=-1.0), axis=1))
+        if labels is not None and o in labels:
+            slot = {"A": 0.0 if o == "xy" else 1.0, "B": 1.0 if o == "xy" else 0.0, "tie": 2.0}
+            written = np.array([slot.get(v, np.nan) for v in labels[o]], dtype=float)
+            code = np.where(np.isnan(code), written, code)
+        return code
 
     code_xy, code_yx = order_code("xy"), order_code("yx")
     codes = combine_orders_codes(code_xy, code_yx, out["p_x_xy"], out["p_x_yx"], out["p_tie_xy"],

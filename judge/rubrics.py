@@ -50,6 +50,8 @@ class Rubric:
     text_labels: dict[str, str] = field(default_factory=dict)
     case_sensitive: bool = False
     answer_prefix: str = "Verdict:"
+    verdict_marker: str | None = None  # where a reason-first judge states its verdict ("Final verdict:")
+    max_tokens: int | None = None  # room to reason first (default: 3 tokens for a one-token verdict)
 
     @property
     def outcomes(self) -> list[str]:
@@ -109,6 +111,13 @@ BUILTIN: dict[str, Rubric] = {
         f"equally concise. {_ONE_TOKEN}",
         {"A": "A", "B": "B", "C": "tie", "tie": "tie"},
     ),
+    "reason": Rubric(
+        "reason", "1", _SYSTEM + "Decide which answer is better: more helpful, correct and relevant.",
+        "Compare the two answers in one or two sentences, then give your final verdict on the last line "
+        "exactly as \"Final verdict: [[A]]\" if Assistant A's answer is better, \"Final verdict: [[B]]\" if "
+        "Assistant B's is, or \"Final verdict: [[C]]\" for a tie.",
+        {"A": "A", "B": "B", "C": "tie"}, verdict_marker="Final verdict:", max_tokens=256,
+    ),
     "alpaca": Rubric(
         "alpaca", "1", "You are a helpful assistant that orders models according to the quality of their output.",
         "Which answer is better? Reply \"m\" if Assistant A's answer (the first) is better and \"M\" if "
@@ -149,4 +158,5 @@ def load_rubric(name_or_path: str | Path) -> Rubric:
         raise RubricError(f"{path}: field 'labels' maps to {bad}; each label must map to A, B or tie")
     return Rubric(str(data["name"]), str(data["version"]), str(data.get("system", _SYSTEM)),
                   str(data["instruction"]), labels, {str(k): str(v) for k, v in data.get("text_labels", {}).items()},
-                  bool(data.get("case_sensitive", False)))
+                  bool(data.get("case_sensitive", False)), verdict_marker=data.get("verdict_marker"),
+                  max_tokens=int(data["max_tokens"]) if data.get("max_tokens") else None)

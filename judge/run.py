@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.pairs import Pair, by_identity
+from judge.prices import Price
 from judge.provenance import run_columns, served_columns
 from judge.providers import make_provider
 from judge.providers.base import (
@@ -33,9 +34,10 @@ from judge.providers.base import (
     Provider,
     ProviderError,
 )
+from judge.reading import read_verdict
 from judge.rubrics import Rubric
 from judge.spend import SpendMeter, estimated_input_tokens
-from judge.verdicts import Verdict, sampled_verdict, unparsable, verdict_from_logprobs, verdict_from_text
+from judge.verdicts import NO_LOGPROBS, Verdict, sampled_verdict, unparsable
 from preflab.io import write_output
 from preflab.redact import redact
 
@@ -48,8 +50,8 @@ class RunConfig:
     both_orders: bool = True
     samples: int = 0
     fallback_samples: int = 5  # K used when the provider has no logprobs
-    sample_temperature: float = 1.0
-    max_tokens: int | None = None  # default: 3 for logprob verdicts, 16 for sampled ones
+    sample_temperature: float = 1.0  # not sent to models that fix their sampling (they sample at their default)
+    max_tokens: int | None = None  # default: the rubric's, else 3 for logprob verdicts, 16 for sampled ones
     top_logprobs: int = 20
     concurrency: int = 16
     rpm: float | None = None  # per-provider requests per minute
@@ -62,6 +64,7 @@ class RunConfig:
     seed: int = 0
     progress: bool = False
     max_cost: float | None = None  # USD: no call is started once the run's spend reaches it (judge.budget)
+    price: Price | None = None  # USD per 1M tokens; None: the dated table (judge.prices), unknown stays unknown
 
 
 @dataclass
@@ -76,17 +79,22 @@ class RunStats:
     low_mass: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
-    cost: float = 0.0
+    cost: float | None = 0.0  # None: the price is unknown
     wall_s: float = 0.0
     method: str = "logprob"
+    methods: Counter = field(default_factory=Counter)  # verdict rows per reading method (judge.verdicts.METHODS)
+    no_logprobs: int = 0  # rows that asked for logprobs, got none, and were read from the text
+    price: str = "unknown"
     retry_reasons: Counter = field(default_factory=Counter)  # "429", "500", "timeout", "connection", "malformed"
     waits: list[float] = field(default_factory=list, repr=False)
 
     def summary(self) -> str:
         """One line for the CLI."""
+        cost = f"${self.cost:.4f}" if self.cost is not None else f"unknown ({self.price}; pass --price in=..,out=..)"
+        methods = ", ".join(f"{m} {n}" for m, n in sorted(self.methods.items())) or self.method
         return (f"{self.calls} calls, {self.cache_hits} cached, {self.retries} retries, {self.failed} failed, "
-                f"{self.unparsable} unparsable, {self.low_mass} low label mass; tokens {self.tokens_in} in / "
-                f"{self.tokens_out} out; cost ${self.cost:.4f}; {self.wall_s:.1f} s ({self.method})")
+                f"{self.unparsable} unparsable, {self.low_mass} low label mass (no Brier/ECE); tokens "
+                f"{self.tokens_in} in / {self.tokens_out} out; cost {cost}; {self.wall_s:.1f} s (methods: {methods})")
 
 
 @dataclass
@@ -154,7 +162,10 @@ def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sam
     """Every call the run needs: pairs x orders x samples, each with its cache key."""
     orders = ("xy", "yx") if config.both_orders else ("xy",)
     k = max(config.samples, 1) if config.samples else (config.fallback_samples if sampled else 1)
-    max_tokens = config.max_tokens or (16 if sampled else 3)
+    max_tokens = config.max_tokens or config.rubric.max_tokens or (16 if sampled else 3)
+    # K samples are one request for n answers (one API call with `n` where the API takes it)
+    temperature = (config.sample_temperature if getattr(provider, "sets_temperature", True) else None) if sampled \
+        else (0.0 if getattr(provider, "sets_temperature", True) else None)
     calls = []
     rubric_fp = config.rubric.fingerprint
     for i, pair in enumerate(pairs):
@@ -164,19 +175,17 @@ def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sam
             prompt = (config.rubric.completion_prompt(pair.prompt, ans_a, ans_b, pair.reference)
                       if config.completions_prompt else None)
             p_hash = prompt_hash(msgs, prompt)
-            for s in range(k):
-                req = JudgeRequest(msgs, prompt, max_tokens,
-                                   config.sample_temperature if sampled else 0.0, config.top_logprobs,
-                                   logprobs=not sampled, seed=(config.seed + s) if sampled else config.seed)
-                params = {**req.sampling_params(), "sample": s}
-                key = cache_key(provider.provider, provider.model, rubric_fp, p_hash, order, params)
-                calls.append(Call(i, order, s, req, key, p_hash))
+            req = JudgeRequest(msgs, prompt, max_tokens, temperature, config.top_logprobs,
+                               logprobs=not sampled, seed=config.seed, n=k if sampled else 1)
+            params = {**req.sampling_params(), "sample": 0}
+            key = cache_key(provider.provider, provider.model, rubric_fp, p_hash, order, params)
+            calls.append(Call(i, order, 0, req, key, p_hash))
     return calls
 
 
 async def _call_with_retries(provider: Provider, call: Call, config: RunConfig, limiter: RateLimiter,
                              stats: RunStats, rng: random.Random) -> Completion:
-    est = estimated_input_tokens(call.request) + call.request.max_tokens
+    est = (estimated_input_tokens(call.request) + call.request.max_tokens) * call.request.n
     for attempt in range(config.max_attempts):
         await limiter.acquire(est)
         try:
@@ -245,12 +254,11 @@ async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cac
 
 def _verdict(comps: list[Completion], rubric: Rubric, sampled: bool) -> Verdict:
     if sampled:
-        return sampled_verdict([verdict_from_text(c.text, rubric.all_labels, rubric.case_sensitive) for c in comps],
-                               rubric.outcomes)
+        return sampled_verdict([read_verdict(t, None, rubric.labels, rubric.all_labels, rubric.case_sensitive,
+                                             rubric.verdict_marker) for c in comps for t in c.texts], rubric.outcomes)
     comp = comps[0]
-    if comp.tokens:
-        return verdict_from_logprobs(comp.tokens, rubric.labels, rubric.case_sensitive)
-    return verdict_from_text(comp.text, rubric.all_labels, rubric.case_sensitive)  # server sent no logprobs
+    return read_verdict(comp.text, comp.tokens, rubric.labels, rubric.all_labels, rubric.case_sensitive,
+                        rubric.verdict_marker)
 
 
 def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provider: Provider, rubric: Rubric,
@@ -268,29 +276,32 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provid
         comps = [g for g in got if isinstance(g, Completion)]
         if errors:
             stats.failed += 1
-            v = unparsable("sampled" if sampled else "logprob", error=errors[0])
+            v = unparsable("sampled" if sampled else "logprob-first-token", error=errors[0])
         else:
             v = _verdict(comps, rubric, sampled)
-        if v.parsable:
+            stats.methods[v.method] += 1
+            stats.no_logprobs += int(not sampled and v.extra.get("logprobs") == "none returned")
+        if v.parsable and v.method != "text":
             p_a, p_b, p_tie = v.probs.get("A", 0.0), v.probs.get("B", 0.0), v.probs.get("tie", 0.0)
-        else:
+        else:  # a written verdict makes no probability claim
             p_a = p_b = p_tie = math.nan
-            stats.unparsable += 0 if errors else 1
+            stats.unparsable += 0 if errors or v.parsable else 1
         stats.low_mass += int(v.parsable and v.low_mass)
         p_x, p_y = by_identity(order, p_a, p_b)
         t_in, t_out = sum(c.tokens_in for c in comps), sum(c.tokens_out for c in comps)
         fresh = [c for c in comps if not c.raw.get("cached")]
-        cost = sum(c.tokens_in for c in fresh) * provider.price_in + sum(c.tokens_out for c in fresh) * provider.price_out
-        stats.cost += cost
+        fresh_in, fresh_out = sum(c.tokens_in for c in fresh), sum(c.tokens_out for c in fresh)
+        cost = provider.price.cost(fresh_in, fresh_out) if provider.price else (math.nan if fresh_in + fresh_out else 0.0)
+        stats.cost = None if stats.cost is None or math.isnan(cost) else stats.cost + cost
         winner = {"A": model_a, "B": model_b, "tie": "tie"}.get(v.label or "", None)
         rows.append({
             "item_id": pair.item_id, "model_x": pair.model_x, "model_y": pair.model_y, "order": order,
             "first": model_a, "p_a": p_a, "p_b": p_b, "p_tie": p_tie, "verdict": v.label,
             "label_mass": v.label_mass,
-            "raw": redact(comps[0].text) if len(comps) == 1 else [redact(c.text) for c in comps],
+            "raw": ([redact(t) for t in comps[0].texts] if sampled else redact(comps[0].text)) if comps else None,
             "tokens": t_in + t_out, "cost": cost, "latency": sum(c.latency for c in comps),
             "p_x": p_x, "p_y": p_y, "winner": winner, "method": v.method, "bound": v.bound,
-            "low_mass": v.low_mass, "samples": len(cs), "cached": len(fresh) == 0 and bool(comps),
+            "low_mass": v.low_mass, "samples": sum(c.request.n for c in cs), "cached": len(fresh) == 0 and bool(comps),
             "error": redact(errors[0]) if errors else None,
             "ci": v.extra.get("ci") if sampled else None,
             **served_columns(c.raw for c in comps),
@@ -313,36 +324,61 @@ async def arun_judge(pairs: Sequence[Pair], provider: Provider | str, config: Ru
     """Judge every pair (both orders unless ``config.both_orders`` is off); see :func:`run_judge`."""
     prov, config, own = open_provider(provider, config)
     db = CallCache(cache) if isinstance(cache, str | Path) else cache
+    if config.price is not None:
+        prov.price = config.price
+    caps = getattr(prov, "capabilities", None)
+    if db is not None and caps is not None:
+        caps.update(db.capabilities(prov.provider, prov.model))
+    learnt = dict(caps or {})
     t0 = time.perf_counter()
     try:
         sampled = config.samples > 0 or not prov.supports_logprobs
         if not prov.supports_logprobs and config.samples == 0:
             print(f"note: {prov.provider}:{prov.model} gives no logprobs; using {config.fallback_samples} "
-                  "sampled verdicts per order (labelled 'sampled')", file=sys.stderr)
+                  f"sampled verdicts per order (labelled 'sampled', {_sampling(prov, config)})", file=sys.stderr)
         stats = RunStats(method="sampled" if sampled else "logprob")
         meter = SpendMeter(prov, config.max_cost)
         calls = plan_calls(pairs, prov, config, sampled)
         results = await _execute(calls, prov, config, db, stats, meter)
         if not sampled and any(isinstance(r, LogprobsUnsupported) for r in results.values()):
             print(f"note: {prov.model} refused logprobs; rerunning with {config.fallback_samples} sampled "
-                  "verdicts per order (labelled 'sampled')", file=sys.stderr)
+                  f"verdicts per order (labelled 'sampled', {_sampling(prov, config)})", file=sys.stderr)
             sampled, stats = True, RunStats(method="sampled", cache_hits=stats.cache_hits, calls=stats.calls)
             calls = plan_calls(pairs, prov, config, sampled)
             results = await _execute(calls, prov, config, db, stats, meter)
+        stats.price = prov.price.label() if prov.price else f"no price known for {prov.model}"
         df = verdict_rows(pairs, calls, results, prov, config.rubric, sampled, stats)
         # the settings the judge card's checklist asks for, kept with every verdict
         sampling = {k: v for k, v in calls[0].request.sampling_params().items() if k != "temperature"} if calls else {}
         for name, value in run_columns(f"{prov.provider}:{prov.model}", config.rubric, sampling).items():
             df[name] = value
-        df["temperature"] = config.sample_temperature if sampled else 0.0
+        temperature = calls[0].request.temperature if calls else None
+        df["temperature"] = "model default" if temperature is None else temperature
+        df["price"] = stats.price
         df["date"] = time.strftime("%Y-%m-%d")
+        _warn_no_logprobs(stats, prov)
     finally:
+        if db is not None and caps is not None and caps != learnt:
+            db.put_capabilities(prov.provider, prov.model, caps)
         if own:
             await prov.aclose()
         if db is not None and db is not cache:
             db.close()
     stats.wall_s = time.perf_counter() - t0
     return RunResult(df, stats)
+
+
+def _sampling(prov: Provider, config: RunConfig) -> str:
+    if getattr(prov, "sets_temperature", True):
+        return f"temperature {config.sample_temperature:g}"
+    return "at the model's default sampling (it takes no temperature)"
+
+
+def _warn_no_logprobs(stats: RunStats, prov: Provider) -> None:
+    if stats.no_logprobs:
+        print(f"WARNING: {NO_LOGPROBS} for {stats.no_logprobs} verdict(s) of {prov.provider}:{prov.model}; "
+              "they were read from the text (method 'text', no probability; excluded from Brier/ECE). Use a "
+              "server that returns logprobs, or --samples K for sampled verdict shares.", file=sys.stderr)
 
 
 def run_judge(pairs: Sequence[Pair], provider: Provider | str, config: RunConfig,

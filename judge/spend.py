@@ -20,16 +20,13 @@ def estimated_input_tokens(request: JudgeRequest) -> int:
 def known_price(provider: Provider) -> tuple[float, float] | None:
     """(USD per input token, per output token), or None when the price is unknown.
 
-    A local (self-hosted) judge costs nothing per token. For an API judge the provider's prices come from
-    the price table's lookup (or an override); a price that is missing, NaN, or 0 for both directions (how
-    the table marks a model it does not list) is unknown.
+    The provider's price is the dated table's (``judge.prices``) or the user's ``--price``; a local
+    (self-hosted) judge costs nothing per token; a model the table does not list has no price (None).
     """
-    p_in, p_out = getattr(provider, "price_in", None), getattr(provider, "price_out", None)
-    if provider.provider == "local":
-        return float(p_in or 0.0), float(p_out or 0.0)
-    if p_in is None or p_out is None or math.isnan(p_in) or math.isnan(p_out) or (p_in == 0 and p_out == 0):
+    price = getattr(provider, "price", None)
+    if price is None or math.isnan(price.input) or math.isnan(price.output):
         return None
-    return float(p_in), float(p_out)
+    return price.input / 1e6, price.output / 1e6
 
 
 class BudgetReached(ProviderError):

@@ -15,9 +15,16 @@ from dataclasses import dataclass, field
 
 #: Characters a tokenizer may glue to the front of a verdict token (`` A``, ``"A``, ``[A``, ``**A``).
 _PREFIX_CHARS = " \t\n\"'`*[(<"
+#: Tokenizer pieces for a space or line break as some servers return them (byte-level BPE ``Ġ``/``Ċ``,
+#: SentencePiece ``▁``): read as the whitespace they stand for.
+_PIECES = str.maketrans({"\u0120": " ", "\u010a": "\n", "\u2581": " "})
+#: How each verdict was read (the ``method`` column of every verdict row).
+METHODS = ("logprob-first-token", "logprob-at-verdict", "sampled", "text")
 #: Tokens that precede the verdict without being it (``[[``, ``**``, ``Verdict:``) — skipped when locating it.
 _LEAD_TOKENS = {"", "[", "[[", "(", "*", "**", '"', "'", "`", "verdict", "verdict:", ":"}
 
+#: What a run, its verdict file and its card say when logprob rows came back without logprobs.
+NO_LOGPROBS = "probabilities unavailable: server returned no logprobs"
 LOW_MASS = 0.5  # below this the judge mostly wanted to say something else: flagged
 
 
@@ -28,7 +35,9 @@ class Verdict:
     ``probs`` maps outcome names (``"A"``, ``"B"``, ``"tie"``, or a rubric's own, e.g. ``"A>>B"``)
     to probabilities. ``label_mass`` is the unnormalised top-k mass on labels (``nan`` for text
     verdicts); ``bound`` is the largest shift any probability could take from labels missing from the
-    top-k (0 when all labels were listed). ``method`` is ``logprob``, ``text`` or ``sampled``.
+    top-k (0 when all labels were listed). ``method`` is one of :data:`METHODS`: ``logprob-first-token``
+    (the reply's first token), ``logprob-at-verdict`` (the label token after the reasoning), ``sampled``
+    (shares of K sampled text verdicts) or ``text`` (a written verdict: no probability).
     """
 
     probs: Mapping[str, float]
@@ -47,7 +56,7 @@ class Verdict:
     @property
     def low_mass(self) -> bool:
         """True when less than :data:`LOW_MASS` of the top-k probability fell on labels."""
-        return self.method == "logprob" and not (self.label_mass >= LOW_MASS)
+        return self.method.startswith("logprob") and not (self.label_mass >= LOW_MASS)
 
 
 def unparsable(method: str, **extra) -> Verdict:
@@ -55,9 +64,15 @@ def unparsable(method: str, **extra) -> Verdict:
     return Verdict(probs={}, label=None, method=method, label_mass=0.0, extra=dict(extra))
 
 
+def normalise_piece(token: str) -> str:
+    """A token as text: tokenizer space/newline pieces (``Ġ``, ``▁``, ``Ċ``) turned into whitespace."""
+    return str(token).translate(_PIECES)
+
+
 def token_label(token: str, labels: Sequence[str], case_sensitive: bool = False) -> str | None:
-    """The label a token is a variant of (surrounding spaces/quotes/brackets ignored), or None."""
-    core = token.strip().lstrip(_PREFIX_CHARS).rstrip(" \t\n\"'`*]).:,")
+    """The label a token is a variant of (tokenizer pieces, surrounding spaces/quotes/brackets ignored;
+    case ignored unless ``case_sensitive``), or None."""
+    core = normalise_piece(token).strip().lstrip(_PREFIX_CHARS).rstrip(" \t\n\"'`*]).:,")
     for label in labels:
         if core == label or (not case_sensitive and core.lower() == label.lower()):
             return label
@@ -65,7 +80,7 @@ def token_label(token: str, labels: Sequence[str], case_sensitive: bool = False)
 
 
 def label_probs_from_logprobs(
-    top_logprobs: Mapping[str, float],
+    top_logprobs: Mapping[str, float] | Sequence[tuple[str, float]],
     labels: Sequence[str],
     case_sensitive: bool = False,
 ) -> tuple[dict[str, float], float, float, tuple[str, ...]]:
@@ -75,10 +90,12 @@ def label_probs_from_logprobs(
     ``m_label`` sums ``exp(logprob)`` over the label's token variants in the top-k (AlpacaEval's
     formula when each label has one variant). A label absent from the top-k has probability at most
     ``exp(min listed logprob)``; ``bound`` is the largest change in any ``probs`` value that could cause.
-    ``probs`` is empty when no label is listed (the caller counts the verdict as unparsable).
+    ``probs`` is empty when no label is listed (the caller counts the verdict as unparsable). Given as
+    (token, logprob) pairs, a token string listed twice (two token ids with the same text) counts twice.
     """
+    pairs = list(top_logprobs.items()) if isinstance(top_logprobs, Mapping) else list(top_logprobs)
     mass = dict.fromkeys(labels, 0.0)
-    for token, lp in top_logprobs.items():
+    for token, lp in pairs:
         label = token_label(token, labels, case_sensitive)
         if label is not None:
             mass[label] += math.exp(lp)
@@ -86,7 +103,7 @@ def label_probs_from_logprobs(
     missing = tuple(label for label, m in mass.items() if m == 0.0)
     if total == 0.0:
         return {}, 0.0, 1.0, missing
-    floor = math.exp(min(top_logprobs.values())) if top_logprobs else 0.0
+    floor = math.exp(min(lp for _, lp in pairs)) if pairs else 0.0
     # Each missing label could hold up to `floor`; that moves each probability by at most k*floor/(total+k*floor).
     extra = floor * len(missing)
     bound = extra / (total + extra) if missing else 0.0
@@ -96,10 +113,26 @@ def label_probs_from_logprobs(
 def verdict_position(tokens: Sequence[Mapping]) -> int | None:
     """Index of the verdict token: the first generated token that is not a lead-in (``[[``, ``**``, space)."""
     for i, tok in enumerate(tokens):
-        text = str(tok.get("token", "")).strip().lower()
+        text = normalise_piece(tok.get("token", "")).strip().lower()
         if text not in _LEAD_TOKENS:
             return i
     return None
+
+
+def verdict_at(tokens: Sequence[Mapping], pos: int, outcomes: Mapping[str, str], case_sensitive: bool = False,
+               method: str = "logprob-first-token") -> Verdict:
+    """The label probabilities in the top logprobs of token ``pos`` (duplicate token strings summed)."""
+    top = [(t["token"], float(t["logprob"])) for t in tokens[pos].get("top_logprobs") or []]
+    if not top:  # a server that returned only the sampled token
+        top = [(tokens[pos]["token"], float(tokens[pos]["logprob"]))]
+    probs, mass, bound, missing = label_probs_from_logprobs(top, list(outcomes), case_sensitive)
+    if not probs:
+        return unparsable(method, reason="no label in top logprobs", token=tokens[pos].get("token"))
+    by_outcome: dict[str, float] = {}
+    for label, p in probs.items():
+        by_outcome[outcomes[label]] = by_outcome.get(outcomes[label], 0.0) + p
+    best = max(by_outcome, key=by_outcome.__getitem__)
+    return Verdict(by_outcome, best, method, mass, bound, missing, {"levels": probs, "position": pos})
 
 
 def verdict_from_logprobs(
@@ -107,25 +140,16 @@ def verdict_from_logprobs(
     outcomes: Mapping[str, str],
     case_sensitive: bool = False,
 ) -> Verdict:
-    """A logprob verdict from OpenAI-style ``logprobs.content`` (``[{token, logprob, top_logprobs}]``).
+    """A logprob verdict at the first generated token of OpenAI-style ``logprobs.content``
+    (``[{token, logprob, top_logprobs}]``), lead-ins such as ``[[`` skipped.
 
     ``outcomes`` maps each verdict label token to its outcome (``{"A": "A", "B": "B", "C": "tie"}``;
     AlpacaEval's ``{"m": "A", "M": "B"}``); several labels may share an outcome (5-level scales).
     """
     pos = verdict_position(tokens)
     if pos is None:
-        return unparsable("logprob", reason="no generated tokens")
-    top = {t["token"]: float(t["logprob"]) for t in tokens[pos].get("top_logprobs") or []}
-    if not top:  # a server that returned only the sampled token
-        top = {tokens[pos]["token"]: float(tokens[pos]["logprob"])}
-    probs, mass, bound, missing = label_probs_from_logprobs(top, list(outcomes), case_sensitive)
-    if not probs:
-        return unparsable("logprob", reason="no label in top logprobs", token=tokens[pos].get("token"))
-    by_outcome: dict[str, float] = {}
-    for label, p in probs.items():
-        by_outcome[outcomes[label]] = by_outcome.get(outcomes[label], 0.0) + p
-    best = max(by_outcome, key=by_outcome.__getitem__)
-    return Verdict(by_outcome, best, "logprob", mass, bound, missing, {"levels": probs})
+        return unparsable("logprob-first-token", reason="no generated tokens")
+    return verdict_at(tokens, pos, outcomes, case_sensitive)
 
 
 # --- Text verdicts -----------------------------------------------------------------------------------------
@@ -272,6 +296,36 @@ def verdict_from_text(text: str | None, outcomes: Mapping[str, str], case_sensit
     reason = ("conflicting statements" if len(named) > 1 else "negated statement only" if claims
               else "no verdict found")
     return unparsable("text", reason=reason, text=text[:200])
+
+
+def verdict_span(text: str, outcomes: Mapping[str, str], case_sensitive: bool = False,
+                 marker: str | None = None) -> tuple[int, str] | None:
+    """Where a reason-first judge wrote its verdict: (offset of the label's first character, outcome).
+
+    The last ``marker`` (a rubric's own, e.g. ``"Final verdict:"``) followed by a label; else the tiers of
+    :func:`verdict_from_text`: the last ``[[label]]`` (``[[A>>B]]`` too), then the last explicit statement
+    ("Verdict: B"). None when the text states no verdict in one of those forms.
+    """
+    if marker:
+        at = text.lower().rfind(marker.lower()) if not case_sensitive else text.rfind(marker)
+        if at >= 0:
+            rest = text[at + len(marker):]
+            m = re.match(r"[\s*_\"'`\[(]*(\S+)", rest)
+            if m:
+                word = m.group(1)
+                label = token_label(word, list(outcomes), case_sensitive)
+                outcome = outcomes[label] if label else _bracket(word.rstrip(".,;:!)]*\"'`"), outcomes, case_sensitive)
+                if outcome:
+                    return at + len(marker) + m.start(1), outcome
+    hits = [(m.start(1), o) for m in _BRACKET.finditer(text)
+            if (o := _bracket(m.group(1), outcomes, case_sensitive))]
+    if not hits:
+        for m in _STATEMENT.finditer(text):
+            o = _statement(text, m, outcomes, case_sensitive)
+            if o:
+                group = next(g for g in ("tie", "paren", "square", "named", "word") if m.group(g))
+                hits.append((m.start(group), o))
+    return hits[-1] if hits else None
 
 
 def _one_hot(outcomes: Mapping[str, str], outcome: str) -> Verdict:

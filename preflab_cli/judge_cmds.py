@@ -19,7 +19,8 @@ def run_cmd(
     pairs_path: Annotated[Path, typer.Argument(help="Pairs JSONL: item_id, prompt, model_x, answer_x, model_y, answer_y.")],
     judge: Annotated[list[str], typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL; "
                                              "repeat for a jury (one verdict file per member, then the panel).")],
-    rubric: Annotated[str, typer.Option(help="Built-in rubric (ab, abt, arena5, concise, alpaca) or a TOML file.")] = "abt",
+    rubric: Annotated[str, typer.Option(help="Built-in rubric (ab, abt, arena5, concise, alpaca, reason) or a TOML "
+                                             "file.")] = "abt",
     both_orders: Annotated[bool, typer.Option("--both-orders/--one-order", help="Judge each pair in both orders.")] = True,
     samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
     concurrency: Annotated[int, typer.Option(help="Calls in flight.")] = 16,
@@ -35,6 +36,12 @@ def run_cmd(
     progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
     batch: Annotated[bool, typer.Option("--batch", help="Use the provider's batch API (openai:, anthropic:).")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between batch status polls.")] = 30.0,
+    batch_fallback: Annotated[str, typer.Option(help="With --batch: what to do with calls no batch answered (a "
+                                                     "failed batch included): none (failed rows) or live (call "
+                                                     "them live, full price).")] = "none",
+    price: Annotated[str | None, typer.Option(help="Judge price, USD per 1M tokens: in=2.5,out=10, or a TOML file "
+                                                   "with [prices] \"model\" = {in = .., out = ..} (default: the "
+                                                   "dated table; an unknown price is reported as unknown).")] = None,
     allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N verdicts failed after retries "
                                                      "(default 0: any failure exits 1).")] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the calls, estimated tokens and cost; send nothing.")] = False,
@@ -51,6 +58,8 @@ def run_cmd(
     from rich.markup import escape
 
     from judge.pairs import PairsError, combine_orders, load_pairs
+    from judge.prices import parse_price
+    from judge.providers import parse_spec
     from judge.providers.base import ProviderError
     from judge.rubrics import RubricError, load_rubric
     from judge.run import RunConfig, failure_summary, run_judge
@@ -60,7 +69,9 @@ def run_cmd(
         pairs = load_pairs(pairs_path)
         config = RunConfig(load_rubric(rubric), both_orders=both_orders, samples=samples, concurrency=concurrency,
                            rpm=rpm, tpm=tpm, max_tokens=max_tokens, progress=progress, timeout=timeout,
-                           max_cost=max_cost)
+                           max_cost=max_cost, price=parse_price(price, parse_spec(judge[0]).model) if price else None)
+        if price and len(judge) > 1:
+            raise ValueError("--price prices one judge; give a jury's members their prices in runs of their own")
         if max_cost is not None and max_cost <= 0:
             raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
         if dry_run:
@@ -80,8 +91,9 @@ def run_cmd(
 
             if no_cache:
                 raise ValueError("--batch collects answers into the cache; drop --no-cache")
-            summary, result = batch_judge(pairs, judge, config, cache, poll_s=poll)
-            typer.echo("batch: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+            summary, result = batch_judge(pairs, judge, config, cache, poll_s=poll, fallback=batch_fallback)
+            typer.echo("batch: " + ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}"
+                                             for k, v in summary.items()), err=True)
         else:
             result = run_judge(pairs, judge, config, cache=None if no_cache else cache)
     except (PairsError, RubricError, ProviderError, ValueError) as e:

@@ -1,39 +1,45 @@
-"""Anthropic Messages API through the official ``anthropic`` SDK.
+"""Anthropic Messages API through the official ``anthropic`` SDK (2.x, API version 2026-10-21).
 
-The Messages API returns no logprobs, so an Anthropic judge always runs the K-sample fallback: K calls
-at temperature > 0, verdict shares with Wilson intervals, labelled ``sampled`` (see :mod:`judge.run`).
+That API version rejects ``temperature``, ``top_p`` and ``top_k`` (HTTP 400, even at their default values),
+live and in Message Batches, and returns no logprobs. An Anthropic judge therefore runs the K-sample
+fallback as K calls at the model's default sampling, labelled ``sampled`` (see :mod:`judge.run`). Models
+that think by default spend thinking tokens out of ``max_tokens``: every call gets at least
+:data:`THINKING_MIN_TOKENS`, and an answer that is all thinking is an error, never an empty verdict.
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any
 
 import anthropic
 
+from judge.prices import price_for
 from judge.providers.base import (
     Completion,
     JudgeRequest,
+    ProviderError,
     api_key,
-    prices,
+    gather_samples,
     sdk_errors,
 )
 
-_SDK_TAKES_TEMPERATURE = "temperature" in inspect.signature(anthropic.resources.messages.AsyncMessages.create).parameters
+THINKING_MIN_TOKENS = 2048  # thinking counts against max_tokens; the same budget as OpenAI reasoning models
 
 
 class AnthropicProvider:
-    """A Claude model as a judge (text verdicts only). ``http_client`` is passed to the SDK as is (recent
-    ``anthropic`` releases want an ``httpx2.AsyncClient``)."""
+    """A Claude model as a judge (text verdicts only). ``http_client`` is passed to the SDK as is (the
+    ``anthropic`` 2.x SDK wants an ``httpx2.AsyncClient``)."""
 
     provider = "anthropic"
     supports_logprobs = False
+    sets_temperature = False  # API version 2026-10-21: no sampling parameters
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 60.0,
                  api_key_env: str = "ANTHROPIC_API_KEY", http_client: Any = None) -> None:
         self.model = model
-        self.price_in, self.price_out = prices(model)
+        self.price = price_for(model)
+        self.capabilities: dict = {}
         self._client = anthropic.AsyncAnthropic(api_key=api_key(api_key_env), base_url=base_url, timeout=timeout,
                                                 max_retries=0, http_client=http_client)
 
@@ -43,24 +49,43 @@ class AnthropicProvider:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
         return system, [m for m in messages if m["role"] != "system"]
 
-    async def complete(self, request: JudgeRequest) -> Completion:
-        """One message; SDK errors become :class:`ProviderError`."""
+    def params(self, request: JudgeRequest) -> dict:
+        """The Messages API body for one answer (also each Message Batches request's ``params``)."""
         system, msgs = self.split_system(request.messages)
-        kwargs: dict = {"model": self.model, "messages": msgs, "max_tokens": request.max_tokens}
-        if _SDK_TAKES_TEMPERATURE:
-            kwargs["temperature"] = request.temperature
-        else:  # recent SDK releases dropped the keyword; the API field is sent as is
-            kwargs["extra_body"] = {"temperature": request.temperature}
+        body: dict = {"model": self.model, "messages": msgs,
+                      "max_tokens": max(request.max_tokens, THINKING_MIN_TOKENS)}
         if system:
-            kwargs["system"] = system
-        t0 = time.perf_counter()
-        with sdk_errors(anthropic):
-            resp = await self._client.messages.create(**kwargs)
-        data = resp.model_dump()
+            body["system"] = system
+        return body
+
+    @staticmethod
+    def completion(data: dict, latency: float = 0.0) -> Completion:
+        """A Message (as a dict) as a completion; an answer with no text (all thinking) is an error."""
         text = "".join(b.get("text", "") for b in data.get("content") or [] if b.get("type") == "text")
         usage = data.get("usage") or {}
+        if not text.strip() and data.get("stop_reason") == "max_tokens":
+            raise ProviderError(f"the model spent all {usage.get('output_tokens')} output tokens before answering "
+                                "(thinking counts against max_tokens); raise --max-tokens", retryable=False,
+                                kind="budget")
         return Completion(text, None, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-                          time.perf_counter() - t0, data)
+                          latency, data)
+
+    async def _one(self, request: JudgeRequest) -> Completion:
+        t0 = time.perf_counter()
+        with sdk_errors(anthropic):
+            resp = await self._client.messages.create(**self.params(request))
+        return self.completion(resp.model_dump(), time.perf_counter() - t0)
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """One answer, or ``request.n`` answers as ``n`` calls at the model's default sampling."""
+        if request.n == 1:
+            return await self._one(request)
+        return await gather_samples(self._one(request) for _ in range(request.n))
+
+    @property
+    def client(self):
+        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.batch`)."""
+        return self._client
 
     async def aclose(self) -> None:
         """Close the SDK client."""

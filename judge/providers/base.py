@@ -7,39 +7,51 @@ rate limiting and verdict parsing live in :mod:`judge.run`, so each provider mod
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email.utils
 import os
+import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
+from judge.prices import Price
 from preflab.redact import redact, register_secret
 
 
 @dataclass(frozen=True)
 class JudgeRequest:
-    """One call: chat ``messages`` (or a plain ``prompt`` for ``/v1/completions``) and sampling params."""
+    """One call: chat ``messages`` (or a plain ``prompt`` for ``/v1/completions``) and sampling params.
+
+    ``temperature=None`` means the model's default sampling (not sent); ``n`` is the number of sampled
+    answers wanted (one API call with ``n`` where the API has it, else ``n`` calls).
+    """
 
     messages: tuple[dict, ...] = ()
     prompt: str | None = None
     max_tokens: int = 3
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     top_logprobs: int = 20
     logprobs: bool = True
     seed: int | None = 0
+    n: int = 1
 
     def sampling_params(self) -> dict:
         """The parameters that change the answer (part of the cache key)."""
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature,
-                "top_logprobs": self.top_logprobs if self.logprobs else 0, "seed": self.seed}
+        params = {"max_tokens": self.max_tokens, "temperature": self.temperature,
+                  "top_logprobs": self.top_logprobs if self.logprobs else 0, "seed": self.seed}
+        return params if self.n == 1 else {**params, "n": self.n}
 
 
 @dataclass
 class Completion:
-    """A provider's answer in one shape: text, OpenAI-style per-token logprobs (or None), token counts."""
+    """A provider's answer in one shape: text, OpenAI-style per-token logprobs (or None), token counts.
+
+    ``samples`` holds every answer's text when ``n > 1`` answers were asked for (``text`` is the first).
+    """
 
     text: str
     tokens: list[dict] | None = None  # [{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}]
@@ -47,11 +59,17 @@ class Completion:
     tokens_out: int = 0
     latency: float = 0.0
     raw: dict = field(default_factory=dict)
+    samples: list[str] | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        """Every sampled answer (one for an ordinary call)."""
+        return list(self.samples) if self.samples else [self.text]
 
     def to_json(self) -> dict:
         """JSON-able form for the cache."""
         return {"text": self.text, "tokens": self.tokens, "tokens_in": self.tokens_in,
-                "tokens_out": self.tokens_out, "latency": self.latency,
+                "tokens_out": self.tokens_out, "latency": self.latency, "samples": self.samples,
                 # the model version the API said it served, so a cached verdict keeps its provenance
                 "served": {k: self.raw.get("served", self.raw).get(k) for k in ("model", "system_fingerprint")}}
 
@@ -59,26 +77,78 @@ class Completion:
     def from_json(cls, data: Mapping) -> Completion:
         """Inverse of :meth:`to_json`."""
         return cls(data["text"], data.get("tokens"), int(data.get("tokens_in", 0)),
-                   int(data.get("tokens_out", 0)), float(data.get("latency", 0.0)), {"served": data.get("served") or {}})
+                   int(data.get("tokens_out", 0)), float(data.get("latency", 0.0)), {"served": data.get("served") or {}},
+                   samples=data.get("samples"))
+
+
+async def gather_samples(calls: Iterable[Awaitable[Completion]]) -> Completion:
+    """Run K single-answer calls together and merge them (:func:`merge_samples`); every call finishes before
+    the first error, if any, is raised (so a retry never overlaps a call still in flight)."""
+    got = await asyncio.gather(*calls, return_exceptions=True)
+    for g in got:
+        if isinstance(g, BaseException):
+            raise g
+    return merge_samples(list(got))
+
+
+def merge_samples(comps: list[Completion]) -> Completion:
+    """K single answers as one completion with ``samples`` (tokens and latency summed)."""
+    return Completion(comps[0].text, None, sum(c.tokens_in for c in comps), sum(c.tokens_out for c in comps),
+                      max(c.latency for c in comps), comps[0].raw, [t for c in comps for t in c.texts])
 
 
 class ProviderError(Exception):
     """A failed call. ``retryable`` calls are retried by the runner, waiting at least ``retry_after`` s."""
 
     def __init__(self, message: str, *, retryable: bool, status: int | None = None,
-                 retry_after: float | None = None, kind: str | None = None) -> None:
+                 retry_after: float | None = None, kind: str | None = None,
+                 refusal: tuple[str, int | None] | None = None) -> None:
         super().__init__(redact(message))  # a server may echo the key back in its error body
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
         self.kind = kind or (str(status) if status else "error")  # "429", "500", "timeout", "connection", ...
+        self.refusal = refusal  # (parameter the API refused, largest value it allows or None)
 
 
 class LogprobsUnsupported(ProviderError):
     """The model refuses logprobs (e.g. reasoning models); the runner switches to the K-sample fallback."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, retryable=False, status=400)
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message, retryable=False, status=status, refusal=("logprobs", None))
+
+
+#: Request parameters a judge can do without; an API refusal naming one drops it (see :func:`refused_param`).
+OPTIONAL_PARAMS = ("temperature", "top_logprobs", "logprobs", "seed", "n", "max_tokens", "max_completion_tokens")
+_QUOTED = re.compile(r"['`\"]([a-z_]+)['`\"]")
+_MAX_ALLOWED = re.compile(r"logprobs of (\d+),? which is (?:greater|more) than (?:the )?max(?:imum)? allowed:?\s*(\d+)",
+                          re.IGNORECASE)
+
+
+def refused_param(status: int, message: str, param: str | None = None) -> tuple[str, int | None] | None:
+    """Which optional parameter a 400/403/422 refuses, and the largest value allowed when the server says.
+
+    Reads OpenAI's ``error.param`` and messages ("Unsupported parameter: 'temperature' is not supported with
+    this model", "Unsupported value: 'temperature' does not support 0 ...", "You are not allowed to request
+    logprobs from this model"), and vLLM's "Requested sample logprobs of 20, which is greater than max allowed:
+    5" (then ``("top_logprobs", 5)``: ask for fewer rather than give up on logprobs).
+    """
+    if status not in (400, 403, 422):
+        return None
+    m = _MAX_ALLOWED.search(message)
+    if m:
+        return "top_logprobs", int(m.group(2))
+    low = message.lower()
+    lead = re.match(r"\s*([a-z_]+):", low)  # Anthropic's "temperature: Extra inputs are not permitted"
+    quoted = _QUOTED.findall(low) + ([lead.group(1)] if lead else [])
+    named = param if param in OPTIONAL_PARAMS else next((q for q in quoted if q in OPTIONAL_PARAMS), None)
+    unsupported = any(w in low for w in ("unsupported", "not supported", "not allowed", "does not support",
+                                         "extra inputs are not permitted", "not permitted", "deprecated"))
+    if named and unsupported:
+        return named, None
+    if "logprob" in low and unsupported:
+        return "logprobs", None
+    return None
 
 
 @runtime_checkable
@@ -88,8 +158,7 @@ class Provider(Protocol):
     provider: str
     model: str
     supports_logprobs: bool
-    price_in: float  # USD per input token (0 when unknown or local)
-    price_out: float
+    price: Price | None  # None: unknown (reported as unknown, never $0)
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """Answer one request or raise :class:`ProviderError`."""
@@ -120,13 +189,38 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def status_error(status: int, headers: Mapping[str, str] | None, detail: str) -> ProviderError:
-    """The error for an HTTP status: 408/409/429/5xx retryable, other 4xx final; logprob refusals flagged."""
+MAX_TOP_LOGPROBS = 20  # OpenAI's documented maximum
+
+
+def learn(capabilities: dict, refusal: tuple[str, int | None]) -> bool:
+    """Record what a refusal says the model does not take; False when it was known already (no point retrying)."""
+    param, allowed = refusal
+    before = dict(capabilities)
+    if param == "top_logprobs" and allowed:
+        capabilities["top_logprobs"] = allowed
+    elif param in ("logprobs", "top_logprobs"):
+        capabilities["logprobs"] = False
+    elif param == "max_tokens":
+        capabilities["max_tokens_field"] = "max_completion_tokens"
+    elif param == "max_completion_tokens":
+        capabilities["max_tokens_field"] = "max_tokens"
+    elif param == "temperature":  # models that fix their sampling reason before they answer
+        capabilities.update(temperature=False, reasoning=True)
+    else:
+        capabilities[param] = False
+    return capabilities != before
+
+
+def status_error(status: int, headers: Mapping[str, str] | None, detail: str,
+                 param: str | None = None) -> ProviderError:
+    """The error for an HTTP status: 408/409/429/5xx retryable, other 4xx final; a refused optional
+    parameter is named in ``refusal`` (logprob refusals raise :class:`LogprobsUnsupported`)."""
     retryable = status in (408, 409, 429) or status >= 500
-    if status == 400 and "logprob" in detail.lower():
-        return LogprobsUnsupported(f"the model refuses logprobs ({detail[:200]}); use the K-sample fallback")
+    refusal = refused_param(status, detail, param)
+    if refusal and refusal[0] == "logprobs":
+        return LogprobsUnsupported(f"the model refuses logprobs ({detail[:200]}); use the K-sample fallback", status)
     return ProviderError(f"HTTP {status}: {detail[:300]}", retryable=retryable, status=status,
-                         retry_after=parse_retry_after(headers))
+                         retry_after=parse_retry_after(headers), refusal=refusal)
 
 
 def api_key(env_var: str, required: bool = True) -> str | None:
@@ -153,23 +247,6 @@ def logprob_content(choice_logprobs: Any) -> list[dict] | None:
                 for tok, lp, top in zip(choice_logprobs["tokens"], choice_logprobs["token_logprobs"], tops,
                                         strict=False)]
     return None
-
-
-# USD per million tokens (input, output), list prices as of 2025; unknown models cost 0 and are flagged.
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "gpt-4.1": (2.0, 8.0), "gpt-4.1-mini": (0.4, 1.6), "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6), "o4-mini": (1.1, 4.4),
-    "claude-haiku-4-5": (1.0, 5.0), "claude-sonnet-4-5": (3.0, 15.0), "claude-opus-4-1": (15.0, 75.0),
-}
-
-
-def prices(model: str) -> tuple[float, float]:
-    """USD per token (input, output) for a model name (longest known prefix), or (0, 0) when unknown."""
-    best = max((k for k in PRICES_PER_MTOK if model.startswith(k)), key=len, default=None)
-    if best is None:
-        return 0.0, 0.0
-    pin, pout = PRICES_PER_MTOK[best]
-    return pin / 1e6, pout / 1e6
 
 
 @dataclass(frozen=True)
@@ -206,7 +283,9 @@ def sdk_errors(sdk: ModuleType) -> Iterator[None]:
     try:
         yield
     except sdk.APIStatusError as e:
-        raise status_error(e.status_code, e.response.headers, str(e.message)) from None
+        body = e.body if isinstance(e.body, Mapping) else {}
+        err = body.get("error") if isinstance(body.get("error"), Mapping) else body
+        raise status_error(e.status_code, e.response.headers, str(e.message), err.get("param")) from None
     except sdk.APITimeoutError:
         raise ProviderError("timeout", retryable=True, kind="timeout") from None
     except sdk.APIConnectionError as e:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from judge.budget import dry_run, estimate_run, known_price
 from judge.cache import CallCache
 from judge.pairs import Pair
+from judge.prices import FREE, Price
 from judge.providers.openai import OpenAIProvider
 from judge.rubrics import BUILTIN
 from judge.run import RunConfig, run_judge
@@ -69,7 +70,7 @@ def test_max_cost_stops_near_the_cap_keeps_answers_and_resumes(tmp_path, monkeyp
 
     def provider(url):
         prov = OpenAIProvider("gpt-4.1-mini", base_url=url)
-        prov.price_in, prov.price_out = 1e-6, 1e-5  # fixed here, whatever the price table says
+        prov.price = Price(1.0, 10.0, "test")  # USD per 1M tokens, fixed here whatever the table says
         return prov
 
     per_call = 100 * 1e-6 + 1 * 1e-5  # the fault server's usage: 100 tokens in, 1 out
@@ -90,15 +91,15 @@ def test_max_cost_stops_near_the_cap_keeps_answers_and_resumes(tmp_path, monkeyp
 def test_unknown_price_is_unknown_not_zero():
     class P:
         provider, model, supports_logprobs = "openai", "new-model", True
-        price_in = price_out = 0.0
+        price = None  # the price table does not list the model
 
     assert known_price(P()) is None
-    P.provider = "local"
+    P.provider, P.price = "local", FREE
     assert known_price(P()) == (0.0, 0.0)
-    P.provider, P.price_in, P.price_out = "openai", float("nan"), 1.0
+    P.provider, P.price = "openai", Price(float("nan"), 1.0, "test")
     assert known_price(P()) is None
     est = estimate_run(PAIRS[:2], type("Q", (), {"provider": "openai", "model": "m", "supports_logprobs": True,
-                                                 "price_in": 0.0, "price_out": 0.0})(), RunConfig(BUILTIN["abt"]))
+                                                 "price": None})(), RunConfig(BUILTIN["abt"]))
     assert est.cost is None and "unknown" in est.summary()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ def test_probabilities_sum_to_one_with_label_mass(llama_run):
     df = first.verdicts
     assert len(df) == 2 * N_PAIRS and set(df["order"]) == {"xy", "yx"}
     assert df["error"].isna().all(), df["error"].tolist()
-    assert (df["method"] == "logprob").all()
+    assert (df["method"] == "logprob-first-token").all()
     parsed = df[df["verdict"].notna()]
     assert len(parsed) + first.stats.unparsable == len(df)
     assert len(parsed) >= N_PAIRS  # the rubric's labels are in SmolLM2's top 20 for most prompts
@@ -109,8 +110,43 @@ def test_base_model_completions_endpoint(llama_url):
     res = run_judge(demo_pairs()[:1], f"local+completions:{llama_url}#smollm2",
                     RunConfig(BUILTIN["abt"], max_tokens=1, timeout=120, both_orders=False), None)
     row = res.verdicts.iloc[0]
-    assert row["error"] is None and row["method"] == "logprob"
+    assert row["error"] is None and row["method"] == "logprob-first-token"
     if row["label_mass"] > 0:
         assert row["p_a"] + row["p_b"] + row["p_tie"] == pytest.approx(1.0)
     else:  # on some CPUs the base-model prompt's first token is a newline with no label in the top 20
         assert row["verdict"] is None and row["low_mass"] and np.isnan(row["p_a"])
+
+
+def test_reason_first_rubric_rows_say_how_they_were_read(llama_url):
+    """The reason-first rubric on the real server: SmolLM2-135M rarely writes "Final verdict: [[X]]", so each
+    row must say how it was read; a row with a stated verdict is read at that token, never at the first."""
+    from judge.reading import read_verdict
+    from judge.verdicts import METHODS
+
+    rubric = BUILTIN["reason"]
+    res = run_judge(demo_pairs()[:2], f"local:{llama_url}#smollm2",
+                    RunConfig(rubric, max_tokens=48, timeout=120, max_attempts=3), None)
+    df = res.verdicts
+    assert df["error"].isna().all() and set(df["method"]) <= set(METHODS)
+    assert sum(res.stats.methods.values()) == len(df)
+    probs = df[df["method"].str.startswith("logprob") & df["verdict"].notna()]
+    np.testing.assert_allclose(probs[["p_a", "p_b", "p_tie"]].sum(axis=1), 1.0, atol=1e-9)
+    assert df.loc[df["method"] == "text", "p_a"].isna().all()  # a written verdict makes no probability claim
+    for raw, method in zip(df["raw"], df["method"], strict=True):
+        if "final verdict: [[" in raw.lower():
+            assert method == "logprob-at-verdict", raw
+    # the same reading on the real tokenizer's pieces: a stated verdict found in llama.cpp's own tokens
+    req = JudgeRequest(tuple(rubric.messages("2+2?", "5", "4")), max_tokens=48)
+
+    async def once():
+        prov = CompatibleProvider("smollm2", llama_url, timeout=120)
+        try:
+            return await prov.complete(req)
+        finally:
+            await prov.aclose()
+
+    comp = asyncio.run(once())
+    v = read_verdict(comp.text, comp.tokens, rubric.labels, rubric.all_labels, False, rubric.verdict_marker)
+    assert v.method in METHODS
+    if v.method.startswith("logprob") and v.parsable:
+        assert math.isclose(sum(v.probs.values()), 1.0, abs_tol=1e-9)

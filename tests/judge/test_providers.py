@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from judge.pairs import Pair
+from judge.prices import price_for
 from judge.providers.anthropic import AnthropicProvider
-from judge.providers.base import JudgeRequest, LogprobsUnsupported, ProviderError, parse_spec, prices
+from judge.providers.base import JudgeRequest, LogprobsUnsupported, ProviderError, parse_spec
 from judge.providers.compatible import CompatibleProvider
 from judge.providers.openai import OpenAIProvider
 from judge.rubrics import BUILTIN
@@ -99,7 +100,8 @@ def test_openai_429_retry_after_and_logprob_refusal(monkeypatch):
     assert e.value.retryable and e.value.status == 429 and e.value.retry_after == 7.0
     with pytest.raises(LogprobsUnsupported, match="K-sample"):
         asyncio.run(call("some-new-model"))
-    assert not OpenAIProvider("o3-mini").supports_logprobs and OpenAIProvider("gpt-4.1").supports_logprobs
+    # capabilities come from the API's answers, not from the model's name
+    assert OpenAIProvider("o3-mini").supports_logprobs and OpenAIProvider("gpt-6-luna").supports_logprobs
 
 
 def test_reasoning_model_sampled_with_room_to_think(monkeypatch):
@@ -107,10 +109,15 @@ def test_reasoning_model_sampled_with_room_to_think(monkeypatch):
     bodies = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        bodies.append(json.loads(request.content))
+        body = json.loads(request.content)
+        if body.get("logprobs"):
+            return httpx.Response(403, json={"error": {"message": "You are not allowed to request logprobs from "
+                                                                  "this model", "type": "invalid_request_error",
+                                                       "param": None, "code": None}})
+        bodies.append(body)
         return httpx.Response(200, json=openai_body({"A": -0.1}) | {"choices": [{
-            "index": 0, "finish_reason": "stop", "logprobs": None,
-            "message": {"role": "assistant", "content": "B"}}]})
+            "index": i, "finish_reason": "stop", "logprobs": None,
+            "message": {"role": "assistant", "content": "B"}} for i in range(body.get("n", 1))]})
 
     async def go():
         prov = OpenAIProvider("o4-mini", http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
@@ -121,8 +128,10 @@ def test_reasoning_model_sampled_with_room_to_think(monkeypatch):
             await prov.aclose()
 
     res = asyncio.run(go())
-    assert len(bodies) == 3 and all("logprobs" not in b and b["max_completion_tokens"] >= 2048 for b in bodies)
+    # one request for the 3 samples (n = 3: one input charge), with room to reason
+    assert len(bodies) == 1 and bodies[0]["n"] == 3 and "logprobs" not in bodies[0]
     assert res.verdicts.loc[0, "method"] == "sampled" and res.verdicts.loc[0, "p_b"] == 1.0
+    assert res.verdicts.loc[0, "samples"] == 3
 
 
 def test_openai_refusing_logprobs_falls_back_to_sampled_verdicts(monkeypatch):
@@ -182,14 +191,16 @@ def test_anthropic_sdk_k_sample_fallback(monkeypatch):
 
     res = asyncio.run(go())
     assert len(bodies) == 12
-    assert all("system" in b and b["messages"][0]["role"] == "user" and b["temperature"] == 1.0 for b in bodies)
+    # API version 2026-10-21: no sampling parameter in any request, and room for thinking
+    assert all("system" in b and b["messages"][0]["role"] == "user" and not {"temperature", "top_p", "top_k"} & set(b)
+               and b["max_tokens"] >= 2048 for b in bodies)
     row = res.verdicts.set_index("order").loc["xy"]
     assert row["method"] == "sampled" and row["samples"] == 6
     assert row["p_a"] == pytest.approx(3 / 5) and row["p_b"] == pytest.approx(2 / 5)  # 1 unparsable of 6
     lo, hi = row["ci"]["A"]
     assert lo < 0.6 < hi
-    pin, pout = prices("claude-haiku-4-5")
-    assert res.stats.cost == pytest.approx(12 * (200 * pin + 3 * pout))
+    price = price_for("claude-haiku-4-5")
+    assert res.stats.cost == pytest.approx(price.cost(12 * 200, 12 * 3))
 
 
 def test_compatible_chat_and_completions_endpoints():

@@ -245,3 +245,39 @@ def test_five_level_rubric_sums_levels_into_outcomes():
     assert v.probs["A"] == pytest.approx(0.4 / z) and v.probs["tie"] == pytest.approx(0.2 / z)
     assert v.probs["B"] == pytest.approx(0.3 / z) and v.label == "A"
     assert v.extra["levels"]["2"] == pytest.approx(0.3 / z) and v.label_mass == pytest.approx(z)
+
+
+def test_tokenizer_pieces_and_case_are_normalised():
+    """Before: "ĠA" and "▁A" (byte-level BPE / SentencePiece pieces) matched no label."""
+    from judge.verdicts import token_label
+
+    for token in ("\u0120A", "\u2581A", " A", "A\n", "a", "\u010aA"):
+        assert token_label(token, ["A", "B"]) == "A", token
+    assert token_label("\u2581m", ["m", "M"], case_sensitive=True) == "m"
+
+
+def test_duplicate_token_strings_are_summed_not_overwritten():
+    """Before: [A .4, B .3, A .2] kept the last A (.2) and read as B."""
+    top = [("A", math.log(0.4)), ("B", math.log(0.3)), ("A", math.log(0.2))]
+    probs, mass, _, _ = label_probs_from_logprobs(top, ["A", "B"])
+    assert probs["A"] == pytest.approx(0.6 / 0.9) and mass == pytest.approx(0.9)
+    tokens = [{"token": "A", "logprob": math.log(0.4), "top_logprobs": [
+        {"token": t, "logprob": lp} for t, lp in top]}]
+    assert verdict_from_logprobs(tokens, AB_TIE).label == "A"
+
+
+def _tok(t, tops=None):
+    return {"token": t, "logprob": -0.1, "top_logprobs": [{"token": k, "logprob": v} for k, v in (tops or {t: -0.1}).items()]}
+
+
+def test_reason_first_reply_read_at_its_stated_verdict_not_its_first_token():
+    from judge.reading import read_verdict
+
+    at_b = {"B": math.log(0.7), "A": math.log(0.2), "C": math.log(0.1)}
+    pieces = ["A", " close", " call", ",", " but", " B", " is", " better", ".", " [[", "B", "]]"]
+    tokens = [_tok("A", {"A": -0.1, "B": -3.0})] + [_tok(p) for p in pieces[1:10]] + [_tok("B", at_b), _tok("]]")]
+    v = read_verdict("".join(pieces), tokens, AB_TIE)
+    assert v.method == "logprob-at-verdict" and v.label == "B" and v.probs["B"] == pytest.approx(0.7)
+    assert read_verdict("".join(pieces), None, AB_TIE).method == "text"  # no logprobs: the written verdict
+    unfinished = read_verdict("<think>Let me compare", [_tok("<think>"), _tok("Let")], AB_TIE)
+    assert not unfinished.parsable  # the answer never came
