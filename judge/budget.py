@@ -53,7 +53,7 @@ class RunEstimate:
             cost = (f"${self.cost:.4f} at ${self.price[0] * 1e6:g} / ${self.price[1] * 1e6:g} per million tokens "
                     "in / out")
         method = f"sampled, {self.samples_per_order} per order" if self.sampled else "logprob"
-        return (f"dry run ({self.judge}, {method}): {self.calls} calls to send, {self.cached} answered by the "
+        return (f"dry run ({self.judge}, {method}): {self.calls} calls to send, {self.cached} calls answered by the "
                 f"cache\nestimated tokens: {self.tokens_in} in (4 characters a token), at most {self.tokens_out} "
                 f"out\nestimated cost: {cost}\nnothing was sent")
 
@@ -66,10 +66,18 @@ def estimate_run(pairs: Sequence, provider: Provider, config, cache=None) -> Run
     unique = list({c.key: c for c in calls}.values())
     cached = {c.key for c in unique if cache is not None and cache.get(c.key) is not None}
     todo = [c for c in unique if c.key not in cached]
-    k = len({c.sample for c in calls}) if calls else 0
-    return RunEstimate(f"{provider.provider}:{provider.model}", len(todo), len(cached),
-                       sum(estimated_input_tokens(c.request) for c in todo),
+    sends = [requests_per_call(provider, c.request.n) for c in todo]
+    k = max((c.request.n for c in calls), default=0)
+    return RunEstimate(f"{provider.provider}:{provider.model}", sum(sends), len(cached),
+                       sum(estimated_input_tokens(c.request) * r for c, r in zip(todo, sends, strict=True)),
                        sum(c.request.max_tokens * c.request.n for c in todo), known_price(provider), sampled, k)
+
+
+def requests_per_call(provider: Provider, n: int) -> int:
+    """HTTP requests one call of ``n`` answers makes: one where the API takes ``n`` (OpenAI, unless the model
+    refused it), else one per answer (Anthropic, OpenAI-compatible servers)."""
+    takes_n = provider.provider == "openai" and getattr(provider, "capabilities", {}).get("n", True)
+    return 1 if n == 1 or takes_n else n
 
 
 def dry_run(pairs: Sequence, provider: Provider | str, config, cache: str | Path | None = None) -> RunEstimate:
