@@ -22,7 +22,8 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
     """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
     (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
     from arena.power import sign_test_power
-    from judge.providers.base import parse_spec, prices
+    from judge.prices import price_for
+    from judge.providers.base import parse_spec
 
     decisive = int(round(n_prompts * (1 - tie_rate)))
     lo, hi = 0.5, 1.0 - 1e-9
@@ -41,9 +42,9 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
         if spec.provider == "local":
             cost, price_known = 0.0, True
         else:
-            p_in, p_out = prices(spec.model)
-            price_known = (p_in, p_out) != (0.0, 0.0)
-            cost = tokens_in * p_in + calls * 3 * p_out if price_known else None  # 3 verdict tokens a call
+            price = price_for(spec.model)
+            price_known = price is not None
+            cost = price.cost(tokens_in, calls * 3) if price_known else None  # 3 verdict tokens a call
     return {"prompts": n_prompts, "decisive_assumed": decisive, "tie_rate_assumed": tie_rate, "alpha": alpha,
             "power": power, "min_detectable_win_rate": mdw, "rubrics": rubrics, "judge_calls": calls,
             "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}

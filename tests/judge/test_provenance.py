@@ -37,7 +37,7 @@ def test_every_row_records_what_served_it_and_the_cache_keeps_it(tmp_path, monke
     assert set(df["model_version"]) == {"gpt-4.1-mini-2025-04-14"}  # the API's `model`, not what we asked
     assert set(df["system_fingerprint"]) == {"fp_fault"}
     assert set(df["rubric"]) == {"abt@1"} and set(df["rubric_hash"]) == {rubric_text_hash(BUILTIN["abt"])}
-    assert set(df["method"]) == {"logprob"} and set(df["preflab_version"]) == {preflab_version()}
+    assert set(df["method"]) == {"logprob-first-token"} and set(df["preflab_version"]) == {preflab_version()}
     assert json.loads(df["sampling"].iloc[0]) == {"max_tokens": 3, "top_logprobs": 20, "seed": 0}
     again, out = _run(tmp_path, BUILTIN["abt"], name="again.jsonl")  # all from the cache
     assert again.stats.cache_hits == 8 and again.stats.calls == 0
