@@ -411,6 +411,20 @@ def _check_rate(conn: sa.Connection, checks: VoteChecks, now: float) -> None:
     conn.execute(events_t.insert(), [dict(key=k, at=now) for k in keys])
 
 
+def _serialise(conn: sa.Connection, *keys: str) -> None:
+    """PostgreSQL: hold a transaction lock per key, taken in one order (SQLite's ``BEGIN IMMEDIATE`` already
+    runs one writer at a time). Under READ COMMITTED a vote's "seen" check could miss an undo committing
+    meanwhile, and two votes could both pass a rate count; with the lock the second waits and reads the
+    first's result."""
+    if conn.dialect.name == "postgresql":
+        for key in sorted(set(keys)):
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": key})
+
+
+def _item_key(voter: str, dataset: str, item_id: str) -> str:
+    return f"vote\x1f{voter}\x1f{dataset}\x1f{item_id}"
+
+
 def _seen_before(conn: sa.Connection, voter: str, dataset: str, item_id: str, round: int) -> bool:
     """The voter skipped the item, or voted and took the vote back after seeing the names (this round)."""
     s, u = skips_t.c, undone_t.c
@@ -441,6 +455,7 @@ def record_vote(engine: Engine, vote: Vote, checks: VoteChecks | None = None) ->
     def attempt() -> int:
         try:
             with _writing(engine) as conn:
+                _serialise(conn, _item_key(vote.voter, vote.dataset, vote.item_id), *(k for k, _ in checks.rate))
                 if checks.round_id is not None:
                     row["voted_at"], row["seconds_on_pair"] = _use_round(
                         conn, checks.round_id, vote.voter, vote.dataset, vote.item_id,
@@ -490,8 +505,10 @@ def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0, 
             ).mappings().first()
             if row is None:
                 return False
+            _serialise(conn, _item_key(voter, row["dataset"], row["item_id"]))
+            if conn.execute(votes_t.delete().where(votes_t.c.id == vote_id)).rowcount != 1:
+                return False  # another process took it back meanwhile
             conn.execute(undone_t.insert().values(**row, undone_at=time.time(), revealed=revealed))
-            conn.execute(votes_t.delete().where(votes_t.c.id == vote_id))
             return True
 
     return _retry(attempt)
