@@ -5,9 +5,9 @@ U = undo, N = next (queued in the browser while the page redraws; a key pressed 
 the next one; see :mod:`voting.pages.keyboard`). Each pair is a round drawn in the store
 (:func:`voting.store.issue_round`); its buttons' keys carry the round id, and the vote's transaction checks
 and uses it, so a click, key or replayed message can only vote on the pair it was made under, once, and not
-sooner than ``PREFLAB_MIN_SECONDS`` after the pair was drawn. The progress bars, the prompt and the answers are one block of HTML rendered
-on the server (:mod:`voting.pages.pair_html`: Markdown with raw HTML shown as text, line breaks kept, code
-plain), in equal-height boxes that scroll. After the vote they stay as they are; only the bar under them
+sooner than ``PREFLAB_MIN_SECONDS`` after the pair was drawn. The progress bars, the prompt and the answers
+are one block of HTML rendered on the server (:mod:`voting.pages.pair_html`: Markdown with raw HTML shown
+as text, line breaks kept, code plain), in equal-height boxes that scroll. After the vote they stay as they are; only the bar under them
 changes: it is a fragment inside the pair's fragment, so a vote is not sent the pair again.
 
 Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
@@ -105,7 +105,7 @@ def _cast(choice: str, round_id: str) -> None:
     the after-vote panel."""
     state, cfg = st.session_state, get_config()
     rnd = state.get("round")
-    if rnd is None and state.get("last_vote", {}).get("round", {}).get("round_id") == round_id:
+    if rnd is None and (state.get("last_vote") or {}).get("round", {}).get("round_id") == round_id:
         return  # a second click on a round already voted on
     if _stale(rnd, round_id):
         st.rerun(scope=PAIR)  # the pair shown may be the old one: send the current one
