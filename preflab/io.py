@@ -271,19 +271,29 @@ def strict_json(value: Any) -> Any:
     return value
 
 
-#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV Injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV Injection"), with the
+#: full-width and small forms that spreadsheets fold to them (U+FF1D, U+FF0B, U+FF0D, U+FF20; U+FE66, ...).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20", "\ufe66",
+                  "\ufe62", "\ufe63", "\ufe6b")
 
 
 def csv_safe(df: Any) -> Any:
     """A copy of ``df`` whose text cells cannot run as spreadsheet formulas: a cell starting with
-    ``= + - @``, tab or carriage return gets a leading ``'`` (OWASP, "CSV Injection"). Numbers (also
-    negative ones) are untouched; only text columns change. Use it for every CSV that people open."""
+    ``= + - @`` (or their full-width forms), tab, carriage return or line feed gets a leading ``'`` (OWASP,
+    "CSV Injection"). Numbers (also negative ones) are untouched; only text columns change. Use it (through
+    :func:`safe_csv_bytes`) for every CSV that people open."""
     out = df.copy()
     for col in out.columns:
         if getattr(out[col].dtype, "kind", "O") not in "biufcmM":  # text, object or category columns
             out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v)
     return out
+
+
+def safe_csv_bytes(df: Any) -> bytes:
+    """``df`` as CSV for people to open: formulas neutralised (:func:`csv_safe`), and every cell holding a
+    carriage return or line feed quoted (CRLF row ends make the writer quote both; a bare CR in an unquoted
+    cell split the row in spreadsheets)."""
+    return csv_safe(df).to_csv(index=False, lineterminator="\r\n").encode()
 
 
 def write_table(df: Any, path: str | Path, meta_key: str | None = None, stdout_format: str = "csv") -> str:

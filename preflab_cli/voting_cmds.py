@@ -14,11 +14,12 @@ from preflab_cli.common import DEMO_DIR, app, console, err, fail
 
 #: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
 #: no forced full garbage collection after every rerun (56% of a vote's server CPU in a profile), no "magic"
-#: (a bare expression in a page must not be written to the page), no usage statistics, the viewer toolbar
+#: (a bare expression in a page must not be written to the page), no usage statistics, the viewer toolbar, no
+#: "Download as CSV" on tables (it wrote cells raw: formulas ran in spreadsheets; our exports neutralise them)
 #: (the settings of .streamlit/config.toml, for any folder).
 STREAMLIT_FLAGS = ("--server.headless", "true", "--server.fileWatcherType", "none", "--server.runOnSave",
                    "false", "--runner.postScriptGC", "false", "--runner.magicEnabled", "false",
-                   "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+                   "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer", "--client.disableDataExport", "true",
                    "--client.showErrorDetails", "none")  # no tracebacks in the browser (the log has them)
 DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://...")]
 

@@ -3,8 +3,9 @@
 
 Invites: :func:`issue_invite` returns a token once; the store keeps only its SHA-256, so a copy of the
 database cannot be used to vote as someone. Issuing a new invite for a voter revokes the old one.
-Open voting: the browser's token (random, kept in the page's URL so a reload keeps the identity) maps to
-``guest-`` and 10 hex digits of its hash.
+Open voting: the server issues a random token (:func:`issue_guest`, kept in the page's URL so a reload keeps
+the identity; the store keeps its hash) that maps to ``guest-`` and 10 hex digits of that hash; a token the
+server did not issue is refused.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from voting.items import check_name
-from voting.store import invites_t, retry, writing
+from voting.items import check_name, normal_name
+from voting.store import guests_t, invites_t, retry, votes_t, writing
 
 GUEST_PREFIX = "guest-"
 
@@ -29,7 +30,7 @@ def token_hash(token: str) -> str:
 
 def check_voter_name(voter: str) -> str:
     """The stripped name, or ``InputError`` when the store cannot keep it or it looks like an open id."""
-    voter = voter.strip()
+    voter = normal_name(voter.strip())
     check_name(voter, "<invite>", None, "voter")
     if not voter or voter.startswith(GUEST_PREFIX):
         from voting.items import ItemDataError
@@ -76,13 +77,40 @@ def invite_voter(engine: Engine, token: str) -> str | None:
             invites_t.c.token_hash == token_hash(token), invites_t.c.revoked_at.is_(None))).scalar()
 
 
-def new_guest_token() -> str:
-    return secrets.token_urlsafe(18)
-
-
 def guest_voter(token: str) -> str:
-    """The open-voting id of a browser's token."""
+    """The open-voting id of a guest token."""
     return GUEST_PREFIX + token_hash(token)[:10]
+
+
+def issue_guest(engine: Engine) -> str:
+    """A new open-voting token, recorded in the store (only such tokens sign in: :func:`issued_guest`)."""
+    token = secrets.token_urlsafe(18)
+
+    def attempt() -> None:
+        with writing(engine) as conn:
+            conn.execute(guests_t.insert().values(token_hash=token_hash(token), voter=guest_voter(token),
+                                                  created_at=time.time()))
+
+    retry(attempt)
+    return token
+
+
+def issued_guest(engine: Engine, token: str) -> str | None:
+    """The open-voting id of a token this server issued, or None (a token a visitor made up)."""
+    if not token or len(token) > 200:
+        return None
+    with engine.connect() as conn:
+        return conn.execute(sa.select(guests_t.c.voter).where(guests_t.c.token_hash == token_hash(token))).scalar()
+
+
+def guest_vote_counts(engine: Engine, dataset: str | None = None) -> dict[str, int]:
+    """How many stored votes came from open-voting guests, and from how many guest ids (for the admin)."""
+    c = votes_t.c
+    q = sa.select(sa.func.count(), sa.func.count(sa.distinct(c.voter))).where(c.voter.startswith(GUEST_PREFIX))
+    q = q.where(c.dataset == dataset) if dataset is not None else q
+    with engine.connect() as conn:
+        votes, guests = conn.execute(q).one()
+    return {"votes": int(votes), "guests": int(guests)}
 
 
 def invite_url(base: str, token: str) -> str:

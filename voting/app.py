@@ -35,7 +35,7 @@ def run() -> None:
     import streamlit as st
 
     warm_imports()
-    st.set_page_config(page_title="preflab", page_icon=":material/balance:", layout="wide")
+    st.set_page_config(page_title="preflab", page_icon="⚖️", layout="wide")
     pages = [
         st.Page(PAGES / "vote.py", title="Vote", icon=":material/how_to_vote:", default=True),
         st.Page(PAGES / "leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),

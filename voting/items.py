@@ -29,10 +29,31 @@ MAX_NAME_CHARS = 200
 MAX_TEXT_CHARS = 100_000
 
 
+#: Letters that draw nothing: the Hangul fillers, the Braille blank, the combining grapheme joiner, the Khmer
+#: inherent vowels (Unicode's Default_Ignorable_Code_Point outside category Cf).
+_BLANK_LETTERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F, 0x17B4, 0x17B5})
+#: Categories refused in names: format (zero-width, U+200B), control (NUL, ESC, CR, TAB), line and paragraph
+#: separators (U+2028, U+2029), private use, surrogates; and spaces other than U+0020 (U+00A0, U+3000).
+_REFUSED_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Co", "Cs"})
+
+
+def _invisible(c: str) -> bool:
+    o, cat = ord(c), unicodedata.category(c)
+    return (cat in _REFUSED_CATEGORIES or (cat == "Zs" and c != " ") or o in _BLANK_LETTERS
+            or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or 0x180B <= o <= 0x180F)  # variation selectors
+
+
 def invisible_chars(text: str) -> list[str]:
-    """Zero-width and other format characters (Unicode category Cf, e.g. U+200B) in ``text``: two names
-    that differ only by these look the same to a voter and to whoever reads the leaderboard."""
-    return sorted({f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cf"})
+    """Characters in ``text`` a reader cannot see or that change how text breaks: format characters (category
+    Cf, e.g. U+200B), control characters (NUL truncated a name in SQLite), line separators, spaces other than
+    U+0020, blank letters (U+3164, U+2800, ...) and variation selectors. Two names that differ only by these
+    look the same to a voter and to whoever reads the leaderboard."""
+    return sorted({f"U+{ord(c):04X}" for c in text if _invisible(c)})
+
+
+def normal_name(value: str) -> str:
+    """A name in Unicode's NFC (composed) form: "é" typed as e + U+0301 is the same name as "é"."""
+    return unicodedata.normalize("NFC", value)
 
 
 def check_name(value: str, source: str, line: int | None, field: str) -> None:
@@ -43,7 +64,7 @@ def check_name(value: str, source: str, line: int | None, field: str) -> None:
                             f"shorten the {field}")
     if bad := invisible_chars(value):
         raise ItemDataError(source, line, field, f"{value!r} holds invisible characters {bad}",
-                            "remove zero-width and other invisible characters from names")
+                            "remove zero-width, control and other invisible characters from names")
 
 
 class ItemDataError(InputError):
@@ -122,6 +143,7 @@ def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemS
             line = int(df.loc[empty, "line"].iloc[0])
             raise ItemDataError(source, line, col, "empty value", f"give every row a non-empty '{col}'")
     for col in ("item_id", "model", "category"):
+        df[col] = df[col].map(lambda v: normal_name(v) if isinstance(v, str) else v)
         for value, line in zip(df[col], df["line"], strict=True):
             if isinstance(value, str):
                 check_name(value, source, int(line), col)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from arena import __version__ as APP_VERSION
 from arena.data import Battles
 from preflab.outcomes import VOTE_CHOICES, battle_label
-from voting.items import ItemDataError, ItemSet, check_name
+from voting.items import ItemDataError, ItemSet, check_name, normal_name
 
 SCHEMA_VERSION = 1
 Choice = Literal["A", "B", "tie", "bothbad"]
@@ -74,6 +75,7 @@ votes_t = sa.Table(
     sa.Column("app_version", sa.String(32)),
     sa.Column("source", sa.String(200), server_default="app"),
     sa.Column("conv_metadata", sa.Text),  # JSON style counts per side (Chatbot Arena's), when known
+    sa.Column("seconds_on_pair", sa.Float),  # from the round's issue to the vote, server clocks (app votes)
     sa.UniqueConstraint("voter", "dataset", "item_id", "round", name="uq_votes_voter_item_round"),
     sa.Index("ix_votes_dataset_item", "dataset", "item_id"),
     sa.Index("ix_votes_dataset_time", "dataset", "voted_at"),  # the leaderboard's date range and window
@@ -86,6 +88,7 @@ undone_t = sa.Table(
     sa.Column("undo_id", sa.Integer, primary_key=True, autoincrement=True),
     *[sa.Column(c.name, c.type, nullable=c.nullable) for c in votes_t.columns],
     sa.Column("undone_at", sa.Float, nullable=False),
+    sa.Column("revealed", sa.Boolean),  # the names were shown before the undo (NULL: stores from before)
     sa.Index("ix_undone_voter", "voter", "dataset", "round"),
 )
 skips_t = sa.Table(
@@ -105,6 +108,13 @@ invites_t = sa.Table(
     sa.Column("voter", _name, nullable=False, index=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float),
+)
+# Open-voting ids: issued by the server only (the token goes into the voter's link; its SHA-256 is kept).
+guests_t = sa.Table(
+    "guests", metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("voter", _name, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
 )
 # Vote counts per (item, shown pair, outcome), kept by database triggers in the transaction of every insert or
 # delete on ``votes`` (any writer, any process): the vote page and the leaderboard read these cells instead of
@@ -147,11 +157,59 @@ END $$ LANGUAGE plpgsql""",
     """CREATE OR REPLACE TRIGGER vote_counts_trg AFTER INSERT OR DELETE ON votes
     FOR EACH ROW EXECUTE FUNCTION preflab_vote_counts()""",
 )
+# One row per pair drawn for a voter: its id is issued here, checked and consumed in the vote's (or skip's)
+# transaction, so a message can only vote on the pair it was drawn for, once, and not sooner than the page's
+# minimum time after it was drawn (server clocks).
+rounds_t = sa.Table(
+    "rounds", metadata,
+    sa.Column("round_id", sa.String(64), primary_key=True),
+    sa.Column("voter", _name, nullable=False),
+    sa.Column("dataset", _name, nullable=False),
+    sa.Column("item_id", _name, nullable=False),
+    sa.Column("model_left", _name, nullable=False),
+    sa.Column("model_right", _name, nullable=False),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("shown_at", sa.Float, nullable=False),
+    sa.Column("used_at", sa.Float),
+)
+# Recent events per key (an open-voting guest, a client address, an admin sign-in from an address): the
+# rate limits and the admin lockout read them, so every app process on the store shares one count.
+events_t = sa.Table(
+    "rate_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", _name, nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("ix_rate_events_key_at", "key", "at"),
+)
 meta_t = sa.Table("preflab_meta", metadata, sa.Column("key", _name, primary_key=True), sa.Column("value", sa.Text))
 
 
 class DuplicateVote(Exception):
     """This voter already voted (or skipped) this item in this round: a double click, or a second tab."""
+
+
+class VoteRefused(Exception):
+    """The store refused a vote or skip; ``reason`` says why: "stale" (the round is unknown, not this voter's,
+    another pair's, or used already), "fast" (sooner than the minimum time on the pair; ``wait`` seconds
+    more) or "rate" (the open-voting limit of a guest or a client address)."""
+
+    def __init__(self, reason: str, message: str, wait: float = 0.0) -> None:
+        super().__init__(message)
+        self.reason, self.wait = reason, wait
+
+
+@dataclass(frozen=True)
+class VoteChecks:
+    """What the store checks in a vote's transaction beyond "one vote per (voter, item, round)".
+
+    ``round_id``: the round the pair was drawn under (:func:`issue_round`), consumed by the vote;
+    ``min_seconds``: the least time from the round's issue to the vote; ``rate``: ``(key, limit)`` pairs (a
+    guest, a client address): no key may have ``limit`` votes in the last ``rate_window_s`` seconds."""
+
+    round_id: str | None = None
+    min_seconds: float = 0.0
+    rate: tuple[tuple[str, int], ...] = ()
+    rate_window_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -305,36 +363,140 @@ def vote_row(vote: Vote, voted_at: float | None = None, source: str = "app") -> 
     )
 
 
-def _insert_once(engine: Engine, table: sa.Table, row: dict) -> int:
+def issue_round(engine: Engine, voter: str, dataset: str, item_id: str, model_left: str, model_right: str,
+                round: int = 1) -> tuple[str, float]:
+    """Draw a round for a pair shown to ``voter``: its one-time id (for :class:`VoteChecks`) and its issue time."""
+    round_id, now = secrets.token_hex(16), time.time()
+    row = dict(round_id=round_id, voter=voter, dataset=dataset, item_id=item_id, model_left=model_left,
+               model_right=model_right, round=round, shown_at=now)
+
+    def attempt() -> None:
+        with writing(engine) as conn:
+            conn.execute(rounds_t.insert().values(**row))
+
+    retry(attempt)
+    return round_id, now
+
+
+def _use_round(conn: sa.Connection, round_id: str, voter: str, dataset: str, item_id: str,
+               pair: tuple[str, str] | None, min_seconds: float) -> tuple[float, float]:
+    """Check the round and mark it used, in the caller's transaction: (now, seconds since it was issued)."""
+    r = conn.execute(sa.select(rounds_t).where(rounds_t.c.round_id == round_id)).mappings().first()
+    if (r is None or r["voter"] != voter or (r["dataset"], r["item_id"]) != (dataset, item_id)
+            or (pair is not None and (r["model_left"], r["model_right"]) != pair) or r["used_at"] is not None):
+        raise VoteRefused("stale", f"round {round_id!r} is not {voter!r}'s open round on item {item_id!r}")
+    now = time.time()
+    on_pair = now - r["shown_at"]
+    if on_pair < min_seconds:
+        raise VoteRefused("fast", f"{on_pair:.2f} s on the pair (at least {min_seconds:g} s)", min_seconds - on_pair)
+    used = conn.execute(rounds_t.update().where(rounds_t.c.round_id == round_id, rounds_t.c.used_at.is_(None))
+                        .values(used_at=now))
+    if used.rowcount != 1:  # another transaction used it first
+        raise VoteRefused("stale", f"round {round_id!r} was used already")
+    return now, on_pair
+
+
+def _check_rate(conn: sa.Connection, checks: VoteChecks, now: float) -> None:
+    """Refuse when a rate key already has its limit of events in the window; else count this one for each."""
+    if not checks.rate:
+        return
+    e, keys = events_t.c, [k for k, _ in checks.rate]
+    since = now - checks.rate_window_s
+    counts = dict(conn.execute(sa.select(e.key, sa.func.count()).where(e.key.in_(keys), e.at >= since)
+                               .group_by(e.key)).all())
+    if full := [(k, n) for k, n in checks.rate if counts.get(k, 0) >= n]:
+        raise VoteRefused("rate", f"{full[0][0]} cast {full[0][1]} votes in {checks.rate_window_s:g} s",
+                          checks.rate_window_s)
+    conn.execute(events_t.delete().where(e.key.in_(keys), e.at < since))
+    conn.execute(events_t.insert(), [dict(key=k, at=now) for k in keys])
+
+
+def _serialise(conn: sa.Connection, *keys: str) -> None:
+    """PostgreSQL: hold a transaction lock per key, taken in one order (SQLite's ``BEGIN IMMEDIATE`` already
+    runs one writer at a time). Under READ COMMITTED a vote's "seen" check could miss an undo committing
+    meanwhile, and two votes could both pass a rate count; with the lock the second waits and reads the
+    first's result."""
+    if conn.dialect.name == "postgresql":
+        for key in sorted(set(keys)):
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": key})
+
+
+def _item_key(voter: str, dataset: str, item_id: str) -> str:
+    return f"vote\x1f{voter}\x1f{dataset}\x1f{item_id}"
+
+
+def _seen_before(conn: sa.Connection, voter: str, dataset: str, item_id: str, round: int) -> bool:
+    """The voter skipped the item, or voted and took the vote back after seeing the names (this round)."""
+    s, u = skips_t.c, undone_t.c
+    skipped = sa.select(s.id).where(s.voter == voter, s.dataset == dataset, s.item_id == item_id, s.round == round)
+    undone = sa.select(u.undo_id).where(u.voter == voter, u.dataset == dataset, u.item_id == item_id,
+                                        u.round == round, sa.or_(u.revealed.is_(None), u.revealed.is_(True)))
+    return conn.execute(sa.select(sa.exists(skipped) | sa.exists(undone))).scalar_one()
+
+
+def _duplicate(row: dict) -> DuplicateVote:
+    return DuplicateVote(f"{row['voter']!r} already answered item {row['item_id']!r} (round {row['round']})")
+
+
+def _is_unique_error(e: IntegrityError) -> bool:
+    text = str(e.orig).lower()
+    return "unique" in text or "uq_" in text or "duplicate" in text
+
+
+def record_vote(engine: Engine, vote: Vote, checks: VoteChecks | None = None) -> int:
+    """Store one vote in its own transaction; returns its id.
+
+    In that transaction: the round of ``checks`` is checked and used (:class:`VoteRefused` "stale" or
+    "fast"), the rate keys counted ("rate"), and the item must be new to the voter: no vote, skip, or
+    vote taken back after the reveal on it in this round, from any tab or process (:class:`DuplicateVote`)."""
+    checks = checks or VoteChecks()
+    row = vote_row(vote)
+
     def attempt() -> int:
         try:
             with writing(engine) as conn:
-                return int(conn.execute(table.insert().values(**row)).inserted_primary_key[0])
+                _serialise(conn, _item_key(vote.voter, vote.dataset, vote.item_id), *(k for k, _ in checks.rate))
+                if checks.round_id is not None:
+                    row["voted_at"], row["seconds_on_pair"] = _use_round(
+                        conn, checks.round_id, vote.voter, vote.dataset, vote.item_id,
+                        (vote.model_left, vote.model_right), checks.min_seconds)
+                if _seen_before(conn, vote.voter, vote.dataset, vote.item_id, vote.round):
+                    raise _duplicate(row)
+                _check_rate(conn, checks, time.time())
+                return int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
         except IntegrityError as e:
-            text = str(e.orig).lower()
-            if "unique" in text or "uq_" in text or "duplicate" in text:
-                raise DuplicateVote(f"{row['voter']!r} already answered item {row['item_id']!r} "
-                                    f"(round {row['round']})") from None
+            if _is_unique_error(e):
+                raise _duplicate(row) from None
             raise
 
     return retry(attempt)
 
 
-def record_vote(engine: Engine, vote: Vote) -> int:
-    """Store one vote in its own transaction; returns its id. Raises :class:`DuplicateVote`."""
-    return _insert_once(engine, votes_t, vote_row(vote))
-
-
-def record_skip(engine: Engine, voter: str, dataset: str, item_id: str, round: int = 1) -> int:
-    """Remember that ``voter`` skipped the item (it is not shown to them again)."""
+def record_skip(engine: Engine, voter: str, dataset: str, item_id: str, round: int = 1,
+                round_id: str | None = None) -> int:
+    """Remember that ``voter`` skipped the item (it is not shown to them again); ``round_id`` (when given) is
+    checked and used as a vote's is (:class:`VoteRefused` "stale")."""
     row = dict(voter=voter, dataset=dataset, item_id=item_id, round=round, skipped_at=time.time())
-    return _insert_once(engine, skips_t, row)
+
+    def attempt() -> int:
+        try:
+            with writing(engine) as conn:
+                if round_id is not None:
+                    _use_round(conn, round_id, voter, dataset, item_id, None, 0.0)
+                return int(conn.execute(skips_t.insert().values(**row)).inserted_primary_key[0])
+        except IntegrityError as e:
+            if _is_unique_error(e):
+                raise _duplicate(row) from None
+            raise
+
+    return retry(attempt)
 
 
-def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0) -> bool:
+def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0, revealed: bool = True) -> bool:
     """Take back the voter's own vote if it is younger than ``window_s``; True when it was taken back.
 
-    The row moves to ``undone_votes`` (with ``undone_at``) in the same transaction, so nothing is lost.
+    The row moves to ``undone_votes`` (with ``undone_at``, and ``revealed``: whether the voter saw the names,
+    which makes the item seen for good) in the same transaction, so nothing is lost.
     """
     def attempt() -> bool:
         with writing(engine) as conn:
@@ -343,8 +505,10 @@ def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0) 
             ).mappings().first()
             if row is None:
                 return False
-            conn.execute(undone_t.insert().values(**row, undone_at=time.time()))
-            conn.execute(votes_t.delete().where(votes_t.c.id == vote_id))
+            _serialise(conn, _item_key(voter, row["dataset"], row["item_id"]))
+            if conn.execute(votes_t.delete().where(votes_t.c.id == vote_id)).rowcount != 1:
+                return False  # another process took it back meanwhile
+            conn.execute(undone_t.insert().values(**row, undone_at=time.time(), revealed=revealed))
             return True
 
     return retry(attempt)
@@ -355,6 +519,7 @@ def import_items(engine: Engine, items: ItemSet, dataset: str) -> int:
 
     Raises :class:`ItemDataError` when the dataset already holds one of the item ids.
     """
+    dataset = normal_name(dataset)
     check_name(dataset, items.source, None, "dataset")
     now = time.time()
     item_rows = [dict(dataset=dataset, imported_at=now, item_id=r.item_id, prompt=r.prompt,

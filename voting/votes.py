@@ -125,12 +125,12 @@ EXPORTS: dict[str, str] = {"battles": "Chatbot Arena battles (JSON)", "votes": "
 def export_bytes(votes: pd.DataFrame, kind: str) -> bytes:
     """The votes as ``battles`` (Chatbot Arena JSON), ``votes`` (CSV, every column) or ``labels``
     (``judge_labels.csv``)."""
-    from preflab.io import csv_safe
+    from preflab.io import safe_csv_bytes
 
     if kind == "votes":
-        return csv_safe(votes).to_csv(index=False).encode()
+        return safe_csv_bytes(votes)
     if kind == "labels":
-        return csv_safe(judge_labels(votes)).to_csv(index=False).encode()
+        return safe_csv_bytes(judge_labels(votes))
     if kind != "battles":
         raise ValueError(f"unknown export {kind!r}; use one of {list(EXPORTS)}")
     with tempfile.TemporaryDirectory() as tmp:

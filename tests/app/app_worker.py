@@ -20,6 +20,7 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 def main(url: str, n: int, voter_codes: list[str]) -> dict:
     os.environ["PREFLAB_DB"] = url
+    os.environ.setdefault("PREFLAB_MIN_SECONDS", "0")
     codes = dict(vc.split("=", 1) for vc in voter_codes)
     sessions, out = {}, {v: {"confirmed": [], "duplicates": 0, "errors": []} for v in codes}
     for v, code in codes.items():
@@ -30,9 +31,10 @@ def main(url: str, n: int, voter_codes: list[str]) -> dict:
     for _ in range(n):
         for v, at in sessions.items():
             rnd = at.session_state["round"] if "round" in at.session_state else None
-            if not rnd or not [b for b in at.button if b.key == "vote_A"]:
+            vote = [b for b in at.button if (b.key or "").startswith("vote_A-")]  # keyed by the round's id
+            if not rnd or not vote:
                 continue
-            at.button(key="vote_A").click().run()
+            vote[0].click().run()
             if at.exception:
                 out[v]["errors"].append(str(at.exception[0].value))
             if any("Vote saved" in s.value for s in at.success):

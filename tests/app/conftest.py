@@ -31,6 +31,20 @@ def tiny_items(n_items: int = 4, models: tuple[str, ...] = MODELS) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+@pytest.fixture(autouse=True)
+def _no_minimum_time_on_pair(monkeypatch):
+    """AppTest clicks come microseconds after a pair is drawn: no minimum time unless a test sets one."""
+    monkeypatch.setenv("PREFLAB_MIN_SECONDS", "0")
+
+
+def round_button(at, name: str):  # noqa: ANN001, ANN201
+    """The vote page's button ``name`` (``vote_A`` ... ``skip``) of the round on screen: its key carries the
+    round's id (``vote_A-<round id>``); other buttons by their plain key."""
+    found = [b for b in at.button if b.key == name or (b.key or "").startswith(name + "-")]
+    assert len(found) == 1, f"{len(found)} buttons {name!r}: {[b.key for b in at.button]}"
+    return found[0]
+
+
 @pytest.fixture()
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'votes.db'}"

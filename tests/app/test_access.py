@@ -3,12 +3,14 @@ across reloads, voters see only their own progress; admin gate banner, lockout, 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
+from tests.app.conftest import round_button
 from tests.app.test_vote_page import APP, current, login, shown_text, start
 from voting.access import invite_voter, issue_invite, revoke_invites
 from voting.store import load_votes, open_store
@@ -45,7 +47,7 @@ def test_invite_link_signs_in_and_survives_a_reload(monkeypatch, seeded_url):
     at.query_params["invite"] = token
     at.run()
     assert at.session_state["voter"] == "ann" and current(at)
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     assert reload(monkeypatch, at).session_state["voter"] == "ann"
     bad = AppTest.from_file(APP, default_timeout=60)
     bad.query_params["invite"] = "not-a-token"
@@ -65,7 +67,7 @@ def test_open_voting_is_labelled_one_id_per_session_and_rate_limited(monkeypatch
     login(at, None)
     assert at.session_state["voter"] == guest  # signing in again in this session: the same id, not a new one
     for _ in range(3):
-        at.button(key="vote_A").click().run()
+        round_button(at, "vote_A").click().run()
         if "next" in [b.key for b in at.button]:
             at.button(key="next").click().run()
     assert len(load_votes(open_store(seeded_url))) == 2  # the third vote within a minute was refused
@@ -78,7 +80,7 @@ def test_voters_see_only_their_own_progress(monkeypatch, seeded_url):
 
     record_vote(engine, Vote("secret-bob", "tiny", "q001", "quokka-13b", "marmoset-70b", "A"))
     at = login(start(monkeypatch, seeded_url))
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     text = shown_text(at) + " ".join(e.label for e in at.get("expander"))
     assert "secret-bob" not in text and "Votes per voter" not in text
     assert not at.dataframe
@@ -97,22 +99,37 @@ def test_admin_unlock_does_not_survive_sign_out(monkeypatch, seeded_url):
     assert "admin passcode" in at.info[0].value.lower() and not at.dataframe
 
 
-def test_admin_gate_locks_after_repeated_wrong_passcodes(monkeypatch, seeded_url):
+def test_admin_lockout_is_counted_in_the_store_per_address_with_backoff(monkeypatch, seeded_url):
+    """Wrong admin passcodes: "N tries left", then a lockout of that address only (not everyone's), counted
+    in the store (a second process on it sees the same count), doubling after each further miss."""
+    from voting import limits
     from voting.pages import common
 
-    common._admin_failures.clear()
-    try:
-        at = start(monkeypatch, seeded_url, admin_passcode="boss")
-        at.switch_page("voting/pages/leaderboard.py").run()
-        for _ in range(common.ADMIN_TRIES):
-            at.text_input[0].input("guess")
-            at.button[0].click().run()
-            assert "Wrong passcode" in at.error[0].value
-        at.text_input[0].input("boss")  # even the right one is refused while locked
+    address = {"now": "198.51.100.7"}
+    monkeypatch.setattr(common, "client_address", lambda cfg: address["now"])
+    at = start(monkeypatch, seeded_url, admin_passcode="boss")
+    at.switch_page("voting/pages/leaderboard.py").run()
+    said = []
+    for _ in range(limits.ADMIN_TRIES):
+        at.text_input[0].input("guess")
         at.button[0].click().run()
-        assert "locked" in at.error[0].value and "admin" not in at.session_state
-    finally:
-        common._admin_failures.clear()
+        said.append(at.error[0].value)
+    assert said[0] == "Wrong passcode. 4 tries left before a lockout." and "1 try left" in said[3]
+    assert "locked for 5 minutes" in said[4]
+    at.text_input[0].input("boss")  # even the right one is refused from this address while locked
+    at.button[0].click().run()
+    assert "Too many wrong passcodes" in at.error[0].value and "admin" not in at.session_state
+    other_process = open_store(seeded_url)  # what another app process on the store reads
+    wait, left = limits.admin_lock(other_process, "198.51.100.7")
+    assert 290 < wait <= 300 and left == 0
+    address["now"] = "203.0.113.9"  # someone else is not locked out by the guesser
+    at.text_input[0].input("boss")
+    at.button[0].click().run()
+    assert at.session_state["admin"] is True
+    later = time.time() + 301  # after the wait, one more miss doubles it
+    assert limits.admin_lock(other_process, "198.51.100.7", now=later)[0] == 0
+    limits.admin_failed(other_process, "198.51.100.7")
+    assert 590 < limits.admin_lock(other_process, "198.51.100.7")[0] <= 600
 
 
 def test_no_admin_passcode_shows_a_banner_and_the_cli_warns(monkeypatch, seeded_url):

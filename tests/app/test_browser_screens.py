@@ -63,7 +63,8 @@ def demo_server(tmp_path_factory):
     engine = open_store(url)
     demo = ROOT / "data" / "demo"
     seed_demo(engine, demo / "items.jsonl", demo / "battles.jsonl")
-    env = {"PREFLAB_DB": url, "PREFLAB_ADMIN_PASSCODE": PASSCODE, "PREFLAB_DATA_DIR": "data"}
+    env = {"PREFLAB_DB": url, "PREFLAB_ADMIN_PASSCODE": PASSCODE, "PREFLAB_DATA_DIR": "data",
+           "PREFLAB_MIN_SECONDS": "0"}  # the shots click at once
     with streamlit_server(db.parent, env, list(STREAMLIT_FLAGS)) as base:
         yield base, engine
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from tests.app.conftest import round_button
 from voting.store import Vote, count_rows, load_votes, open_store, record_vote, seen_items, undo_vote
 
 
@@ -53,13 +54,13 @@ def test_undo_after_the_reveal_never_brings_the_item_back(monkeypatch, seeded_ur
 
     at = login(start(monkeypatch, seeded_url, strategy="uniform"))
     first = current(at)
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     at.button(key="undo").click().run()
     assert not at.exception and current(at)["item_id"] != first["item_id"]
     offered = []
     while at.session_state["round"] if "round" in at.session_state else None:
         offered.append(current(at)["item_id"])
-        at.button(key="vote_B").click().run()
+        round_button(at, "vote_B").click().run()
         at.button(key="next").click().run()
     assert first["item_id"] not in offered and len(offered) == 3  # the other three items, then done
     votes = load_votes(open_store(seeded_url))
@@ -71,7 +72,7 @@ def test_a_second_undo_in_the_app_shows_no_traceback(monkeypatch, seeded_url):
 
     at = login(start(monkeypatch, seeded_url, reveal="0"))
     for _ in range(2):
-        at.button(key="vote_A").click().run()
+        round_button(at, "vote_A").click().run()
         at.button(key="undo").click().run()
         assert not at.exception and not at.error
     assert count_rows(open_store(seeded_url), "undone_votes") == 2
@@ -86,9 +87,9 @@ def test_unexpected_errors_show_one_line_and_log_the_detail(monkeypatch, seeded_
         raise sa.exc.IntegrityError("INSERT INTO undone_votes (id) VALUES (?)", (7,), Exception("UNIQUE failed"))
 
     at = login(start(monkeypatch, seeded_url))
-    monkeypatch.setattr(voting.store, "_insert_once", broken)
+    monkeypatch.setattr(voting.store, "vote_row", broken)
     with caplog.at_level("ERROR", logger="preflab.app"):
-        at.button(key="vote_A").click().run()
+        round_button(at, "vote_A").click().run()
     assert not at.exception
     shown = shown_text(at) + " ".join(e.value for e in at.error)
     assert OOPS in shown and "undone_votes" not in shown and "INSERT" not in shown

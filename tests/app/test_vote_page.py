@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import EVIL, MODELS
+from tests.app.conftest import EVIL, MODELS, round_button
 from voting.store import load_votes, open_store
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -61,7 +61,7 @@ def test_blind_vote_reveal_and_next(monkeypatch, seeded_url):
     assert not any(m in shown_text(at) for m in MODELS), "a model name is visible before the vote"
     assert "You: 0 of 4 items" in shown_text(at)
     at.text_input(key="reason").input("more precise")
-    at.button(key="vote_B").click().run()
+    round_button(at, "vote_B").click().run()
     row = load_votes(open_store(seeded_url)).iloc[0]
     assert (row.voter, row.item_id, row.model_left, row.model_right) == ("ann", rnd["item_id"], rnd["left"],
                                                                          rnd["right"])
@@ -91,7 +91,7 @@ def test_key_queue_installer_is_the_same_html_on_every_run(monkeypatch, seeded_u
         return [str(e.proto) for e in _elements(at.main) if "__preflabQueue" in str(e.proto)]
 
     runs = [installer()]
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     runs.append(installer())
     at.button(key="next").click().run()
     runs.append(installer())
@@ -127,14 +127,14 @@ def test_the_answers_stay_as_they_are_from_vote_to_reveal(monkeypatch, seeded_ur
     place = _pair_place(before)
     rnd = current(at)
     assert f'data-item="{rnd["item_id"]}"' in pair_body(at) and "Prompt number" in before[place]
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     after = _tree(at)  # AppTest reruns the whole page (the browser only the bar): the progress moved on
     assert after[place].split("<h4>Prompt")[1] == before[place].split("<h4>Prompt")[1]
     assert "Vote saved" in shown_text(at)
     kind = before[place].split(" ")[0]
     for click in ("next", "skip"):
         item = [h.proto.body for h in at.get("html") if "data-item=" in h.proto.body]
-        at.button(key=click).click().run()
+        round_button(at, click).click().run()
         new = _tree(at)
         assert [h.proto.body for h in at.get("html") if "data-item=" in h.proto.body] != item
         assert _pair_place(new) == place and new[place].split(" ")[0] == kind
@@ -143,7 +143,7 @@ def test_the_answers_stay_as_they_are_from_vote_to_reveal(monkeypatch, seeded_ur
 
 def test_reveal_can_be_turned_off(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, reveal="0"))
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     assert "Vote saved" in shown_text(at)
     assert not any(m in shown_text(at) for m in MODELS)
 
@@ -151,13 +151,13 @@ def test_reveal_can_be_turned_off(monkeypatch, seeded_url):
 def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, reveal="0"))  # nothing revealed: the same round comes back
     rnd = current(at)
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     assert len(load_votes(open_store(seeded_url))) == 1
     at.button(key="undo").click().run()
     assert len(load_votes(open_store(seeded_url))) == 0
     again = current(at)
     assert (again["item_id"], again["left"], again["right"]) == (rnd["item_id"], rnd["left"], rnd["right"])
-    at.button(key="vote_tie").click().run()
+    round_button(at, "vote_tie").click().run()
     votes = load_votes(open_store(seeded_url))
     assert votes["outcome"].tolist() == ["tie"] and votes["winner_model"].isna().all()
 
@@ -166,22 +166,25 @@ def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_ur
 def test_a_click_on_an_earlier_rounds_bar_is_not_applied_to_the_new_pair(monkeypatch, seeded_url, button):
     # a click sent while Skip was still loading the next pair reaches the server after the new round was
     # drawn there: it must not vote on (or skip) a pair the voter has not seen
+    from voting.store import issue_round
+
     at = login(start(monkeypatch, seeded_url, strategy="uniform"))
     old = current(at)
-    new = dict(old, item_id=next(i for i in ("q000", "q001", "q002", "q003") if i != old["item_id"]),
-               shown_at=old["shown_at"] + 1.0)
+    new = dict(old, item_id=next(i for i in ("q000", "q001", "q002", "q003") if i != old["item_id"]))
+    new["round_id"], new["shown_at"] = issue_round(open_store(seeded_url), "ann", "tiny", new["item_id"],
+                                                   new["left"], new["right"])
     at.session_state["round"] = new  # the server moved on; the click below is the bar drawn for `old`
-    at.button(key=button).click().run()
+    round_button(at, button).click().run()
     store = open_store(seeded_url)
     assert len(load_votes(store)) == 0
     assert current(at)["item_id"] == new["item_id"]  # the new pair stays, to be read and voted on
-    at.button(key="vote_A").click().run()  # the bar drawn for the new round counts
+    round_button(at, "vote_A").click().run()  # the bar drawn for the new round counts
     assert load_votes(store)["item_id"].tolist() == [new["item_id"]]
 
 
 def test_undo_window_closes(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, undo_seconds="0"))
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     assert at.button(key="undo").disabled
     assert len(load_votes(open_store(seeded_url))) == 1
 
@@ -192,9 +195,9 @@ def test_skip_and_no_repeats_until_done(monkeypatch, seeded_url):
     for k in range(4):
         seen.append(current(at)["item_id"])
         if k == 1:
-            at.button(key="skip").click().run()
+            round_button(at, "skip").click().run()
         else:
-            at.button(key="vote_bothbad").click().run()
+            round_button(at, "vote_bothbad").click().run()
             at.button(key="next").click().run()
     assert sorted(seen) == ["q000", "q001", "q002", "q003"]  # every item once, none twice
     assert "You have seen every item available to you" in shown_text(at)
@@ -207,7 +210,7 @@ def test_overlap_limits_votes_per_item(monkeypatch, seeded_url):
     for voter in ("ann", "bob"):
         at = login(start(monkeypatch, seeded_url, overlap="1"), voter)
         while "round" in at.session_state and at.session_state["round"]:
-            at.button(key="vote_A").click().run()
+            round_button(at, "vote_A").click().run()
             at.button(key="next").click().run()
     votes = load_votes(open_store(seeded_url))
     assert len(votes) == 4 and votes["item_id"].is_unique  # ann took every item; bob got none
@@ -223,7 +226,7 @@ def test_answers_render_as_markdown_without_html(monkeypatch, seeded_url):
     for _ in range(4):
         if current(at)["item_id"] == "q000":
             break
-        at.button(key="skip").click().run()
+        round_button(at, "skip").click().run()
     body = pair_body(at)
     assert body.count(html.escape(EVIL)) == 2, body  # both answers, as text
     assert "<script" not in body.lower() and "<img" not in body.lower() and "onerror=\"" not in body
@@ -282,7 +285,7 @@ def test_vote_and_undo_on_postgresql(monkeypatch, pg_clean_url):
     import_items(open_store(pg_clean_url), load_items(tiny_items()), "tiny")
     at = login(start(monkeypatch, pg_clean_url, reveal="0"))
     rnd = current(at)
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     votes = load_votes(open_store(pg_clean_url))
     assert votes[["item_id", "model_left", "winner_model"]].values.tolist() == [[rnd["item_id"], rnd["left"],
                                                                                  rnd["left"]]]

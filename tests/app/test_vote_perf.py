@@ -7,6 +7,7 @@ import time
 
 import sqlalchemy as sa
 
+from tests.app.conftest import round_button
 from tests.app.test_vote_page import login, shown_text, start
 from voting.store import count_rows, load_votes, open_store, set_criteria, vote_tallies, votes_t
 
@@ -56,7 +57,7 @@ class RowCounter:
 def _rows_per_click(monkeypatch, url: str) -> list[int]:
     at = login(start(monkeypatch, url))
     with RowCounter() as counter:
-        at.button(key="vote_A").click().run()
+        round_button(at, "vote_A").click().run()
         at.button(key="next").click().run()
     assert not at.exception and "round" in at.session_state
     return counter.rows(url)
@@ -94,7 +95,7 @@ def test_counts_follow_votes_undo_and_a_store_from_before_the_counts_table(seede
 def test_no_magic_output_in_the_sidebar(monkeypatch, seeded_url):
     """A bare ``a if c else b`` expression of elements made Streamlit ``st.write`` a DeltaGenerator."""
     at = login(start(monkeypatch, seeded_url))
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     at.button(key="next").click().run()
     kinds = {type(e).__name__ for e in at.sidebar} | {e.type for e in at.sidebar if hasattr(e, "type")}
     assert not at.get("help") and not at.get("doc_string") and "help" not in kinds, kinds
@@ -104,15 +105,15 @@ def test_judging_criteria_before_the_first_vote_and_on_demand(monkeypatch, seede
     set_criteria(open_store(seeded_url), "tiny", "Prefer **correct** answers over long ones.")
     at = login(start(monkeypatch, seeded_url))
     assert "Prefer **correct** answers" in shown_text(at)
-    assert [b for b in at.button if b.key == "criteria_ok"] and not [b for b in at.button if b.key == "vote_A"]
+    assert [b for b in at.button if b.key == "criteria_ok"] and not [b for b in at.button if (b.key or "").startswith("vote_A-")]
     at.button(key="criteria_ok").click().run()
-    assert [b for b in at.button if b.key == "vote_A"]
+    assert [b for b in at.button if (b.key or "").startswith("vote_A-")]
     assert any("Prefer **correct** answers" in m.value for m in at.sidebar.markdown)  # on demand
 
 
 def test_undo_button_counts_down(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, undo_seconds="20"))
-    at.button(key="vote_A").click().run()
+    round_button(at, "vote_A").click().run()
     first = at.button(key="undo").label
     time.sleep(2.1)
     at.run()

@@ -10,7 +10,14 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from preflab.errors import InputError
-from voting.pages.common import choose_data_file, get_engine, inside_data_dir, require_admin, verdict_files
+from voting.pages.common import (
+    choose_data_file,
+    get_engine,
+    inside_data_dir,
+    public_message,
+    require_admin,
+    verdict_files,
+)
 from voting.store import list_datasets, load_answers, load_votes
 from voting.votes import attach_votes
 
@@ -50,7 +57,7 @@ def render() -> None:
     try:
         pairs = judged_pairs(engine, dataset, path)
     except (InputError, OSError, ValueError) as e:
-        st.error(f"Could not read the verdicts: {e}")
+        st.error(f"Could not read the verdicts: {public_message(e)}")
         return
     from judge.card import render_card
     from voting.judge_assist import calibration_report

@@ -6,7 +6,6 @@ import functools
 import hmac
 import logging
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,14 +50,18 @@ class AppConfig:
     undo_seconds: float = 30.0
     round: int = 1
     access: str = "open"  # open (anonymous ids, labelled, rate-limited) | invite (admin-issued links only)
-    open_rate: int = 30  # most votes per minute one open-voting browser session may cast
+    open_rate: int = 30  # most votes per minute one open-voting guest id may cast
+    open_rate_per_address: int = 120  # most open-voting votes per minute from one client address, all guests
+    min_seconds: float = 1.0  # least time from drawing a pair to a vote on it (server clocks)
+    trust_proxy: bool = False  # the client address is the last X-Forwarded-For entry (behind your own proxy)
     data_dir: str = "data"  # the only folder admin pages (calibration, leaderboard) may open files from
 
 
 def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
     """Read ``PREFLAB_DB``, ``PREFLAB_PASSCODE``, ``PREFLAB_ADMIN_PASSCODE``, ``PREFLAB_REVEAL`` (1/0),
     ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS``, ``PREFLAB_ROUND``, ``PREFLAB_ACCESS``
-    (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute) and ``PREFLAB_DATA_DIR``."""
+    (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute per guest), ``PREFLAB_OPEN_RATE_PER_ADDRESS``,
+    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_TRUST_PROXY`` (1/0) and ``PREFLAB_DATA_DIR``."""
     env = dict(os.environ if env is None else env)
     strategy = env.get("PREFLAB_STRATEGY", "balanced")
     if strategy not in ("uniform", "balanced", "active"):
@@ -77,6 +80,9 @@ def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
         round=int(env.get("PREFLAB_ROUND", "1")),
         access=access,
         open_rate=int(env.get("PREFLAB_OPEN_RATE", "30")),
+        open_rate_per_address=int(env.get("PREFLAB_OPEN_RATE_PER_ADDRESS", "120")),
+        min_seconds=float(env.get("PREFLAB_MIN_SECONDS", "1")),
+        trust_proxy=env.get("PREFLAB_TRUST_PROXY", "0").lower() in ("1", "true", "yes"),
         data_dir=env.get("PREFLAB_DATA_DIR", "data"),
     )
 
@@ -110,31 +116,28 @@ def passcode_ok(given: str, expected: str) -> bool:
     return not expected or hmac.compare_digest(given.encode(), expected.encode())
 
 
-#: Wrong admin passcodes allowed (server-wide, all sessions together) before the gate locks.
-ADMIN_TRIES, ADMIN_LOCK_S = 5, 300.0
 NO_ADMIN_PASSCODE = ("Open admin pages: no `PREFLAB_ADMIN_PASSCODE` is set, so anyone who can reach this server "
                      "can see the leaderboard and import or export data. Set one before sharing the link.")
 
 
-@st.cache_resource(show_spinner=False)
-def _admin_failures() -> list[float]:
-    """Times of recent wrong admin passcodes, shared by every session of this server process."""
-    return []
-
-
-def admin_locked(now: float | None = None) -> float:
-    """Seconds until the admin gate opens again (0 when it is not locked)."""
-    now = time.time() if now is None else now
-    fails = _admin_failures()
-    fails[:] = [t for t in fails if now - t < ADMIN_LOCK_S]
-    return ADMIN_LOCK_S - (now - fails[-ADMIN_TRIES]) if len(fails) >= ADMIN_TRIES else 0.0
+def client_address(cfg: AppConfig) -> str:
+    """The voter's address: the last ``X-Forwarded-For`` entry (the one your proxy added) when
+    ``trust_proxy`` is set, else the connection's; "local" for this machine."""
+    forwarded = st.context.headers.get("X-Forwarded-For") if cfg.trust_proxy else None
+    if isinstance(forwarded, str) and forwarded.strip():
+        return forwarded.split(",")[-1].strip() or "local"
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "local"
 
 
 def require_admin() -> bool:
     """Gate a page behind the admin passcode when one is configured; True when the page may render.
 
-    Without a passcode the page renders under a warning banner. ``ADMIN_TRIES`` wrong passcodes lock the
-    gate for every session for ``ADMIN_LOCK_S`` seconds (guessing from many tabs gains nothing)."""
+    Without a passcode the page renders under a warning banner. Wrong passcodes are counted in the store per
+    client address (every app process sees them): after :data:`voting.limits.ADMIN_TRIES` the address waits,
+    longer after each further miss; other addresses are not locked out."""
+    from voting.limits import admin_failed, admin_lock, admin_succeeded
+
     cfg = get_config()
     if not cfg.admin_passcode:
         st.warning(NO_ADMIN_PASSCODE, icon=":material/lock_open:")
@@ -145,16 +148,22 @@ def require_admin() -> bool:
     with st.form("admin_gate"):
         given = st.text_input("Admin passcode", type="password")
         if st.form_submit_button("Unlock"):
-            wait = admin_locked()
+            engine, address = get_engine(), client_address(cfg)
+            wait, _ = admin_lock(engine, address)
             if wait > 0:
-                st.error(f"Too many wrong passcodes: the admin pages are locked for {wait / 60:.0f} more minutes.")
+                st.error(f"Too many wrong passcodes from your address: try again in {max(wait / 60, 1):.0f} "
+                         "minutes.")
             elif passcode_ok(given, cfg.admin_passcode):
+                admin_succeeded(engine, address)
                 st.session_state["admin"] = True
                 st.rerun()
             else:
-                _admin_failures().append(time.time())
-                log.warning("wrong admin passcode (%d recent)", len(_admin_failures()))
-                st.error("Wrong passcode.")
+                admin_failed(engine, address)
+                wait, left = admin_lock(engine, address)
+                log.warning("wrong admin passcode from %s", address)
+                st.error("Wrong passcode. " + (f"{left} {'try' if left == 1 else 'tries'} left before a lockout."
+                                               if wait <= 0 else
+                                               f"Too many wrong passcodes: locked for {max(wait / 60, 1):.0f} minutes."))
     return False
 
 
@@ -203,17 +212,38 @@ def cached_answers(dataset: str, item_id: str) -> dict[str, str]:
 # ------------------------------------------------------------ files from the data folder (calibration, leaderboard)
 
 
+def _files_inside(data_dir: str | Path, pattern: str) -> set[str]:
+    """Files under the data folder matching ``pattern`` that really lie inside it: a link that points out of
+    the folder (``data/evil-verdicts.jsonl -> /etc/passwd``) is not listed, as a typed path would be refused
+    (:func:`inside_data_dir`)."""
+    root = Path(data_dir).resolve()
+    return {str(p) for p in Path(data_dir).glob(pattern) if p.resolve().is_relative_to(root) and p.is_file()}
+
+
 def verdict_files(data_dir: str | Path = "data") -> list[str]:
     """JSONL files under the data folder whose name mentions verdicts."""
-    return sorted(str(p) for p in Path(data_dir).glob("**/*verdict*.jsonl"))
+    return sorted(_files_inside(data_dir, "**/*verdict*.jsonl"))
 
 
 def judge_files(data_dir: str | Path = "data") -> list[str]:
     """Files a judge-assisted leaderboard can read: verdict files and battle files (name mentions battles)."""
     found = set(verdict_files(data_dir))
     for ext in ("json", "jsonl", "csv", "parquet"):
-        found |= {str(p) for p in Path(data_dir).glob(f"**/*battle*.{ext}")}
+        found |= _files_inside(data_dir, f"**/*battle*.{ext}")
     return sorted(found)
+
+
+UPLOAD_PREFIX = "preflab-upload-"
+
+
+def public_message(error: object) -> str:
+    """An error's text for the page, with the server's temporary upload folder taken out (a message names
+    the uploaded file as the admin knows it, not ``/tmp/tmpab12/...``)."""
+    import re
+    import tempfile
+
+    folder = re.escape(str(Path(tempfile.gettempdir()).resolve())) + "|" + re.escape(tempfile.gettempdir())
+    return re.sub(rf"(?:{folder})/{UPLOAD_PREFIX}[^/\s]*/", "", str(error))
 
 
 def inside_data_dir(typed: str, data_dir: str | Path) -> Path:
@@ -245,14 +275,18 @@ def choose_data_file(key: str, upload_label: str, lister: Callable[[str], list[s
 
     data_dir = get_config().data_dir
     upload = st.file_uploader(upload_label, type=list(types), key=f"{key}_upload")
-    if upload is not None:
-        path = Path(tempfile.mkdtemp()) / Path(upload.name).name
+    if upload is not None:  # errors about it go through public_message (no temp folder on the page)
+        path = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX)) / Path(upload.name).name
         path.write_bytes(upload.getvalue())
         return str(path)
     options = ["(type a path)", *lister(data_dir)]
     picked = st.selectbox("... or pick one found on the server", options, key=f"{key}_pick")
     if picked != options[0]:
-        return picked
+        try:  # checked again when opened: the link may have changed since it was listed
+            return str(inside_data_dir(picked, data_dir))
+        except InputError as e:
+            st.error(f"Cannot open that file: {e}")
+            return None
     typed = st.text_input(f"Path on the server (inside {data_dir}/)", key=f"{key}_path")
     if not typed:
         return None

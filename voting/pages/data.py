@@ -11,7 +11,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from voting.items import ItemDataError, load_items
-from voting.pages.common import get_engine, require_admin
+from voting.pages.common import code_span, get_engine, require_admin
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
 from voting.votes import agreement, export_bytes
 
@@ -55,7 +55,7 @@ def _import_section(engine: Engine) -> None:
 
 def _export_section(engine: Engine, dataset: str) -> None:
     votes = load_votes(engine, dataset)
-    st.subheader(f"Votes on {dataset!r}: {len(votes)}")
+    st.subheader(f"Votes on {code_span(dataset)}: {len(votes)}")  # a name is never Markdown
     if votes.empty:
         st.caption("No votes yet.")
         return
@@ -78,6 +78,11 @@ def _export_section(engine: Engine, dataset: str) -> None:
         d.metric("Krippendorff's alpha", f"{ag['krippendorff_alpha']:.3f}")
     _position_section(votes)
     st.subheader("Votes per voter")
+    from voting.access import guest_vote_counts
+
+    guests = guest_vote_counts(engine, dataset)
+    st.caption(f"From open-voting guests (`guest-...`): {guests['votes']} of {len(votes)} votes, "
+               f"{guests['guests']} guest ids.")
     st.dataframe(votes["voter"].value_counts().rename("votes"), width="stretch")
 
 
@@ -113,7 +118,7 @@ def _invite_section(engine: Engine) -> None:
 
 
 def _criteria_section(engine: Engine, dataset: str) -> None:
-    st.subheader(f"Judging criteria for {dataset!r}")
+    st.subheader(f"Judging criteria for {code_span(dataset)}")
     st.caption("Markdown shown to voters before their first vote on this dataset and on demand in the sidebar "
                "(empty: a generic note, and no screen before the first vote).")
     text = st.text_area("Criteria (Markdown)", get_criteria(engine, dataset), key=f"criteria_{dataset}",

@@ -1,10 +1,13 @@
-"""Keyboard voting that loses no key press: a queue in the browser.
+"""Keyboard voting: a queue in the browser that never carries a key over to a pair the voter has not seen.
 
 Streamlit's button shortcuts act only on buttons on screen, so a key pressed while the page redraws
-(``1`` then ``n`` 150 ms later) hit nothing. This script (our own, in a same-origin component iframe; model
-output never becomes HTML) takes the shortcut keys in the capture phase, queues them and presses the next
-queued key's button only once a new run has drawn the page and that button is on screen, enabled and not
-stale. A key whose button does not come within 20 s (a very busy server) is dropped with a visible note.
+(``1`` then ``n`` 150 ms later) hit nothing. This script (our own; model output never becomes HTML) takes
+the shortcut keys in the capture phase, queues each with the pair on screen when it was pressed, and presses
+the next queued key's button only once a new run has drawn the page and that button is on screen, enabled
+and not stale. A key pressed under one pair is dropped, with a visible note, when its turn comes under
+another (``s`` then ``1``: the ``1`` was meant for the skipped pair), so typing ahead never votes on a pair
+nobody has read; ``1`` then ``n`` still works (both under the same pair). A key whose button does not come
+within 20 s (a very busy server) is dropped with a visible note too.
 
 Cheap in the browser, where 30 voters' tabs share the server's cores: the installer's HTML is the same on every
 run (Streamlit then leaves it alone instead of replacing it), each run only updates a tiny run-marker element,
@@ -13,6 +16,7 @@ and the queue checks for its button only while keys are waiting (no timer when t
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
 
@@ -40,10 +44,14 @@ _QUEUE = """
     el.textContent = text; el.style.display = text ? "block" : "none";
   };
   // the run that drew the page (a marker each run updates); null while a new run has not drawn it yet
+  const marker = () => doc.querySelector(".st-key-keyboard_queue [data-preflab-run]");
   const run = () => {
-    const m = doc.querySelector(".st-key-keyboard_queue [data-preflab-run]");
+    const m = marker();
     return m && !m.closest("[data-stale='true']") ? m.getAttribute("data-preflab-run") : null;
   };
+  // the pair on screen (its round), stale or not: what the voter was looking at
+  const pair = () => { const m = marker(); return m ? m.getAttribute("data-preflab-pair") : null; };
+  w.__preflabDropped = 0;  // keys dropped because the pair changed (tests)
   const target = (key) => {
     const b = doc.querySelector(".st-key-" + w.__preflabKeys[key] + " button");
     if (!b || b.disabled || b.closest("[data-stale='true']")) return null;
@@ -54,17 +62,23 @@ _QUEUE = """
     // the last press has not redrawn the page yet (give up waiting after 20 s: a run that drew nothing)
     const now = run();
     if (waitRun !== null && (now === null || now === waitRun) && Date.now() - clickedAt < 20000) return;
-    const b = now === null ? null : target(q[0]);
+    if (now !== null && q[0].pair !== pair()) {  // pressed under another pair: never vote on this one
+      w.__preflabDropped += 1; since = 0; shownUntil = Date.now() + 4000;
+      note("Key '" + q.shift().key + "' dropped: a new pair came. Read it first.");
+      return;
+    }
+    const b = now === null ? null : target(q[0].key);
+    const keys = () => q.map((e) => e.key).join(" ");
     if (!b) {
       if (!since) since = Date.now();
       if (Date.now() - since > 20000) {
-        note("Key '" + q.shift() + "' did nothing here"); since = 0; shownUntil = Date.now() + 4000;
+        note("Key '" + q.shift().key + "' did nothing here"); since = 0; shownUntil = Date.now() + 4000;
       }
-      else note("Queued: " + q.join(" "));
+      else note("Queued: " + keys());
       return;
     }
     q.shift(); since = 0; waitRun = now; clickedAt = Date.now(); b.click();
-    note(q.length ? "Queued: " + q.join(" ") : "");
+    if (q.length) note("Queued: " + keys()); else if (Date.now() >= shownUntil) note("");
   };
   const pump = () => {
     timer = 0; w.__preflabPumps += 1;
@@ -105,7 +119,7 @@ _QUEUE = """
     const t = e.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || (t && t.isContentEditable)) return;
     e.preventDefault(); e.stopImmediatePropagation();
-    if (!e.repeat) { w.__preflabQueue.push(key); if (!timer) pump(); }
+    if (!e.repeat) { w.__preflabQueue.push({key: key, pair: pair()}); if (!timer) pump(); }
   }, true);
 })();
 """
@@ -116,11 +130,13 @@ w.document.head.appendChild(s);
 </script>"""
 
 
-def keyboard_queue(keys: dict[str, str]) -> None:
-    """Install (once per browser tab) the key queue; ``keys`` maps a key to the Streamlit key of its button.
+def keyboard_queue(keys: dict[str, str], pair: str = "") -> None:
+    """Install (once per browser tab) the key queue; ``keys`` maps a key to the Streamlit key of the
+    container of its button; ``pair`` names the pair on screen (a key acts only under the pair it was
+    pressed under).
 
-    The installer is the same HTML on every run; each run writes its number into a marker element, which
-    tells the queue the page was redrawn."""
+    The installer is the same HTML on every run; each run writes its number and the pair into a marker
+    element, which tells the queue the page was redrawn."""
     run = st.session_state["_key_run"] = st.session_state.get("_key_run", 0) + 1
     script = _QUEUE % {"keys": json.dumps(keys)}
     with st.container(key="keyboard_queue", height=1, border=False):
@@ -130,7 +146,7 @@ def keyboard_queue(keys: dict[str, str]) -> None:
             import streamlit.components.v1 as components
 
             components.html(_IFRAME % json.dumps(script), height=0)
-        st.html(f'<span data-preflab-run="{run}"></span>')
+        st.html(f'<span data-preflab-run="{run}" data-preflab-pair="{html.escape(pair, quote=True)}"></span>')
 
 
 def undo_countdown(seconds_left: float, vote_id: object) -> None:

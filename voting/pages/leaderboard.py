@@ -17,7 +17,7 @@ import streamlit as st
 from arena.plots import forest_figure, heatmap_figure
 from voting import store
 from voting.assign import tally_counts
-from voting.pages.common import get_config, get_engine, require_admin
+from voting.pages.common import get_config, get_engine, public_message, require_admin
 from voting.store import (
     item_categories,
     list_datasets,
@@ -250,7 +250,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         table = ppi_table(filters, digest, ci, n_boot, path)
     except (InputError, OSError, ValueError, KeyError) as e:  # noqa: PERF203
-        text = " ".join(str(e).split())
+        text = " ".join(public_message(e).split())
         st.error(f"Could not use that judge file: {text[:300]}{' ...' if len(text) > 300 else ''}")
         return
     a = table.attrs

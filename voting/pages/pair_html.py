@@ -5,7 +5,9 @@ highlighter for fenced code, KaTeX, one React subtree per element), which cost m
 new pair. Here the server turns each text into HTML once (cached) and the page shows it in one ``st.html``
 element: the browser only sets its HTML when a new pair comes.
 
-Safety: model output is never HTML. The parser runs with raw HTML off, so ``<script>`` and ``<img onerror>``
+Safety: model output is never HTML, and loads nothing: an image (inline, reference-style, ``//host``, in a
+table) becomes a link labelled ``[image: its description]`` that the browser never fetches (an answer's
+image could track voters before the vote, with the page as Referer, and breaks in an offline room). The parser runs with raw HTML off, so ``<script>`` and ``<img onerror>``
 become text; links only keep safe schemes (markdown-it's ``validateLink`` refuses ``javascript:``,
 ``vbscript:``, ``file:`` and non-image ``data:``) and open in a new tab (the page's script in
 :mod:`voting.pages.keyboard`: the sanitiser drops ``target``); fenced code is escaped and shown
@@ -68,7 +70,17 @@ def _parser() -> MarkdownIt:
         tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
         return self.renderToken(tokens, idx, options, env)
 
+    def image(self, tokens, idx, options, env):  # noqa: ANN001, ANN202 - a labelled link, never an <img>
+        token = tokens[idx]
+        label = html.escape(f"[image: {self.renderInlineAsText(token.children or [], options, env) or 'no description'}]")
+        src = token.attrGet("src") or ""
+        if not src:  # markdown-it drops a src its validateLink refuses (javascript:, ...)
+            return f'<span class="pf-image">{label}</span>'
+        return (f'<a class="pf-image" href="{html.escape(str(src), quote=True)}" rel="noopener noreferrer nofollow">'
+                f"{label}</a>")
+
     md.add_render_rule("link_open", link_open)
+    md.add_render_rule("image", image)
     return md
 
 

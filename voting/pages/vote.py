@@ -1,10 +1,13 @@
 """The blind voting page: a prompt, answers "A" and "B" on randomised sides, names only after the vote.
 
 Keyboard: 1 = A is better, 2 = B is better, 3 = tie, 4 = both are bad, S = skip; after the vote
-U = undo, N = next (queued in the browser, so no key press is lost while the page redraws; see
-:mod:`voting.pages.keyboard`). The progress bars, the prompt and the answers are one block of HTML rendered
-on the server (:mod:`voting.pages.pair_html`: Markdown with raw HTML shown as text, line breaks kept, code
-plain), in equal-height boxes that scroll. After the vote they stay as they are; only the bar under them
+U = undo, N = next (queued in the browser while the page redraws; a key pressed under one pair never acts on
+the next one; see :mod:`voting.pages.keyboard`). Each pair is a round drawn in the store
+(:func:`voting.store.issue_round`); its buttons' keys carry the round id, and the vote's transaction checks
+and uses it, so a click, key or replayed message can only vote on the pair it was made under, once, and not
+sooner than ``PREFLAB_MIN_SECONDS`` after the pair was drawn. The progress bars, the prompt and the answers
+are one block of HTML rendered on the server (:mod:`voting.pages.pair_html`: Markdown with raw HTML shown
+as text, line breaks kept, code plain), in equal-height boxes that scroll. After the vote they stay as they are; only the bar under them
 changes: it is a fragment inside the pair's fragment, so a vote is not sent the pair again.
 
 Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
@@ -32,11 +35,14 @@ from voting.pages.common import (
 )
 from voting.pages.keyboard import keyboard_queue, undo_countdown
 from voting.pages.pair_html import pair_html, progress_html
-from voting.pages.voter_gate import open_rate_ok, voter_gate
+from voting.pages.voter_gate import open_rate_checks, voter_gate
 from voting.store import (
     DuplicateVote,
     Vote,
+    VoteChecks,
+    VoteRefused,
     get_criteria,
+    issue_round,
     record_skip,
     record_vote,
     seen_items,
@@ -66,63 +72,77 @@ def _new_round(cfg: AppConfig, dataset: str, voter: str, tallies) -> dict | None
                      voter=voter, mine=voter_votes(engine, voter, dataset))
     if rnd is None:
         return None
-    return dict(dataset=dataset, item_id=rnd.item_id, left=rnd.model_left, right=rnd.model_right,
-                prompt=prompts[rnd.item_id], shown_at=time.time())
+    return _issued(cfg, voter, dict(dataset=dataset, item_id=rnd.item_id, left=rnd.model_left,
+                                    right=rnd.model_right, prompt=prompts[rnd.item_id]))
 
 
-def _round_token(rnd: dict) -> str:
-    """Names one shown round: the buttons drawn under it carry it, so a click is applied to that round only."""
-    return f"{rnd['item_id']}@{rnd['shown_at']!r}"
+def _issued(cfg: AppConfig, voter: str, rnd: dict) -> dict:
+    """``rnd`` under a new round drawn in the store (its id and issue time)."""
+    round_id, shown_at = issue_round(get_engine(), voter, rnd["dataset"], rnd["item_id"], rnd["left"], rnd["right"],
+                                     cfg.round)
+    return {**rnd, "round_id": round_id, "shown_at": shown_at}
 
 
-def _stale(rnd: dict, token: str | None) -> bool:
-    """True when a click was made on the bar of an earlier round (e.g. clicked while Skip was loading the
-    next pair): applying it would vote on, or skip, a pair the voter has not seen. The round is kept."""
-    if token is None or _round_token(rnd) == token:
+def _stale(rnd: dict | None, round_id: str) -> bool:
+    """True when a click was made under another round than the one on screen (e.g. clicked while Skip was
+    loading the next pair): applying it would vote on, or skip, a pair the voter has not seen."""
+    if rnd is not None and rnd["round_id"] == round_id:
         return False
-    st.session_state["round"] = rnd
     st.session_state["flash"] = "The pair changed before your click arrived: read this one, then vote."
     return True
 
 
+REFUSED = {
+    "stale": "The pair changed before your click arrived: read this one, then vote.",
+    "fast": "That was fast: read both answers, then vote.",
+    "rate": "That is many votes in a minute: take a moment to read both answers, then vote again.",
+}
+
+
 @guarded
-def _cast(choice: str, token: str | None = None) -> None:
-    """Button callback: store the vote in one transaction, then switch to the after-vote panel."""
+def _cast(choice: str, round_id: str) -> None:
+    """Button callback: store the vote in one transaction (which checks and uses the round), then switch to
+    the after-vote panel."""
     state, cfg = st.session_state, get_config()
-    rnd = state.pop("round", None)
-    if rnd is None:  # a second click on a round already voted on
-        return
-    if _stale(rnd, token):
+    rnd = state.get("round")
+    if rnd is None and (state.get("last_vote") or {}).get("round", {}).get("round_id") == round_id:
+        return  # a second click on a round already voted on
+    if _stale(rnd, round_id):
         st.rerun(scope=PAIR)  # the pair shown may be the old one: send the current one
-    if not open_rate_ok(cfg):
-        state["round"] = rnd
-        state["flash"] = "That is fast: take a moment to read both answers, then vote again."
-        return
     answers = cached_answers(rnd["dataset"], rnd["item_id"])
     vote = Vote(state["voter"], rnd["dataset"], rnd["item_id"], rnd["left"], rnd["right"], choice,  # type: ignore[arg-type]
                 rnd["shown_at"], state.get("reason", "").strip(), cfg.round,
                 style_meta(answers[rnd["left"]], answers[rnd["right"]]))
+    checks = VoteChecks(round_id, cfg.min_seconds, open_rate_checks(cfg))
     try:
-        vote_id = record_vote(get_engine(), vote)
+        vote_id = record_vote(get_engine(), vote, checks)
+    except VoteRefused as e:
+        state["flash"] = REFUSED[e.reason]
+        if e.reason == "stale":
+            state.pop("round", None)
+            st.rerun(scope=PAIR)
+        return
     except DuplicateVote:
+        state.pop("round", None)
         state["flash"] = "You had already voted on that item (another tab?); here is a new one."
         st.rerun(scope=PAIR)
+    state.pop("round", None)
     state["reason"] = ""
     state["last_vote"] = dict(id=vote_id, choice=choice, at=time.time(), round=rnd)
 
 
 @guarded
-def _skip(token: str | None = None) -> None:
+def _skip(round_id: str) -> None:
     state = st.session_state
-    rnd = state.pop("round", None)
-    if rnd is not None and _stale(rnd, token):
+    rnd = state.get("round")
+    if _stale(rnd, round_id):
         st.rerun(scope=PAIR)
-    if rnd is not None:
-        try:
-            record_skip(get_engine(), state["voter"], rnd["dataset"], rnd["item_id"], get_config().round)
-        except DuplicateVote:
-            pass
+    state.pop("round", None)
+    try:
+        record_skip(get_engine(), state["voter"], rnd["dataset"], rnd["item_id"], get_config().round, round_id)
         state["flash"] = "Skipped."
+    except (DuplicateVote, VoteRefused):
+        state["flash"] = REFUSED["stale"]
     st.rerun(scope=PAIR)  # a new pair: the pair fragment, not only the bar
 
 
@@ -130,13 +150,13 @@ def _skip(token: str | None = None) -> None:
 def _undo() -> None:
     state, cfg = st.session_state, get_config()
     last = state.get("last_vote")
-    if last and undo_vote(get_engine(), last["id"], state["voter"], cfg.undo_seconds):
+    if last and undo_vote(get_engine(), last["id"], state["voter"], cfg.undo_seconds, revealed=cfg.reveal):
         state.pop("last_vote")
         if cfg.reveal:  # the voter saw the models: the item does not come back (it counts as seen)
             state["flash"] = "Vote withdrawn. You saw which models answered, so here is another item."
             st.rerun(scope=PAIR)
-        else:  # nothing was revealed: the same item and sides, vote again
-            state["round"] = last["round"]
+        else:  # nothing was revealed: the same item and sides (a new round), vote again
+            state["round"] = _issued(cfg, state["voter"], last["round"])
             state["flash"] = "Vote undone. Vote again."
     else:
         state["flash"] = f"Too late to undo (the window is {cfg.undo_seconds:.0f} s)."
@@ -218,12 +238,18 @@ def _pair(rnd: dict, bars: list) -> None:
 
 
 def _vote_bar(rnd: dict) -> None:
-    token = _round_token(rnd)  # a click counts for this round only (see _stale)
+    # The buttons' keys (and so the ids in the browser's messages) carry the round: a message made under an
+    # earlier pair, or replayed, names a button that is gone. Each sits in a container with the stable key
+    # (vote_A, ..., skip) that the key queue and the tests find it by.
+    rid = rnd["round_id"]
     with st.container(horizontal=True, key="vote_bar"):  # one row, no columns; Streamlit shows the shortcut key
         for choice, label, key, icon in BUTTONS:
-            st.button(label, on_click=_cast, args=(choice, token), shortcut=key, key=f"vote_{choice}", icon=icon,
-                      width="stretch", type="primary" if choice in ("A", "B") else "secondary")
-        st.button("Skip", on_click=_skip, args=(token,), shortcut="s", key="skip", width="stretch", icon=":material/skip_next:")
+            with st.container(key=f"vote_{choice}"):
+                st.button(label, on_click=_cast, args=(choice, rid), shortcut=key, key=f"vote_{choice}-{rid}",
+                          icon=icon, width="stretch", type="primary" if choice in ("A", "B") else "secondary")
+        with st.container(key="skip"):
+            st.button("Skip", on_click=_skip, args=(rid,), shortcut="s", key=f"skip-{rid}", width="stretch",
+                      icon=":material/skip_next:")
     st.text_input("Why? (optional)", key="reason", max_chars=1000)
 
 
@@ -269,7 +295,9 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
 def _bar(cfg: AppConfig) -> None:
     """The vote bar before the vote, the after-vote panel after it; a vote reruns only this."""
     state = st.session_state
-    keyboard_queue(KEYS)  # here: its run marker must change on every run that redraws the buttons
+    shown = state["last_vote"]["round"] if state.get("last_vote") else state.get("round")
+    # here: its run marker must change on every run that redraws the buttons; a key acts on its pair only
+    keyboard_queue(KEYS, shown["round_id"] if shown else "")
     if last := state.get("last_vote"):
         _after_vote(cfg, last)
     elif rnd := state.get("round"):

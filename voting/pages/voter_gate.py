@@ -1,5 +1,5 @@
 """Who is voting: an invite link or code (``?invite=TOKEN``), or open voting (an anonymous ``guest-`` id
-per browser session). The identity's token stays in the page's URL, so a reload keeps the voter."""
+the server issues). The identity's token stays in the page's URL, so a reload keeps the voter."""
 
 from __future__ import annotations
 
@@ -7,27 +7,23 @@ import time
 
 import streamlit as st
 
-from voting.access import guest_voter, invite_voter, new_guest_token
-from voting.pages.common import AppConfig, get_engine, passcode_ok
+from voting.access import invite_voter, issue_guest, issued_guest
+from voting.limits import address_key
+from voting.pages.common import AppConfig, client_address, get_engine, passcode_ok
 
 #: Session keys that belong to a signed-in person (admin unlock included): "Sign out" clears them all.
 SESSION_KEYS = ("voter", "voter_kind", "round", "last_vote", "admin", "reason")
 OPEN_LABEL = ("**Open voting**: anyone with this link can vote under an anonymous id; votes are marked as "
-              "open (`guest-...`) and limited to {rate} a minute per browser session.")
+              "open (`guest-...`) and limited to {rate} a minute per guest.")
 
 
-def open_rate_ok(cfg: AppConfig) -> bool:
-    """For open voting: True (and the vote counted) when this browser session cast fewer than
-    ``cfg.open_rate`` votes in the last minute; invited voters are not limited."""
+def open_rate_checks(cfg: AppConfig) -> tuple[tuple[str, int], ...]:
+    """For open voting, the store's rate limits of this vote (:class:`voting.store.VoteChecks`): the guest id
+    and the client address (all guests behind it together); invited voters are not limited."""
     if st.session_state.get("voter_kind") != "guest":
-        return True
-    now = time.time()
-    times = st.session_state.setdefault("vote_times", [])  # kept across sign-out
-    times[:] = [t for t in times if now - t < 60]
-    if len(times) >= cfg.open_rate:
-        return False
-    times.append(now)
-    return True
+        return ()
+    return (("guest:" + st.session_state["voter"], cfg.open_rate),
+            (address_key("votes", client_address(cfg)), cfg.open_rate_per_address))
 
 
 def sign_out() -> None:
@@ -48,7 +44,7 @@ def voter_gate(cfg: AppConfig) -> str | None:
     if not state.get("voter"):
         _from_url(cfg)
     if state.get("voter"):
-        st.sidebar.markdown(f"Voting as **{state['voter']}**")
+        st.sidebar.text(f"Voting as {state['voter']}")  # plain text: a name is never Markdown
         if state.get("voter_kind") == "guest":
             st.sidebar.caption(OPEN_LABEL.format(rate=cfg.open_rate))
         if st.sidebar.button("Sign out", key="sign_out"):
@@ -82,8 +78,10 @@ def _from_url(cfg: AppConfig) -> None:
             st.error("This invite link is not valid (mistyped, or replaced by a newer one). Ask the study's "
                      "organiser for a new link.")
             st.query_params.clear()
-    elif (token := params.get("guest")) and cfg.access == "open" and 16 <= len(token) <= 64:
-        _sign_in(guest_voter(token), "guest", "guest", token)
+    elif (token := params.get("guest")) and cfg.access == "open":
+        if voter := issued_guest(get_engine(), token):  # only ids this server issued
+            st.session_state["guest_token"] = token
+            _sign_in(voter, "guest", "guest", token)
 
 
 def _submit(cfg: AppConfig, code: str, secret: str) -> None:
@@ -104,6 +102,10 @@ def _submit(cfg: AppConfig, code: str, secret: str) -> None:
                  "organiser for one.")
         return
     else:  # one open identity per browser session: signing out and in again gives the same id back
-        token = state.setdefault("guest_token", st.query_params.get("guest") or new_guest_token())
-        _sign_in(guest_voter(token), "guest", "guest", token)
+        token = state.get("guest_token")
+        voter = issued_guest(get_engine(), token) if token else None
+        if voter is None:
+            token = state["guest_token"] = issue_guest(get_engine())
+            voter = issued_guest(get_engine(), token)
+        _sign_in(voter, "guest", "guest", token)
     st.rerun()
