@@ -255,7 +255,10 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
         return
     a = table.attrs
     cols = st.columns(4)
-    cols[0].metric("lambda", f"{a['lambda']:.3f}", help="PPI++ power tuning: 0 = judge unused, 1 = full weight.")
+    cols[0].metric("lambda", f"{a['lambda']:.3f}", help="PPI++ power tuning: 0 = judge unused, 1 = full weight. "
+                   "Tuned for this fit: its labelled and judge-only items under the filters above. The judge "
+                   "card's lambda is the one for unlimited judge verdicts on the card's labelled pairs, so the "
+                   "two differ; for a judge without information both are noise around 0.")
     cols[1].metric("Human items", f"{a['n_human_items']:,.0f}", help=f"{a['n_human_votes']:,.0f} votes on items the "
                    "judge also rated (the labelled set).")
     cols[2].metric("Judge items", f"{a['n_judge_items']:,.0f}",
@@ -269,7 +272,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
     left, right = st.columns(2)
     left.markdown("**Human votes only** (the same items; sandwich intervals)")
     left.dataframe(human.round(1), hide_index=True, width="stretch", key="lb_ppi_human")
-    right.markdown(f"**Human + judge (PPI++;** {ci} intervals**)**")
+    right.markdown(f"**Human + judge** (PPI++; {ci} intervals)")
     right.dataframe(table[["rank", "model", "rating", "lower", "upper", "ess"]].round(1), hide_index=True,
                     width="stretch", key="lb_ppi_table")
     for note in a["diagnostics"]:
