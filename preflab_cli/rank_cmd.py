@@ -21,7 +21,7 @@ def cli_words(note: str) -> str:
     """A library message with its Python argument names replaced by this command's flags."""
     import re
 
-    note = re.sub(r"style_features=([\w,]+)", r"--style-features \1", note)
+    note = re.sub(r"style_features=(\w+(?:,\w+)*)", r"--style-features \1", note)
     note = note.replace("rank without style control", "rank without --style-control")
     for word, flag in (("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01")):
         note = note.replace(word, flag)
