@@ -88,14 +88,16 @@ def coverage(design: ItemArena, n_arenas: int, unit: str, ci: str = "sandwich", 
             "width": float(np.mean(widths)), "arenas": n_arenas}
 
 
-def coverage_table(n_arenas: int = 200, seed: int = 0) -> pd.DataFrame:
-    """Battle vs item unit, with and without item effects (the table in docs/rank.md)."""
+def coverage_table(n_sandwich: int = 1000, n_bootstrap_arenas: int = 200, n_bootstrap: int = 200,
+                   seed: int = 1) -> pd.DataFrame:
+    """Battle vs item unit, sandwich and bootstrap, with and without item effects (docs/rank.md's table;
+    about 3 minutes on one core)."""
     rows = []
     for sd in (1.5, 0.0):
-        design = ItemArena(item_sd=sd)
         for unit in ("battle", "item"):
-            res = coverage(design, n_arenas, unit, seed=seed)
-            rows.append({"item effect sd": sd, "unit": unit, **res})
+            for ci, n in (("sandwich", n_sandwich), ("bootstrap", n_bootstrap_arenas)):
+                res = coverage(ItemArena(item_sd=sd), n, unit, ci=ci, n_bootstrap=n_bootstrap, seed=seed)
+                rows.append({"item effect sd": sd, "unit": unit, "ci": ci, **res})
     return pd.DataFrame(rows)
 
 

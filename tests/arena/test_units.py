@@ -139,3 +139,23 @@ def test_rank_cli_names_the_unit(tmp_path):
     assert "sampling unit: battle" in out["battle"]
     t = {u: pd.read_csv(tmp_path / f"{u}.csv") for u in out}
     assert (t["item"]["upper"] - t["item"]["lower"]).mean() > (t["battle"]["upper"] - t["battle"]["lower"]).mean()
+
+
+def test_plain_rank_and_the_ppi_human_fit_share_the_unit_on_llmfao(shared_data):
+    """LLMFAO, a quarter of the crowd pairs (~4 votes a pair): the plain leaderboard's intervals equal the PPI
+    path's clustered human-only ones (one unit everywhere). Before, plain `rank` treated the votes as
+    independent and its intervals were 1.107x narrower (mean over 59 models), so the judge-assisted
+    leaderboard looked worse than human-only."""
+    from arena.ppi_board import ppi_leaderboard
+
+    crowd = pd.read_csv(shared_data / "llmfao" / "crowd-comparisons.csv")
+    ids = crowd["id"].unique()
+    keep = np.random.default_rng(0).choice(ids, len(ids) // 4, replace=False)
+    human = load_battles(crowd[crowd["id"].isin(keep)], layout="llmfao")
+    judge = load_battles(shared_data / "llmfao" / "gpt4-crowd-comparisons.csv", layout="llmfao")
+    ppi = ppi_leaderboard(human, judge, ci="sandwich").set_index("model")
+    width = {u: fit_leaderboard(human, ci="sandwich", unit=u).table.set_index("model").eval("upper - lower")
+             for u in ("item", "battle")}
+    human_only = (ppi["upper_human"] - ppi["lower_human"])[width["item"].index]
+    np.testing.assert_allclose(width["item"], human_only, rtol=2e-3)
+    assert 1.05 < float((width["item"] / width["battle"]).mean()) < 1.2
