@@ -35,9 +35,14 @@ class LCDataError(InputError):
 
 
 def model_name_for(path: Path, df: pd.DataFrame) -> str:
-    """The model an annotation file scores: its file stem (``alpaca-7b.json.gz`` -> ``alpaca-7b``), or
-    ``generator_2`` for files literally named ``annotations.json`` (AlpacaEval's results layout)."""
+    """The model an annotation file scores: its file stem (``alpaca-7b.json.gz`` -> ``alpaca-7b``); for files
+    literally named ``annotations.json``, the model folder of AlpacaEval's results layout
+    (``results/<model>/<annotator>/annotations.json``, the leaderboard's name: NullModel's records say
+    ``generator_2: example``), else ``generator_2``."""
     stem = path.name.split(".json")[0]
+    if (stem == "annotations" and "annotator" in df and df["annotator"].nunique() == 1
+            and str(df["annotator"].iloc[0]) == path.parent.name and path.parent.parent.name):
+        return path.parent.parent.name
     if stem == "annotations" and "generator_2" in df and df["generator_2"].nunique() == 1:
         return str(df["generator_2"].iloc[0])
     return stem

@@ -116,3 +116,16 @@ def test_lc_reads_a_published_results_folder_with_the_baselines_own_file(tmp_pat
     assert not table.drop(index="gpt4_1106_preview")["by_definition"].any()
     alone = runner.invoke(app, ["lc", str(files[-1])])
     assert alone.exit_code == 2 and "only the baseline 'gpt4_1106_preview' judged against itself" in alone.output
+
+
+def test_results_layout_names_the_model_by_its_folder(tmp_path):
+    """AlpacaEval's NullModel annotations say generator_2 "example": the leaderboard's name is the folder's
+    (before, it was fitted as "example", missing from the comparison with the official leaderboard)."""
+    from arena.lc_data import load_alpaca_table
+
+    files = []
+    for model, stored in (("NullModel", "example"), ("beta", "beta")):
+        folder = tmp_path / "results" / model / "weighted_alpaca_eval_gpt4_turbo"
+        folder.mkdir(parents=True)
+        files.append(write(folder / "annotations.json", annotations(stored, n=6)))
+    assert set(load_alpaca_table(files)["model"]) == {"NullModel", "beta"}
