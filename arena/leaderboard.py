@@ -198,12 +198,13 @@ def fit_leaderboard(
     if style_control:
         from arena.style import style_fit
 
+        clusters = None if units is None else units.battle_item
+        if cluster is not None:  # the caller's unit (e.g. Arena-Hard's prompts), for both intervals
+            clusters = _cluster_codes(battles, cluster)
+            unit_text = f"{cluster} (each value one cluster)"
         sf = style_fit(battles, features=style_features, ties=ties, ridge=ridge, n_bootstrap=n_bootstrap if
                        want_bs else 0, sandwich=want_sw, seed=seed, weights=weights, level=level,
-                       device=dev, progress=progress,
-                       clusters=_cluster_codes(battles, cluster) if cluster is not None else
-                       None if units is None else units.battle_item, item_codes=None if units is None else
-                       units.battle_item)
+                       device=dev, progress=progress, clusters=clusters, item_codes=clusters)
         x, cov, style_table = sf.x, sf.covariance, sf.coefficients
         notes += list(sf.warnings)
         boot = None if sf.replicates is None else bs.Replicates(sf.replicates, 0, sf.rep_converged,
@@ -269,7 +270,7 @@ def fit_leaderboard(
     table = table[cols + [c for c in table.columns if c not in cols]]
     table = table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
     tie = _tie_summary(ties, x, cov, reps if reps is None or len(reps) >= 2 else None, level)
-    table.attrs.update({"unit": "battle" if units is None else "item", "unit_text": unit_text,
+    table.attrs.update({"unit": cluster or ("battle" if units is None else "item"), "unit_text": unit_text,
                         "ties": ties, "ci": ci, "level": level, "n_bootstrap": n_bootstrap if want_bs else 0,
                         "seed": seed, "anchor": None if anchor_idx is None else counts.models[anchor_idx],
                         "ridge": ridge, "tie_parameter": tie,
