@@ -66,14 +66,13 @@ def item_units(df: pd.DataFrame, data: bt.PairData, n_models: int) -> ItemUnits 
     q = pd.factorize(df[column].astype("string"), use_na_sentinel=True)[0].astype(np.int64)
     q = np.where(q < 0, q.max(initial=0) + 1 + np.arange(len(q)), q)  # no id: an item of its own
     k = max(n_models, 1)
-    item, codes = np.unique(np.stack([q, lo * k + hi]), axis=1, return_inverse=True)
-    codes = codes.ravel()
+    codes, keys = pd.factorize(q * (k * k) + lo * k + hi)  # one int64 key per (item id, pair): a hash, no sort
     if np.bincount(codes).max(initial=0) <= 1:
         return None
     col = np.where(o >= 2, 2, np.where((o == A_WINS) == (a == lo), 0, 1))
-    counts = np.zeros((item.shape[1], 3))
+    counts = np.zeros((len(keys), 3))
     np.add.at(counts, (codes, col), 1.0)
-    pair = np.searchsorted(np.asarray(data.i, np.int64) * k + np.asarray(data.j), item[1])
+    pair = np.searchsorted(np.asarray(data.i, np.int64) * k + np.asarray(data.j), np.asarray(keys) % (k * k))
     return ItemUnits(pair.astype(np.int32), counts, codes, column)
 
 
