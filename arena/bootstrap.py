@@ -26,7 +26,8 @@ from arena import bt, refit
 from arena._jax import float64
 from arena.diagnostics import beat_edges, replicate_separation
 from arena.poisson import PoissonTable
-from arena.weights import BLOCK, WeightKind, block_weights
+from arena.units import ItemUnits, item_cell_matrix
+from arena.weights import BLOCK, INT16_MAX, WeightKind, block_weights
 
 # ------------------------------------------------------------------------------------------- refits
 
@@ -133,8 +134,8 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                    seed: int = 0, ties: str = "half", ridge: float = bt.DEFAULT_RIDGE,
                    weights: WeightKind = "multinomial", chunk: int | None = None, threads: int = 2,
                    device: jax.Device | None = None, devices: list[jax.Device] | None = None,
-                   dense: bool | None = None,
-                   progress: Callable[[int], None] | None = None) -> Replicates:
+                   dense: bool | None = None, progress: Callable[[int], None] | None = None,
+                   units: ItemUnits | None = None) -> Replicates:
     """Refit ``n_bootstrap`` resamples of ``data``: replicates and their convergence/separation flags.
 
     ``h_inv`` is the inverse of :func:`arena.bt.conditioned_hessian` at ``x_hat``. Weight draws run in
@@ -142,6 +143,7 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     sharded over ``devices`` (default: ``[device]`` if given, else every local device); the dense refit
     of :mod:`arena.refit` is used where :func:`arena.refit.use_dense` says (``dense`` forces either way).
     Results depend on ``seed`` only: not on chunking, threads, devices or the refit form (to 1e-9).
+    With ``units`` (:func:`arena.units.item_units`) items are resampled, not battles.
     """
     n_models = len(x_hat) - 1
     flat = np.asarray(data.counts).ravel()
@@ -156,13 +158,19 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     d_data = bt.PairData(*(jax.device_put(np.asarray(a), one) for a in data))
     layout = refit.dense_layout(data, live, n_models) if dense else None
     table = PoissonTable(flat[live])
+    item_map = None if units is None else item_cell_matrix(units, live)
+    item_table = None if units is None else PoissonTable(np.ones(units.n_items))
     out, flags, n_fallback = [], [], 0
     src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
     screen = None if dense else _tree_screen(data, live)  # the dense refit checks Ford's condition itself
     local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
         def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
-            w = block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
+            if item_map is None:
+                w = block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
+            else:
+                w = item_weights(item_map, block_weights(np.ones(units.n_items), seed, b, n, weights, item_table),
+                                 integer=mats is not None)
             if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
                 scratch = vars(local).setdefault((n, w.dtype), np.empty((n, live.size + 1), w.dtype))
                 mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
@@ -229,6 +237,14 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
                 progress(n_real)
     ok, sep, outside = (np.concatenate(f) for f in zip(*flags, strict=True))
     return Replicates(np.concatenate(out), n_fallback, ok, sep, outside)
+
+
+def item_weights(item_map, draws: np.ndarray, integer: bool = False) -> np.ndarray:
+    """Live-cell counts (R, L) of item draws (R, C): each drawn item brings all its battles."""
+    w = np.asarray((item_map.T @ draws.T).T)
+    if integer:
+        w = np.rint(w).astype(np.int16 if w.max(initial=0) <= INT16_MAX else np.int32)
+    return w
 
 
 def _tree_screen(data: bt.PairData, live: np.ndarray) -> np.ndarray | None:

@@ -302,16 +302,23 @@ def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed:
                   gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25) -> tuple[Array, Array]:
     """Newton fit of one model's ``(theta, beta, psi)``; returns ``(params, |gradient|_inf)``.
 
-    Steps are capped at length 5 so near-separable soft labels cannot overshoot. Reference: IRLS for the
-    logistic GLM (McCullagh & Nelder 1989, sec. 4.4) with the AlpacaEval design (Dubois et al. 2024).
+    Steps are capped at length 5 so near-separable soft labels cannot overshoot, and halved while they raise
+    the loss (an undamped step cycles on adversarial outputs such as AlpacaEval's NullModel). Reference: IRLS
+    for the logistic GLM (McCullagh & Nelder 1989, sec. 4.4) with the AlpacaEval design (Dubois et al. 2024);
+    Nocedal & Wright (2006), 3.1 (backtracking).
     """
     xs, ys, w = _stacked_rows(y, tanh_len, weight, gamma, gamed, gamed_weight)
+
+    def loss(params: Array) -> Array:
+        return (w * soft_cross_entropy(xs @ params, ys)).sum() + jnp.sum(prior.strength * (params - prior.centre) ** 2)
 
     def step(_: int, params: Array) -> Array:
         grad, hess = _irls(params, xs, ys, w, prior)
         delta = jnp.linalg.solve(hess + 1e-9 * jnp.eye(3), grad)
-        norm = jnp.linalg.norm(delta)
-        return params - delta * jnp.minimum(1.0, 5.0 / jnp.maximum(norm, 1e-12))
+        delta = delta * jnp.minimum(1.0, 5.0 / jnp.maximum(jnp.linalg.norm(delta), 1e-12))
+        f0 = loss(params)
+        u = jax.lax.while_loop(lambda u: (loss(params - u * delta) > f0) & (u > 1e-4), lambda u: u * 0.5, 1.0)
+        return params - u * delta
 
     params = jax.lax.fori_loop(0, n_iter, step, start)
     grad, _ = _irls(params, xs, ys, w, prior)

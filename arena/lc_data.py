@@ -32,9 +32,14 @@ class LCDataError(InputError):
 
 
 def model_name_for(path: Path, df: pd.DataFrame) -> str:
-    """The model an annotation file scores: its file stem (``alpaca-7b.json.gz`` -> ``alpaca-7b``), or
-    ``generator_2`` for files literally named ``annotations.json`` (AlpacaEval's results layout)."""
+    """The model an annotation file scores: its file stem (``alpaca-7b.json.gz`` -> ``alpaca-7b``); for files
+    literally named ``annotations.json``, the model folder of AlpacaEval's results layout
+    (``results/<model>/<annotator>/annotations.json``, the leaderboard's name: NullModel's records say
+    ``generator_2: example``), else ``generator_2``."""
     stem = path.name.split(".json")[0]
+    if (stem == "annotations" and "annotator" in df and df["annotator"].nunique() == 1
+            and str(df["annotator"].iloc[0]) == path.parent.name and path.parent.parent.name):
+        return path.parent.parent.name
     if stem == "annotations" and "generator_2" in df and df["generator_2"].nunique() == 1:
         return str(df["generator_2"].iloc[0])
     return stem
@@ -49,7 +54,7 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
     With ``baseline_may_be_model``, a ``baseline`` that no file is judged against but that names one of the
     models keeps every file (the caller reports LC against that model as a reference).
     """
-    frames = []
+    frames, own = [], []
     for path in map(Path, paths):
         source = str(path)
         try:
@@ -66,6 +71,10 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
         base = df["generator_1"] if "generator_1" in df else pd.Series("baseline", index=df.index)
         model = model_name_for(path, df)
         itself = (base.astype(str) == model).to_numpy().nonzero()[0]
+        if len(itself) == len(df):  # the baseline's own file (AlpacaEval publishes it): 50% by definition
+            own.append({"model": model, "source": source, "n": len(df),
+                        "avg_length": float(_text_lengths(df["output_2"], source, "output_2").mean())})
+            continue
         if len(itself):
             raise LCDataError(source, int(itself[0]) + 1, "generator_1", f"the model '{model}' is judged against "
                               "itself (generator_1 is the model's own name)",
@@ -84,6 +93,9 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
             "record": np.arange(1, len(df) + 1),
         }))
     if not frames:
+        if own:
+            raise LCDataError(own[0]["source"], None, "generator_1", f"only the baseline '{own[0]['model']}' "
+                              "judged against itself", "pass the annotations of the models vs that baseline too")
         raise LCDataError("<arguments>", None, None, "no annotation files given", "pass one file per model")
     table = pd.concat(frames, ignore_index=True)
     if baseline is not None:
@@ -95,7 +107,30 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
                               f"no record is judged against baseline '{baseline}'",
                               f"baselines present: {sorted(table['baseline'].unique())}")
         table = kept.reset_index(drop=True)
-    return validate_lc_table(table)
+    table = validate_lc_table(table)
+    baselines = set(table["baseline"])
+    strays = [o for o in own if o["model"] not in baselines]
+    if strays:
+        raise LCDataError(strays[0]["source"], 1, "generator_1", f"the model '{strays[0]['model']}' is judged "
+                          f"against itself, and it is not the baseline of the other files ({sorted(baselines)})",
+                          "pass the annotations of a model vs the baseline")
+    table.attrs["baseline_files"] = [o for o in own if o["model"] in baselines]
+    return table
+
+
+def with_baseline_rows(res: pd.DataFrame, baseline_files: list[dict]) -> pd.DataFrame:
+    """:func:`arena.lc.lc_leaderboard`'s table plus the baseline judged against itself, at 50% by definition
+    (AlpacaEval's leaderboard lists it so): not fitted, no interval beyond the point, ``by_definition`` True."""
+    if not baseline_files:
+        return res
+    rows = pd.DataFrame([{"model": o["model"], "raw_win_rate": 50.0, "raw_se": 0.0, "lc_win_rate": 50.0,
+                          "lc_se": 0.0, "lc_lower": 50.0, "lc_upper": 50.0, "avg_length": o["avg_length"],
+                          "n": o["n"], "length_coef": np.nan, "difficulty_coef": np.nan, "extreme_change": False}
+                         for o in baseline_files])
+    out = pd.concat([res.assign(by_definition=False), rows.assign(by_definition=True)], ignore_index=True)
+    out = out.sort_values("lc_win_rate", ascending=False, kind="stable", ignore_index=True)
+    out.attrs.update(res.attrs)
+    return out
 
 
 def load_lc_table(path: str | Path, scale: str = "auto") -> pd.DataFrame:
@@ -307,5 +342,7 @@ def format_lc_table(res: pd.DataFrame) -> str:
     if "lc_vs_reference" in res:
         view["LC_vs_ref"] = res["lc_vs_reference"].map("{:.1f}".format)
     flags = np.where(res["extreme_change"], "  <- LC far from raw", "")
+    if "by_definition" in res:
+        flags = np.where(res["by_definition"], "  <- the baseline: 50% by definition", flags)
     lines = view.to_string(index=False).splitlines()
     return "\n".join([lines[0]] + [line + flag for line, flag in zip(lines[1:], flags, strict=True)])

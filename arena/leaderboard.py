@@ -21,6 +21,7 @@ from arena import bootstrap as bs
 from arena import bt, diagnostics, matrices
 from arena._jax import float64
 from arena.data import Battles, PairCounts, aggregate, load_battles
+from arena.units import UNITS, Unit, cluster_sandwich, item_units
 from arena.weights import WeightKind
 
 CI = Literal["bootstrap", "sandwich", "both"]
@@ -133,11 +134,15 @@ def fit_leaderboard(
     device: jax.Device | str | None = None,
     progress: Callable[[int], None] | None = None,
     cluster: str | None = None,
+    unit: Unit = "item",
 ) -> Leaderboard:
     """Fit a BT leaderboard with sandwich and/or bootstrap intervals (see :func:`rank_battles`).
 
     ``cluster`` names a battle column (e.g. ``question_id``) whose values are the bootstrap's resampling
     unit (style control only: the aggregated fit resamples battles).
+    ``unit``: the sampling unit of both intervals (:mod:`arena.units`): ``"item"`` (default) clusters the
+    sandwich and resamples items (question id x model pair) whenever an item holds several battles, else it
+    is the battle; ``"battle"`` treats every battle as independent. ``table.attrs["unit"]`` names the one used.
     ``battles`` may also be their :class:`PairCounts` (e.g. counted by a database; the bootstrap resamples
     cells, so the fit is the same), without style control or filters, which need the battles themselves.
     """
@@ -149,6 +154,8 @@ def fit_leaderboard(
         raise ValueError(f"level must be between 0 and 1, not {level}")
     if cluster is not None and not style_control:
         raise ValueError("cluster= resampling is only available with style_control=True")
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
     if not ridge > 0:
         raise ValueError(f"ridge must be positive, not {ridge}")
     if ci != "sandwich" and n_bootstrap < 2:
@@ -183,14 +190,23 @@ def fit_leaderboard(
         warnings.warn(msg, diagnostics.SeparatedGraphWarning, stacklevel=3)
         notes.append(msg)
 
+    units = None
+    if unit == "item" and not isinstance(battles, PairCounts):
+        units = item_units(battles.df, data, counts.n_models)
+    unit_text = units.describe() if units is not None else (
+        "battle" if unit == "battle" else "battle (no item id holds two battles)")
+
     style_table = None
     if style_control:
         from arena.style import style_fit
 
+        clusters = None if units is None else units.battle_item
+        if cluster is not None:  # the caller's unit (e.g. Arena-Hard's prompts), for both intervals
+            clusters = _cluster_codes(battles, cluster)
+            unit_text = f"{cluster} (each value one cluster)"
         sf = style_fit(battles, features=style_features, ties=ties, ridge=ridge, n_bootstrap=n_bootstrap if
                        want_bs else 0, sandwich=want_sw, seed=seed, weights=weights, level=level,
-                       device=dev, progress=progress,
-                       clusters=None if cluster is None else _cluster_codes(battles, cluster))
+                       device=dev, progress=progress, clusters=clusters, item_codes=clusters)
         x, cov, style_table = sf.x, sf.covariance, sf.coefficients
         notes += list(sf.warnings)
         boot = None if sf.replicates is None else bs.Replicates(sf.replicates, 0, sf.rep_converged,
@@ -202,11 +218,14 @@ def fit_leaderboard(
         if not bool(result.converged):
             notes.append(f"the Newton fit stopped after {int(result.n_iter)} iterations without converging")
         h = np.asarray(bt.conditioned_hessian(x, data, ties, ridge))
-        cov = np.asarray(bt.sandwich_covariance(x, data, ties, ridge)) if want_sw else None
+        cov = None
+        if want_sw:
+            cov = (np.asarray(bt.sandwich_covariance(x, data, ties, ridge)) if units is None
+                   else cluster_sandwich(x, data, units, ties, ridge))
         boot = None
         if want_bs:
             boot = bs.bootstrap_fits(data, x, np.linalg.inv(h), n_bootstrap=n_bootstrap, seed=seed, ties=ties,
-                                     ridge=ridge, weights=weights, device=dev, progress=progress)
+                                     ridge=ridge, weights=weights, device=dev, progress=progress, units=units)
     diagnostics.nonfinite_guard(x, "the fitted parameter vector")
     k = counts.n_models
     identified = np.full(k, sep is None or regularised)
@@ -245,13 +264,16 @@ def fit_leaderboard(
     table["identified"] = identified
     primary = "bootstrap" if want_bs else "sandwich"
     table["lower"], table["upper"] = table[f"lower_{primary}"], table[f"upper_{primary}"]
+    if style_control:  # near-collinear style and models: ratings anywhere within thousands of points
+        notes += _too_wide(table, WIDE_INTERVAL * scale / 400)
     table["rank"] = bs.rank_from_intervals(table["lower"].to_numpy(), table["upper"].to_numpy())
     notes += diagnostics.check_unbounded(per, dict(zip(per["model"], ratings, strict=True)), ridge)
     cols = ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties"]
     table = table[cols + [c for c in table.columns if c not in cols]]
     table = table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
     tie = _tie_summary(ties, x, cov, reps if reps is None or len(reps) >= 2 else None, level)
-    table.attrs.update({"ties": ties, "ci": ci, "level": level, "n_bootstrap": n_bootstrap if want_bs else 0,
+    table.attrs.update({"unit": cluster or ("battle" if units is None else "item"), "unit_text": unit_text,
+                        "ties": ties, "ci": ci, "level": level, "n_bootstrap": n_bootstrap if want_bs else 0,
                         "seed": seed, "anchor": None if anchor_idx is None else counts.models[anchor_idx],
                         "ridge": ridge, "tie_parameter": tie,
                         "style_coefficients": None if style_table is None else style_table.to_dict("index"),
@@ -259,6 +281,27 @@ def fit_leaderboard(
                         "separation": None if sep is None else sep.as_dict(), "bootstrap_excluded": excluded})
     return Leaderboard(table, counts, pd.Series(ratings, index=list(counts.models)).loc[table["model"]],
                        cov_r, reps, rank_dist, tie, style_table, notes, hygiene_report, sc, sep, excluded)
+
+
+WIDE_INTERVAL = 1000.0
+"""Elo points (at scale 400) past which a style-controlled interval says the rating is not identified."""
+
+
+def _too_wide(table: pd.DataFrame, limit: float) -> list[str]:
+    """Mark ratings whose interval spans more than ``limit`` points as not identified (in place); the note."""
+    width = table["upper"] - table["lower"]
+    wide = table["identified"] & np.isfinite(width) & (width > limit)
+    if not wide.any():
+        return []
+    table.loc[wide, "identified"] = False
+    names = ", ".join(f"{m} ({w:,.0f} points)" for m, w in zip(table["model"][wide], width[wide], strict=True))
+    msg = (f"not identified: the style-controlled intervals of {names} span more than {limit:,.0f} points, so those "
+           "ratings are not results; control for fewer style features (style_features=length) or collect battles "
+           "where style varies within models")
+    from arena.style import ConfoundedStyleWarning
+
+    warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
+    return [msg]
 
 
 def _cluster_codes(battles: Battles, column: str) -> np.ndarray:

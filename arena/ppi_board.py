@@ -217,5 +217,7 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "
                         "n_human_votes": float(table["battles"].sum() / 2),
                         "n_judge_items": items.n_labelled + items.n_unlabelled,
                         "n_unlabelled_items": items.n_unlabelled, "ess_gain": gain,
-                        "include_labelled": include_labelled, "bread": bread, "diagnostics": notes})
+                        "include_labelled": include_labelled, "bread": bread, "diagnostics": notes, "unit": "item",
+                        "unit_text": f"item (question id x model pair): {items.n_labelled:,.0f} with votes, "
+                                     f"{items.n_unlabelled:,.0f} judged only"})
     return table

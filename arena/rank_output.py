@@ -23,14 +23,20 @@ def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
     shown = table if top is None else table.head(top)
     for row in shown.itertuples(index=False):
         interval = f"{row.lower - row.rating:+.1f} / {row.upper - row.rating:+.1f}"
-        if not getattr(row, "identified", True):  # Ford's condition fails: see the warning
-            interval = "unbounded (no MLE)"
-        out.add_row(str(row.rank), str(row.model), f"{row.rating:.1f}", interval, f"{row.battles:.0f}",
-                    f"{row.wins:.0f} / {row.losses:.0f} / {row.ties:.0f}", *([f"{row.ess:.0f}"] if ess else []))
+        rating, style = f"{row.rating:.1f}", None
+        if not getattr(row, "identified", True):  # Ford's condition fails, or style control: see the warning
+            interval = "unbounded (no MLE)" if table.attrs.get("separation") else "not identified"
+            rating, style = (rating if table.attrs.get("separation") else "—"), "dim"
+        out.add_row(str(row.rank), str(row.model), rating, interval, f"{row.battles:.0f}",
+                    f"{row.wins:.0f} / {row.losses:.0f} / {row.ties:.0f}", *([f"{row.ess:.0f}"] if ess else []),
+                    style=style)
     sep = table.attrs.get("separation")
+    captions = [f"sampling unit: {table.attrs['unit_text']}"] if table.attrs.get("unit_text") else []
     if sep:
-        out.caption = "no MLE: the models split into groups (see the warning): " + "; ".join("{" + ", ".join(g[:4]) + (", ..." if len(g) > 4 else "") + "}"
-                                                 for g in sep["groups"][:5])
+        captions.append("no MLE: the models split into groups (see the warning): " + "; ".join("{" + ", ".join(g[:4]) + (", ..." if len(g) > 4 else "") + "}"
+                                                 for g in sep["groups"][:5]))
+    if captions:
+        out.caption = "\n".join(captions)
     return out
 
 

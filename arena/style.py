@@ -45,6 +45,28 @@ class ConfoundedStyleWarning(UserWarning):
     """A style feature is (almost) a function of which models play: the style fit is not identified."""
 
 
+class ConfoundedStyleError(ValueError):
+    """Style features the caller chose are (almost) functions of which models play: no fit is made.
+
+    ``confounded`` maps each such feature to its R^2 on the model design; ``kept`` are the others. The
+    message names the fix as ``style_features=a,b`` (the CLI and the app put it in their own words)."""
+
+    def __init__(self, confounded: dict[str, float], kept: tuple[str, ...]):
+        self.confounded, self.kept = dict(confounded), tuple(kept)
+        one = len(confounded) == 1
+        fix = (f"leave {'it' if one else 'them'} out: style_features={','.join(kept)}" if kept
+               else "no feature is left: rank without style control")
+        super().__init__(f"style control cannot be fitted: {_named(confounded)} almost determined by which models "
+                         f"play, so {'its coefficient' if one else 'their coefficients'} and the style-adjusted "
+                         f"ratings are not identified (intervals thousands of points wide); {fix}, or collect "
+                         f"battles where {'it varies' if one else 'they vary'} within models")
+
+
+def _named(confounded: dict[str, float]) -> str:
+    names = ", ".join(f"'{n}' (R^2 = {r2:.3f})" for n, r2 in confounded.items())
+    return f"style feature {names} is" if len(confounded) == 1 else f"style features {names} are"
+
+
 _HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.MULTILINE)
 _BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
@@ -199,6 +221,31 @@ def style_meat(z: jax.Array, rows: StyleRows, n_models: int, ties: str = "half")
     return _assemble_style(rows, n_models, sd * sd, sd * sp, sp * sp)
 
 
+def clustered_style_meat(z: np.ndarray, rows: StyleRows, n_models: int, clusters: np.ndarray,
+                         ties: str = "half") -> np.ndarray:
+    """:func:`style_meat` with clusters (N,) codes as the unit: ``G / (G - 1) sum_c s_c s_c^T`` over each
+    cluster's summed score (Liang & Zeger 1986), as :func:`arena.units.cluster_score_outer`."""
+    from scipy.sparse import coo_matrix
+
+    d, psi = _unpack(jnp.asarray(z), rows, n_models)
+    _, g_d, g_p, *_ = bt.outcome_derivatives(d, psi, ties)
+    sd = np.asarray(_select(g_d, rows.outcome))
+    sp = np.zeros_like(sd) if ties == "half" else np.asarray(_select(g_p, rows.outcome))
+    n, n_feat = sd.size, rows.features.shape[1]
+    size = n_models + n_feat + 1
+    battle = np.arange(n)
+    cols = [np.asarray(rows.a), np.asarray(rows.b)] + [np.full(n, n_models + f) for f in range(n_feat)]
+    vals = [sd, -sd] + [sd * np.asarray(rows.features)[:, f] for f in range(n_feat)]
+    cols.append(np.full(n, size - 1))
+    vals.append(sp)
+    scores = coo_matrix((np.concatenate(vals), (np.tile(battle, len(cols)), np.concatenate(cols))),
+                        shape=(n, size)).tocsr()
+    g = int(clusters.max()) + 1
+    member = coo_matrix((np.ones(n), (np.asarray(clusters), battle)), shape=(g, n)).tocsr()
+    per = member @ scores
+    return np.asarray((per.T @ per).todense()) * (g / max(g - 1, 1))
+
+
 @float64
 @partial(jax.jit, static_argnames=("n_models", "ties", "max_iter"))
 def style_newton(z0: jax.Array, rows: StyleRows, n_models: int, ties: str = "half",
@@ -340,21 +387,31 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
               ridge: float = bt.DEFAULT_RIDGE, n_bootstrap: int = 200, sandwich: bool = True, seed: int = 0,
               weights: WeightKind = "multinomial", level: float = 0.95, device: jax.Device | None = None,
               chunk: int | None = None, progress: Callable[[int], None] | None = None,
-              clusters: np.ndarray | None = None) -> StyleFit:
+              clusters: np.ndarray | None = None, item_codes: np.ndarray | None = None) -> StyleFit:
     """Fit the contextual BT model; sandwich and/or bootstrap intervals for everything.
 
-    The bootstrap resamples battles, or the clusters of ``clusters`` (N,) codes 0..C-1 (e.g. prompts).
+    The bootstrap resamples battles, or the clusters of ``clusters`` (N,) codes 0..C-1 (e.g. prompts); the
+    sandwich is clustered by ``item_codes`` (N,) when given (:mod:`arena.units`).
     """
+    chosen = features is not None
     features = tuple(features or STYLE_FEATURES)
     rows, source, _, _ = style_rows(battles, features)
-    k, n_feat = len(battles.models), len(features)
+    k = len(battles.models)
     notes = []
-    for name, r2 in confounded_features(rows, k, features).items():
-        msg = (f"style feature '{name}' is almost determined by which models play (R^2 = {r2:.3f}): style and "
-               "model identity are confounded, so that coefficient and the style-adjusted ratings are not "
-               "identified; drop the feature (features=...) or collect battles where it varies within models")
+    confounded = confounded_features(rows, k, features)
+    if confounded:  # chosen features are refused; of the default ones, the confounded are dropped, loudly
+        kept = tuple(f for f in features if f not in confounded)
+        if chosen or not kept:
+            raise ConfoundedStyleError(confounded, kept)
+        msg = (f"{_named(confounded)} almost determined by which models play: style and model identity are "
+               f"confounded, so {'that coefficient' if len(confounded) == 1 else 'those coefficients'} and the "
+               f"style-adjusted ratings would not be identified. DROPPED from style control: the ratings control "
+               f"for {', '.join(kept)} only (to choose: style_features={','.join(kept)})")
         warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
         notes.append(msg)
+        features = kept
+        rows, source, _, _ = style_rows(battles, features)
+    n_feat = len(features)
     put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
     z0 = np.zeros(k + n_feat + 1)
@@ -376,7 +433,10 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
     h_inv = np.linalg.inv(np.asarray(bt.condition(hess, k)))
     cov = None
     if sandwich:
-        meat = sr.block_meat_jit(z, fd, k) if ties == "half" else _style_meat(z, rows_d, k, ties)
+        if item_codes is not None:
+            meat = clustered_style_meat(np.asarray(z), rows, k, item_codes, ties)
+        else:
+            meat = sr.block_meat_jit(z, fd, k) if ties == "half" else _style_meat(z, rows_d, k, ties)
         cov = h_inv @ np.asarray(meat) @ h_inv
         cov = (cov + cov.T) / 2
     reps = rep_ok = rep_sep = rep_out = None

@@ -219,26 +219,48 @@ def _ok(d: Mapping | None, key: str = "value") -> bool:
     return d is not None and d.get(key) is not None and not math.isnan(d[key])
 
 
+MIN_RESOLUTION = 0.01
+"""Brier resolution below which probabilities carry no usable information (1/25 of a fair coin's 0.25)."""
+
+
+def calibration_bounds(reliability: list[Mapping]) -> tuple[float, float]:
+    """(ECE upper bound, Brier resolution) from the reliability table: ECE with each bin's observed rate at
+    the far end of its Wilson interval (conservative), and resolution ``sum_b n_b (o_b - o)^2 / N`` (Murphy
+    1973, 'A new vector partition of the probability score')."""
+    if not reliability:
+        return float("inf"), 0.0
+    t = pd.DataFrame(reliability)
+    w = t["n"] / t["n"].sum()
+    far = np.maximum(np.abs(t["lower"] - t["mean_p"]), np.abs(t["upper"] - t["mean_p"]))
+    base = float((w * t["observed"]).sum())
+    return float((w * far).sum()), float((w * (t["observed"] - base) ** 2).sum())
+
+
 def usage_verdict(report: Mapping) -> dict[str, list[str]]:
     """The card's one-screen verdict: what the judge is usable for, and what not, from the intervals.
 
-    Thresholds: kappa ≥ 0.6 substantial, 0.4–0.6 moderate (Landis & Koch 1977); a bias counts when its
-    interval excludes no-bias; ECE ≤ 0.05 makes P(A wins) usable as a probability.
+    Every "usable for" needs its interval, not the point, past the threshold: kappa's lower bound ≥ 0.6
+    substantial, ≥ 0.4 moderate (Landis & Koch 1977); consistency's lower bound ≥ 0.8; a bias counts when its
+    interval excludes no-bias; soft labels need the ECE's upper bound (:func:`calibration_bounds`) ≤ 0.05 and
+    information: kappa's lower bound above 0 (or, without kappa, resolution ≥ :data:`MIN_RESOLUTION`).
     """
     use, avoid = [], []
     kappa = report.get("kappa")
     humans = report.get("humans") or {}
     if _ok(kappa):
+        shown = f"kappa {kappa['value']:.2f} [{kappa['lower']:.2f}, {kappa['upper']:.2f}]"
         if kappa["lower"] >= 0.6:
             use.append(f"replacing human pairwise labels on this kind of data (kappa {kappa['value']:.2f}, "
                        f"lower bound {kappa['lower']:.2f} ≥ 0.6)")
-        elif kappa["value"] >= 0.4:
-            use.append(f"aggregate win rates and rankings, corrected with its TPR/TNR (kappa {kappa['value']:.2f})")
+        elif kappa["lower"] >= 0.4:
+            use.append(f"aggregate win rates and rankings, corrected with its TPR/TNR ({shown}, lower bound ≥ 0.4)")
             avoid.append("per-item decisions: it disagrees with humans on "
                          f"{1 - report['agreement']['value']:.0%} of pairs")
+        elif kappa["lower"] <= 0:
+            avoid.append(f"anything that needs information about the humans' choices: {shown} does not exclude "
+                         "0 (no better than chance)")
         else:
-            avoid.append(f"replacing humans: kappa {kappa['value']:.2f} "
-                         f"[{kappa['lower']:.2f}, {kappa['upper']:.2f}] is below moderate agreement")
+            avoid.append(f"replacing humans: {shown} is not above moderate agreement (lower bound < 0.4)")
         loo = humans.get("leave_one_out")
         if loo and _ok(loo["judge"]) and _ok(loo["human"]) and loo["judge"]["upper"] < loo["human"]["lower"]:
             avoid.append(f"claims of human-level agreement (leave-one-out {loo['judge']['value']:.2f} vs "
@@ -248,7 +270,7 @@ def usage_verdict(report: Mapping) -> dict[str, list[str]]:
     pos, first = report.get("position"), report.get("first_position_rate")
     if pos and _ok(report.get("consistency")):
         biased = first["lower"] > 0.5 or first["upper"] < 0.5
-        if report["consistency"]["value"] < 0.8 or biased:
+        if report["consistency"]["lower"] < 0.8 or biased:  # the interval, not the point, past 0.8
             avoid.append(f"single-order verdicts (consistency {report['consistency']['value']:.2f}, first slot "
                          f"chosen {first['value']:.2f}): judge both orders and combine conservatively")
         else:
@@ -268,10 +290,19 @@ def usage_verdict(report: Mapping) -> dict[str, list[str]]:
         avoid.append(f"judging its own family ({sp['judge_family']}): +{sp['difference']['value']:.2f} over humans")
     cal = report.get("calibration")
     if cal and cal.get("ece") is not None:
-        if cal["ece"] <= 0.05:
-            use.append(f"its probabilities as soft labels (ECE {cal['ece']:.3f} on decided pairs)")
+        ece_hi, resolution = calibration_bounds(cal.get("reliability") or [])
+        informative = kappa["lower"] > 0 if _ok(kappa) else resolution >= MIN_RESOLUTION
+        if ece_hi <= 0.05 and informative:
+            use.append(f"its probabilities as soft labels (ECE {cal['ece']:.3f}, at most {ece_hi:.3f} on decided "
+                       f"pairs; resolution {resolution:.3f})")
+        elif ece_hi <= 0.05:
+            avoid.append(f"its probabilities as soft labels: calibrated (ECE {cal['ece']:.3f}) but uninformative ("
+                         + (f"kappa's lower bound {kappa['lower']:.2f} ≤ 0" if _ok(kappa) else
+                            f"resolution {resolution:.3f} < {MIN_RESOLUTION}") + "): probabilities near the base "
+                         "rate say nothing about a pair")
         else:
-            avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f} on decided pairs)")
+            avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f}, up to {ece_hi:.3f} within the "
+                         "bins' intervals, on decided pairs)")
     tie = (cal or {}).get("tie")
     if tie and not tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]:
         seen = (f"humans tie {tie['observed']['value']:.2f} [{tie['observed']['lower']:.2f}, "

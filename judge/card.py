@@ -182,7 +182,9 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
     if gain:  # added by the caller that may fit BT (judge/ imports no arena): voting.judge_assist.judge_ppi_gain
         value = "unbounded (the judge reproduces the votes)" if gain.get("unbounded") else f"x{gain['gain']:.2f}"
         rows.append(("PPI gain for a BT leaderboard (ESS x, unlimited judge verdicts)",
-                     f"{value} (lambda {gain['lambda']:.2f}; {gain['n_items']:,.0f} items with votes)"))
+                     f"{value} (lambda {gain['lambda']:.2f} for unlimited judge verdicts on these "
+                     f"{gain['n_items']:,.0f} items with votes; a leaderboard's PPI fit tunes its own lambda "
+                     "for its items, so the two differ)"))
     if humans:
         pk = humans.get("pairwise_kappa") or {}
         rows.append(("humans among themselves", f"Fleiss' kappa {humans['fleiss_kappa']:.3f}, Krippendorff's "

@@ -219,7 +219,13 @@ def lc_cmd(
     import pandas as pd
 
     from arena.lc import LCDivergenceWarning, lc_leaderboard
-    from arena.lc_data import format_lc_table, load_alpaca_table, load_difficulty, load_lc_table
+    from arena.lc_data import (
+        format_lc_table,
+        load_alpaca_table,
+        load_difficulty,
+        load_lc_table,
+        with_baseline_rows,
+    )
     from preflab.io import write_table
 
     try:
@@ -236,13 +242,18 @@ def lc_cmd(
                                  gamed=gamed_tab, reference=reference)
     except (InputError, ValueError) as e:
         fail(e)
+    own = tab.attrs.get("baseline_files", [])
+    res = with_baseline_rows(res, own)
     show = report_console(output)
-    show.print(f"{len(res)} models vs baseline '{res.attrs['baseline']}', {res.attrs['n_instructions']} "
+    show.print(f"{len(res) - len(own)} models vs baseline '{res.attrs['baseline']}', {res.attrs['n_instructions']} "
                   f"instructions, {bootstrap} bootstrap refits; win rates in %", highlight=False,
                   soft_wrap=True)
     show.print(format_lc_table(res), highlight=False, soft_wrap=True)
     for w in caught:
         err.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False, soft_wrap=True)
+    for o in own:
+        err.print(f"note: {o['source']} is the baseline '{o['model']}' judged against itself: listed at 50% by "
+                  "definition, as AlpacaEval's leaderboard does (not fitted)", highlight=False, soft_wrap=True)
     if save_difficulty:
         table = res.attrs["difficulty"].rename_axis("instruction").reset_index()
         err.print(f"wrote {write_table(table, save_difficulty)}")

@@ -16,6 +16,17 @@ from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
 from preflab_cli.common import app, err, fail, report_console
 
 
+def cli_words(note: str) -> str:
+    """A library message with its Python argument names replaced by this command's flags."""
+    import re
+
+    note = re.sub(r"style_features=(\w+(?:,\w+)*)", r"--style-features \1", note)
+    note = note.replace("rank without style control", "rank without --style-control")
+    for word, flag in (("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01")):
+        note = note.replace(word, flag)
+    return note
+
+
 @app.command()
 def rank(
     path: Path,
@@ -50,6 +61,8 @@ def rank(
     judge_labels: Annotated[str, typer.Option("--judge-labels", help="auto | hard | soft judge labels.")] = "auto",
     allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool a verdict file whose judges, model "
                                               "versions or rubric texts differ (refused otherwise).")] = False,
+    unit: Annotated[str, typer.Option("--unit", help="Sampling unit of the intervals: item (question_id x model "
+                                      "pair, when one repeats; else battle) | battle.")] = "item",
 ) -> None:
     """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
 
@@ -65,7 +78,8 @@ def rank(
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
     # filters and judge matching read the optional columns; a plain fit reads names and outcomes (+ style)
-    need = None if filters or judge_battles is not None else STYLE_COLUMNS if style_control else ()
+    items = ("question_id",) if unit == "item" else ()  # the item id, for the sampling unit
+    need = None if filters or judge_battles is not None else (*STYLE_COLUMNS, *items) if style_control else items
     try:
         battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
     finally:  # also on bad input: no exit while a thread is still importing
@@ -94,15 +108,15 @@ def rank(
             lb = fit_leaderboard(battles, n_bootstrap=bootstrap, ci=ci, ties=ties, style_control=style_control,
                                  anchor=anchor, level=level, seed=seed, scale=scale, base=base, init=init,
                                  weights=weights, min_battles=min_battles, device=device, style_features=feats,
-                                 filters=parse_filters(filters or []), progress=advance,
+                                 filters=parse_filters(filters or []), progress=advance, unit=unit,
                                  **({} if ridge is None else {"ridge": ridge}))
     except (ValueError, RuntimeError) as e:
-        fail(e)
+        fail(cli_words(str(e)))
     timings.lap("fit + CIs")
     for line in lb.hygiene:
         err.print(line, highlight=False)
     for w in caught:
-        err.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False)
+        err.print(f"[yellow]warning:[/yellow] {cli_words(str(w.message))}", highlight=False)
     show = report_console(output if is_stdout(output) else plot if is_stdout(plot) else heatmap)
     show.print(rich_table(lb.table, top))
     if lb.tie_parameter:

@@ -186,7 +186,8 @@ def test_leaderboard_page_rows_do_not_grow_with_stored_votes_and_equal_the_fit_o
     votes = keep(load_votes(engine, "tiny", _voters(100_000), since, until), ("poetry",),
                  (MODELS[2],))
     assert 20 < len(votes) < 500
-    expect = fit_leaderboard(votes_to_battles(votes), n_bootstrap=100).table.set_index("model")
+    # the page counts votes per model pair, so its unit is the battle (its caption says so)
+    expect = fit_leaderboard(votes_to_battles(votes), n_bootstrap=100, unit="battle").table.set_index("model")
     shown = at.dataframe[0].value.set_index("model")
     assert sorted(shown.index) == sorted(expect.index) == sorted(MODELS[:2])
     for col in ("rating", "lower", "upper"):

@@ -70,6 +70,7 @@ def test_sharpen_with_a_judge_matches_the_cli(monkeypatch, tmp_path):
     at.selectbox(key="lb_ppi_pick").set_value(str(judge)).run(timeout=300)
     assert not at.exception and not [e.value for e in at.error], [e.value for e in at.error]
     metrics = {m.label: m.value for m in at.metric}
+    assert "**Human + judge** (PPI++; sandwich intervals)" in [m.value for m in at.markdown]  # was **)**
     human_table, app_table = at.dataframe[-2].value, at.dataframe[-1].value  # side by side, in that order
 
     out = tmp_path / "ppi.csv"

@@ -90,3 +90,42 @@ def test_lc_command_saves_and_reuses_difficulty(tmp_path):
     saved.to_csv(diff, index=False)
     bad = runner.invoke(app, ["lc", *files, "--bootstrap", "0", "--difficulty", str(diff)])
     assert bad.exit_code == 2 and "difficulty.csv, record 4: field 'difficulty': not a number" in bad.output
+
+
+def test_lc_reads_a_published_results_folder_with_the_baselines_own_file(tmp_path):
+    """AlpacaEval's results/ folder includes the baseline judged against itself (preference 1.5 throughout);
+    before, `preflab lc results/*/.../annotations.json` exited 2 on it. Now: listed at 50% by definition, noted."""
+    files = []
+    for model in ("alpha", "beta", "gamma", "gpt4_1106_preview"):
+        folder = tmp_path / "results" / model / "weighted_alpaca_eval_gpt4_turbo"
+        folder.mkdir(parents=True)
+        src = [f for f in alpaca_files(tmp_path) if f.stem == model]
+        recs = json.loads(src[0].read_text()) if src else [
+            {**r, "generator_2": model, "output_2": r["output_1"], "preference": 1.5}
+            for r in json.loads(alpaca_files(tmp_path)[0].read_text())]
+        files.append(write(folder / "annotations.json", recs))
+    out = tmp_path / "lc.csv"
+    res = runner.invoke(app, ["lc", *map(str, files), "--bootstrap", "50", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "is the baseline 'gpt4_1106_preview' judged against itself: listed at 50% by definition" in text
+    assert "3 models vs baseline" in text  # the fit: the three others
+    table = pd.read_csv(out).set_index("model")
+    base = table.loc["gpt4_1106_preview"]
+    assert base["raw_win_rate"] == base["lc_win_rate"] == 50.0 and bool(base["by_definition"])
+    assert not table.drop(index="gpt4_1106_preview")["by_definition"].any()
+    alone = runner.invoke(app, ["lc", str(files[-1])])
+    assert alone.exit_code == 2 and "only the baseline 'gpt4_1106_preview' judged against itself" in alone.output
+
+
+def test_results_layout_names_the_model_by_its_folder(tmp_path):
+    """AlpacaEval's NullModel annotations say generator_2 "example": the leaderboard's name is the folder's
+    (before, it was fitted as "example", missing from the comparison with the official leaderboard)."""
+    from arena.lc_data import load_alpaca_table
+
+    files = []
+    for model, stored in (("NullModel", "example"), ("beta", "beta")):
+        folder = tmp_path / "results" / model / "weighted_alpaca_eval_gpt4_turbo"
+        folder.mkdir(parents=True)
+        files.append(write(folder / "annotations.json", annotations(stored, n=6)))
+    assert set(load_alpaca_table(files)["model"]) == {"NullModel", "beta"}

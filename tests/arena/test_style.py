@@ -160,12 +160,16 @@ def test_style_confounded_with_model_identity_warns():
     # model m0 always answers with three headers, nobody else uses any: headers == "is m0 playing"
     df["header_count_a"] = np.where(df["model_a"] == "m0", 3, 0)
     df["header_count_b"] = np.where(df["model_b"] == "m0", 3, 0)
-    with pytest.warns(style.ConfoundedStyleWarning, match="'headers' is almost determined"):
-        lb = fit_leaderboard(df, style_control=True, ci="sandwich")
+    with pytest.warns(style.ConfoundedStyleWarning, match="'headers' .* is almost determined .* DROPPED"):
+        lb = fit_leaderboard(df, style_control=True, ci="sandwich")  # the default features: dropped, loudly
     assert any("headers" in m for m in lb.diagnostics)
+    assert list(lb.style.index) == ["length", "lists", "bold"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", style.ConfoundedStyleWarning)  # fine once the feature is dropped
         fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "lists", "bold"))
+    with pytest.raises(style.ConfoundedStyleError, match="style_features=length,bold") as e:  # chosen: refused
+        fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "headers", "bold"))
+    assert set(e.value.confounded) == {"headers"} and e.value.kept == ("length", "bold")
 
 
 def separated_style_frame(seed: int = 0) -> pd.DataFrame:

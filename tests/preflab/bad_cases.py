@@ -232,9 +232,10 @@ CASES: list[Case] = [
     Case("p_a a string", "verdicts.jsonl", _verdicts_with(p_a="high"), CAL, "p_a"),
     Case("empty labels file", "labels.csv", b(""), CAL_H, extra=write_verdicts),
     Case("header-only labels file", "labels.csv", b("item_id,human\n"), CAL_H, extra=write_verdicts),
-    Case("baseline judged against itself lc", "alpha.json",
-         b(json.dumps(annotations("alpha", baseline="alpha"))), LC, "generator_1",
-         extra=lambda d: write_alpaca(d, baseline="alpha")),
+    # (a whole file of the baseline vs itself is AlpacaEval's published 50% row: read, not refused)
+    Case("some rows judged against themselves lc", "alpha.json",
+         b(json.dumps([{**r, "generator_1": "alpha"} if i == 1 else r for i, r in enumerate(annotations("alpha"))])),
+         LC, "generator_1", extra=write_alpaca),
     # --- errors without file or line
     Case("latin-1 arena-hard", "judgments.jsonl", latin1_jsonl(judgments()), AH),
     Case("latin-1 calibrate", "verdicts.jsonl", latin1_jsonl(verdict_lines()), CAL),

@@ -30,14 +30,53 @@ from voting.votes import votes_to_battles
 
 #: Library words in diagnostics -> the control on this page that does the same.
 APP_WORDS = {"exclude_models": "the **Exclude models** control", "style_control": "**Style control**",
-             "n_bootstrap": "**Bootstrap resamples**", "min_battles": "a minimum of battles"}
+             "n_bootstrap": "**Bootstrap resamples**", "min_battles": "a minimum of battles",
+             "(--ridge 0.01 / ridge=0.01)": "(`preflab rank --ridge 0.01` on the exported battles: this page "
+             "offers no ridge)", "rank without style control": "clear the **Style control** box"}
+ALL = "(all datasets)"
 
 
 def app_words(note: str) -> str:
     """A diagnostic note with Python argument names replaced by the app control that does the same."""
+    import re
+
+    note = re.sub(r"style_features=(\w+(?:,\w+)*)", lambda m: "keep only " + ", ".join(m.group(1).split(","))
+                  + " in the **Style control** box", note)
     for word, control in APP_WORDS.items():
         note = note.replace(word, control)
     return note
+
+
+def identification_banner(table: pd.DataFrame, groups: list[list[str]], pooled: bool) -> str | None:
+    """The warning shown above the table when ratings are not all comparable: disconnected comparison graph
+    (say so when datasets are pooled), Ford's condition failing, or ratings not identified. None when fine."""
+    parts = []
+    if len(groups) > 1:
+        shown = "; ".join("{" + ", ".join(g[:5]) + (", ..." if len(g) > 5 else "") + "}" for g in groups[:4])
+        parts.append(f"The votes form {len(groups)} groups of models never compared with each other ({shown})"
+                     + (": the datasets pooled here do not share models. Pick one dataset in the sidebar."
+                        if pooled else ": ratings across groups are not comparable; vote on pairs across groups."))
+    sep = table.attrs.get("separation")
+    if sep and len(groups) <= 1:
+        parts.append(app_words(next((n for n in table.attrs.get("diagnostics", [])
+                                     if n.startswith("Ford's condition")), "Ford's condition fails.")))
+    bad = table.loc[~table.get("identified", pd.Series(True, index=table.index)).astype(bool), "model"]
+    if len(bad):
+        parts.append(f"Not identified, so not shown: {', '.join(map(str, bad[:8]))}{', ...' if len(bad) > 8 else ''}"
+                     " (greyed out below).")
+    return " ".join(parts) or None
+
+
+def shown_table(table: pd.DataFrame):  # noqa: ANN201 - a pandas Styler
+    """The leaderboard as displayed: ratings and intervals that are not identified are blank and greyed out."""
+    cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
+    view = table[cols].round(1).copy()
+    ok = table.get("identified", pd.Series(True, index=table.index)).astype(bool).to_numpy()
+    view["rating"] = view["rating"].astype(object)
+    for c in ("rating", "lower", "upper"):
+        if c in view:
+            view[c] = view[c].where(ok, None)
+    return view.style.apply(lambda row: ["" if ok[row.name] else "color: #9a9a9a" for _ in row], axis=1)
 
 
 def without_models(cells: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -45,6 +84,10 @@ def without_models(cells: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.Dat
     if not exclude:
         return cells
     return cells[~cells["model_left"].isin(exclude) & ~cells["model_right"].isin(exclude)]
+
+
+def models_of(cells: pd.DataFrame) -> list[str]:
+    return sorted(set(cells["model_left"]) | set(cells["model_right"]))
 
 
 def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -78,9 +121,9 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
 
 def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None, tuple[str, ...]]:  # noqa: ANN001
     """Sidebar filters; the date window is None while it spans every vote (the unfiltered counts serve it)."""
-    datasets = list_datasets(engine)
-    dataset = st.sidebar.selectbox("Dataset", ["(all)", *datasets], key="lb_dataset")
-    dataset = None if dataset == "(all)" else dataset
+    datasets = list_datasets(engine)  # one dataset by default: pooling unrelated ones is a choice, with a banner
+    dataset = st.sidebar.selectbox("Dataset", [*datasets, ALL], key="lb_dataset")
+    dataset = None if dataset == ALL else dataset
     summary = vote_summary(engine, dataset)
     categories = tuple(st.sidebar.multiselect("Categories (empty = all)", item_categories(engine, dataset),
                                               key="lb_categories"))
@@ -145,14 +188,22 @@ def render() -> None:
         fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude,
                         None if style else cells.reset_index(drop=True))
     except (ImportError, ValueError) as e:
-        st.error(f"Could not fit the leaderboard: {e}")
+        st.error(f"Could not fit the leaderboard: {app_words(str(e))}")
         return
     table: pd.DataFrame = fit["table"]
+    from arena.counts import comparison_components
+
+    banner = identification_banner(table, comparison_components(tally_counts(cells, models_of(cells))),
+                                   pooled=dataset is None)
+    if banner:
+        st.warning(banner)
     who = f"{len(voters)} chosen voters" if voters else "all voters"
+    unit = table.attrs.get("unit_text") or "battle"
+    if not style:  # counted per model pair by the database: no item ids reach the fit
+        unit = "battle (votes counted per model pair)"
     st.caption(f"{n_votes} votes from {who}; 95% bootstrap intervals "
-               f"({n_boot} resamples); rank = 1 + models whose interval lies wholly above.")
-    shown = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
-    st.dataframe(table[shown].round(1), hide_index=True, width="stretch")
+               f"({n_boot} resamples); rank = 1 + models whose interval lies wholly above; sampling unit: {unit}.")
+    st.dataframe(shown_table(table), hide_index=True, width="stretch", key="lb_table")
     if fit["notes"]:
         with st.expander(f"Diagnostics ({len(fit['notes'])})"):
             for note in fit["notes"]:
@@ -255,7 +306,10 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
         return
     a = table.attrs
     cols = st.columns(4)
-    cols[0].metric("lambda", f"{a['lambda']:.3f}", help="PPI++ power tuning: 0 = judge unused, 1 = full weight.")
+    cols[0].metric("lambda", f"{a['lambda']:.3f}", help="PPI++ power tuning: 0 = judge unused, 1 = full weight. "
+                   "Tuned for this fit: its labelled and judge-only items under the filters above. The judge "
+                   "card's lambda is the one for unlimited judge verdicts on the card's labelled pairs, so the "
+                   "two differ; for a judge without information both are noise around 0.")
     cols[1].metric("Human items", f"{a['n_human_items']:,.0f}", help=f"{a['n_human_votes']:,.0f} votes on items the "
                    "judge also rated (the labelled set).")
     cols[2].metric("Judge items", f"{a['n_judge_items']:,.0f}",
@@ -269,7 +323,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
     left, right = st.columns(2)
     left.markdown("**Human votes only** (the same items; sandwich intervals)")
     left.dataframe(human.round(1), hide_index=True, width="stretch", key="lb_ppi_human")
-    right.markdown(f"**Human + judge (PPI++;** {ci} intervals**)**")
+    right.markdown(f"**Human + judge** (PPI++; {ci} intervals)")
     right.dataframe(table[["rank", "model", "rating", "lower", "upper", "ess"]].round(1), hide_index=True,
                     width="stretch", key="lb_ppi_table")
     for note in a["diagnostics"]:
