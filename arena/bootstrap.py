@@ -26,7 +26,7 @@ from arena import bt, refit
 from arena._jax import float64
 from arena.diagnostics import beat_edges, replicate_separation
 from arena.poisson import PoissonTable
-from arena.units import ItemUnits, item_cell_matrix
+from arena.units import ItemCellMap, ItemUnits, item_cell_matrix
 from arena.weights import BLOCK, INT16_MAX, WeightKind, block_weights
 
 # ------------------------------------------------------------------------------------------- refits
@@ -239,9 +239,9 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     return Replicates(np.concatenate(out), n_fallback, ok, sep, outside)
 
 
-def item_weights(item_map, draws: np.ndarray, integer: bool = False) -> np.ndarray:
+def item_weights(item_map: ItemCellMap, draws: np.ndarray, integer: bool = False) -> np.ndarray:
     """Live-cell counts (R, L) of item draws (R, C): each drawn item brings all its battles."""
-    w = np.asarray((item_map.T @ draws.T).T)
+    w = item_map.apply(draws)
     if integer:
         w = np.rint(w).astype(np.int16 if w.max(initial=0) <= INT16_MAX else np.int32)
     return w

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-import arena._jax  # noqa: F401  (x64 + compilation cache)
 from arena import bt
+from arena._jax import stored_jit
 from arena.counts import A_WINS
 
 Unit = Literal["item", "battle"]
@@ -76,36 +76,69 @@ def item_units(df: pd.DataFrame, data: bt.PairData, n_models: int) -> ItemUnits 
     return ItemUnits(pair.astype(np.int32), counts, codes, column)
 
 
-def cluster_score_outer(x: jax.Array, data: bt.PairData, units: ItemUnits, ties: str = "half") -> jax.Array:
-    """The cluster-robust meat: ``G / (G - 1) sum_items s_c s_c^T``, ``s_c`` the item's summed score (every
-    battle of an item is on one model pair, so ``s_c`` lives on that pair's gap and on psi)."""
-    i, j = jnp.asarray(data.i)[units.pair], jnp.asarray(data.j)[units.pair]
+def item_score_outer(x: jax.Array, data: bt.PairData, pair: jax.Array, counts: jax.Array,
+                     ties: str = "half") -> jax.Array:
+    """``sum_items s_c s_c^T``, ``s_c`` an item's summed score (every battle of an item is on one model
+    pair, so ``s_c`` lives on that pair's gap and on psi); ``pair`` and ``counts`` as in :class:`ItemUnits`."""
+    i, j = data.i[pair], data.j[pair]
     _, g_d, g_p, *_ = bt.outcome_derivatives(x[i] - x[j], x[-1], ties)
-    c = jnp.asarray(units.counts)
-    s_d, s_p = jnp.sum(c * g_d, -1), jnp.sum(c * g_p, -1)
-    g = units.n_items
-    size = x.shape[0]
+    s_d, s_p = jnp.sum(counts * g_d, -1), jnp.sum(counts * g_p, -1)
     if ties == "half":  # psi is pinned, not fitted
-        meat = bt.assemble(i, j, size, s_d * s_d, None, None)
-    else:
-        meat = bt.assemble(i, j, size, s_d * s_d, s_d * s_p, s_p * s_p)
+        return bt.assemble(i, j, x.shape[0], s_d * s_d, None, None)
+    return bt.assemble(i, j, x.shape[0], s_d * s_d, s_d * s_p, s_p * s_p)
+
+
+def cluster_score_outer(x: jax.Array, data: bt.PairData, units: ItemUnits, ties: str = "half") -> jax.Array:
+    """The cluster-robust meat: ``G / (G - 1) sum_items s_c s_c^T`` (Liang & Zeger 1986)."""
+    g = units.n_items
+    meat = item_score_outer(jnp.asarray(x), data, jnp.asarray(units.pair), jnp.asarray(units.counts), ties)
     return meat * (g / max(g - 1, 1))
+
+
+@stored_jit(static_argnames=("ties",))
+def _hessian_and_item_outer(x: jax.Array, data: bt.PairData, pair: jax.Array, counts: jax.Array, ridge: float,
+                            ties: str = "half") -> tuple[jax.Array, jax.Array]:
+    # one compiled program, stored for the warm CLI, instead of a string of eager operations
+    return bt.conditioned_hessian(x, data, ties, ridge), item_score_outer(x, data, pair, counts, ties)
 
 
 def cluster_sandwich(x: np.ndarray, data: bt.PairData, units: ItemUnits, ties: str = "half",
                      ridge: float = bt.DEFAULT_RIDGE) -> np.ndarray:
     """Cluster-robust ``H^-1 B H^-1`` (:func:`arena.bt.sandwich_covariance` with items as the unit)."""
-    h_inv = np.linalg.inv(np.asarray(bt.conditioned_hessian(jnp.asarray(x), data, ties, ridge)))
-    cov = h_inv @ np.asarray(cluster_score_outer(jnp.asarray(x), data, units, ties)) @ h_inv
+    hess, outer = _hessian_and_item_outer(np.asarray(x), data, units.pair, units.counts, ridge, ties)
+    g = units.n_items
+    h_inv = np.linalg.inv(np.asarray(hess))
+    cov = h_inv @ (np.asarray(outer) * (g / max(g - 1, 1))) @ h_inv
     return (cov + cov.T) / 2
 
 
-def item_cell_matrix(units: ItemUnits, live: np.ndarray):
-    """Sparse (items, live cells) map: an item's draw count times its counts gives a replicate's cells."""
-    from scipy.sparse import coo_matrix
+class ItemCellMap(NamedTuple):
+    """Which live cells each item's battles fill, and how many: ``apply`` turns item draws into cell counts.
 
+    Entries are sorted by cell, so one ``np.add.reduceat`` sums the items of each cell (numpy only: the
+    warm CLI loads no scipy.sparse)."""
+
+    items: np.ndarray  # (E,) item of each entry
+    counts: np.ndarray  # (E,) its battles in that cell
+    cells: np.ndarray  # (U,) live-cell positions that some item fills
+    starts: np.ndarray  # (U,) first entry of each of those cells
+    n_live: int
+
+    def apply(self, draws: np.ndarray) -> np.ndarray:
+        """(R, n_live) cell counts of (R, n_items) item draws: each drawn item brings all its battles."""
+        out = np.zeros((draws.shape[0], self.n_live), dtype=np.result_type(draws.dtype, self.counts.dtype))
+        if self.items.size:
+            out[:, self.cells] = np.add.reduceat(draws[:, self.items] * self.counts, self.starts, axis=1)
+        return out
+
+
+def item_cell_matrix(units: ItemUnits, live: np.ndarray) -> ItemCellMap:
+    """The (items, live cells) map of :class:`ItemCellMap`."""
     cells = 3 * units.pair[:, None].astype(np.int64) + np.arange(3)[None, :]
     keep = units.counts > 0
     pos = np.searchsorted(live, cells[keep])
     rows = np.broadcast_to(np.arange(units.n_items)[:, None], cells.shape)[keep]
-    return coo_matrix((units.counts[keep], (rows, pos)), shape=(units.n_items, live.size)).tocsr()
+    order = np.argsort(pos, kind="stable")
+    pos, rows, counts = pos[order], rows[order], units.counts[keep][order]
+    cols, starts = np.unique(pos, return_index=True)
+    return ItemCellMap(rows, counts, cols, starts, int(live.size))

@@ -70,7 +70,8 @@ def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path:
                            capture_output=True, text=True, cwd=ROOT, timeout=600, env=env) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr
     cold, warm = runs
-    assert "traced ['fit', 'refit_signed_chunk', 'sandwich_covariance']" in cold.stderr  # (the Hessian in fit)
+    # (the Hessian in fit; the demo's items repeat, so the sandwich is the item-clustered one)
+    assert "traced ['_hessian_and_item_outer', 'fit', 'refit_signed_chunk']" in cold.stderr
     assert "traced []" in warm.stderr, warm.stderr
     assert re.search(r"^compiled [1-4]$", warm.stderr, re.M), warm.stderr
     assert "scipy.sparse False" in warm.stderr
@@ -102,7 +103,8 @@ def test_the_console_script_writes_everything(tmp_path: Path) -> None:
                           "--bootstrap", "20", "--output", str(out)], capture_output=True, text=True, cwd=ROOT,
                          timeout=600, env=env)
     assert res.returncode == 0, res.stderr
-    assert "Leaderboard" in res.stdout and res.stdout.rstrip().endswith("┘")
+    assert "Leaderboard" in res.stdout and "┘" in res.stdout
+    assert res.stdout.rstrip().endswith("on one item")  # the table's last line: its sampling unit
     assert f"wrote {out}" in res.stderr and res.stderr.rstrip().splitlines()[-1].startswith("timings: ")
     assert len(out.read_text().splitlines()) == 6  # header + 5 models
 
