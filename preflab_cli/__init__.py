@@ -13,7 +13,7 @@ import sys
 
 from preflab.errors import InputError
 from preflab.redact import redact
-from preflab_cli import arena_cmds, common, rank_cmd, voting_cmds  # noqa: F401  (register their commands on app)
+from preflab_cli import arena_cmds, common, generate_cmd, rank_cmd, voting_cmds  # noqa: F401  (register commands)
 from preflab_cli.common import app, err
 from preflab_cli.judge_cmds import app as judge_app
 
