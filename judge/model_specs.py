@@ -193,6 +193,9 @@ def load_prompts(path: str | Path) -> pd.DataFrame:
     seen: dict[str, int] = {}
     for row in df.itertuples(index=False):
         item, prompt, line = row.item_id, row.prompt, int(row.line)
+        for col, value in (("item_id", item), ("prompt", prompt)):
+            if value is None or (isinstance(value, float) and value != value):
+                raise InputError(source, line, col, "missing", "give every row an item_id and a prompt")
         if not isinstance(item, str | int) or isinstance(item, bool) or not str(item).strip():
             raise InputError(source, line, "item_id", f"{item!r} is not an id", "give every prompt a text id")
         if not isinstance(prompt, str) or not prompt.strip():

@@ -68,6 +68,7 @@ def test_roster_file(tmp_path):
 
 @pytest.mark.parametrize(("setup", "args", "where"), [
     ("prompts", ["--model", "local:http://h:1/v1#m"], "prompts.jsonl, line 2: field 'prompt': empty"),
+    ("missing", ["--model", "local:http://h:1/v1#m"], "prompts.jsonl, line 2: field 'prompt': missing"),
     ("dup", ["--model", "local:http://h:1/v1#m"], "prompts.jsonl, line 2: field 'item_id': duplicate"),
     ("csv", ["--model", "local:http://h:1/v1#m"], "prompts.csv, line 3: field 'prompt': empty"),
     ("good", ["--model", "local:nourl#m"], "--model: field 'spec'"),
@@ -82,6 +83,7 @@ def test_bad_input_exits_2_naming_file_line_and_field(tmp_path, capsys, monkeypa
     name = "prompts.csv" if setup == "csv" else "prompts.jsonl"
     Path(name).write_text({
         "prompts": '{"item_id": "a", "prompt": "hi"}\n{"item_id": "b", "prompt": " "}\n',
+        "missing": '{"item_id": "a", "prompt": "hi"}\n{"item_id": "b"}\n',
         "dup": '{"item_id": "a", "prompt": "hi"}\n{"item_id": "a", "prompt": "ho"}\n',
         "csv": "item_id,prompt\na,hi\nb,\n",
     }.get(setup, '{"item_id": "a", "prompt": "hi"}\n'))
