@@ -33,6 +33,8 @@ def app_cmd(
     reveal: Annotated[bool, typer.Option("--reveal/--no-reveal", help="Show model names after a vote.")] = True,
     access: Annotated[str, typer.Option(help="Who may vote: open (anonymous guest ids, labelled, rate-limited) "
                                              "or invite (links from `preflab invite`).")] = "open",
+    arena: Annotated[Path | None, typer.Option(help="Roster TOML of models for the live Battle page "
+                                                    "(one [[model]] table each; keys from the environment).")] = None,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -48,6 +50,11 @@ def app_cmd(
         fail(f"--access {access!r}: use open or invite")
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
            "PREFLAB_REVEAL": "1" if reveal else "0", "PREFLAB_ACCESS": access}
+    if arena is not None:
+        from voting.battles import load_arena
+
+        env["PREFLAB_ARENA"] = str(arena.resolve())
+        console.print(f"Battle page: {len(load_arena(str(arena)))} models from {arena}")
     console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "

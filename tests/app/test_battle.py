@@ -1,0 +1,171 @@
+"""The live Battle page and its store: pairs drawn least-compared first, votes stored as app votes that the
+leaderboard and exports count, failed battles never counted, and nothing naming a model on the page before
+the vote (AppTest against a real llama.cpp server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge.model_specs import ModelSpec
+from judge.providers.generation import Generation
+from tests.app.test_vote_page import login
+from tests.judge.conftest import llama_url  # noqa: F401  (the real llama.cpp server fixture)
+from voting.battles import (
+    BATTLE_DATASET,
+    draw_pair,
+    load_battle,
+    open_battles,
+    pair_counts,
+    save_turn,
+    start_battle,
+    vote_battle,
+)
+from voting.store import DuplicateVote, load_votes, open_store
+
+
+@pytest.fixture(scope="module")
+def second_llama_url(llama_url, tmp_path_factory):  # noqa: F811
+    """Another llama.cpp server with the same GGUF: llama-cpp-python's server interrupts a running stream when
+    a second request arrives, so the two sides of a battle need a server each (as two checkpoints would)."""
+    from judge.local_server import llama_server, smollm2_gguf
+
+    with llama_server(smollm2_gguf(), n_ctx=2048, n_threads=1,
+                      log=tmp_path_factory.mktemp("llama2") / "server.log") as url:
+        yield url
+
+
+PAGE = str(Path(__file__).resolve().parents[2] / "voting" / "pages" / "battle.py")
+NAMES = ("zephyrine-7b", "quokka-13b")
+SEND = "FormSubmitter:battle_prompt-Send"
+
+
+def gen(text: str, reason: str = "stop") -> Generation:
+    return Generation(text, 5, len(text.split()), reason, 0.2, 0.05)
+
+
+def test_least_compared_pair_first_and_random_sides():
+    roster = [ModelSpec(n, f"local:http://h:1/v1#{n}") for n in ("a", "b", "c")]
+    rng = np.random.default_rng(0)
+    counts = {frozenset(("a", "b")): 3, frozenset(("a", "c")): 3, frozenset(("b", "c")): 1}
+    drawn = [draw_pair(roster, counts, rng) for _ in range(200)]
+    assert {frozenset((x.name, y.name)) for x, y in drawn} == {frozenset(("b", "c"))}
+    left_b = sum(x.name == "b" for x, _ in drawn)
+    assert 70 < left_b < 130  # sides at random (binomial(200, 0.5): 5 sigma band)
+
+
+def test_a_voted_battle_is_an_app_vote_with_style_counts_and_cannot_be_voted_twice(sqlite_url):
+    engine = open_battles(open_store(sqlite_url))
+    bid = start_battle(engine, "ann", "m1", "m2")
+    conv_a = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "# Hello\n\n- one\n- two"}]
+    conv_b = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello **there**"}]
+    assert save_turn(engine, bid, conv_a, conv_b, {"a": gen("x"), "b": gen("y", "length")})
+    with pytest.raises(ValueError):
+        vote_battle(engine, bid, "bob", "A")  # not this voter's battle
+    vote_id = vote_battle(engine, bid, "ann", "B")
+    with pytest.raises(DuplicateVote):
+        vote_battle(engine, bid, "ann", "A")  # no second vote after the reveal
+    votes = load_votes(engine, BATTLE_DATASET)
+    assert len(votes) == 1 and int(votes["id"].iat[0]) == vote_id
+    row = votes.iloc[0]
+    assert (row["model_left"], row["model_right"], row["winner_model"], row["source"]) == ("m1", "m2", "m2", "battle")
+    meta = json.loads(row["conv_metadata"])
+    assert meta["header_count_a"] == 1 and meta["list_count_a"] == 2 and meta["bold_count_b"] == 1
+    battle = load_battle(engine, bid)
+    assert battle["status"] == "voted" and battle["answer_meta"][0]["b"]["finish_reason"] == "length"
+    assert pair_counts(engine) == {frozenset(("m1", "m2")): 1}
+
+
+def test_a_failed_battle_is_stored_and_never_counted(sqlite_url):
+    from judge.providers.base import ProviderError
+
+    engine = open_battles(open_store(sqlite_url))
+    bid = start_battle(engine, "ann", "m1", "m2")
+    conv = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "half an ans"}]
+    ok = save_turn(engine, bid, conv, conv, {"a": gen("x"), "b": ProviderError("connection lost", retryable=False,
+                                                                              kind="connection")})
+    assert not ok
+    battle = load_battle(engine, bid)
+    assert battle["status"] == "failed" and "b: connection" in battle["error"]
+    with pytest.raises(ValueError):
+        vote_battle(engine, bid, "ann", "A")
+    assert load_votes(engine, BATTLE_DATASET).empty and pair_counts(engine) == {}
+
+
+def _page(monkeypatch, tmp_path: Path, url: str, roster: str) -> AppTest:
+    (tmp_path / "roster.toml").write_text(roster)
+    monkeypatch.setenv("PREFLAB_DB", url)
+    monkeypatch.setenv("PREFLAB_ARENA", str(tmp_path / "roster.toml"))
+    monkeypatch.setenv("PREFLAB_ACCESS", "invite")
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    return login(at, "ann")
+
+
+def _everything(at: AppTest) -> str:
+    """Every element the page sent, as the browser receives it (HTML bodies unescaped, the rest as protobufs)."""
+    parts = [h.proto.body for h in at.get("html")]
+    parts += [str(e.proto) for kind in ("markdown", "button", "success", "info", "warning", "caption", "text",
+                                        "title", "text_area") for e in at.get(kind)]
+    return "\n".join(parts)
+
+
+def _roster(url: str, url_2: str) -> str:
+    return "".join(f'[[model]]\nname = "{n}"\nspec = "local:{u}#smollm2"\nsystem = "{s}"\ntemperature = 0.0\n'
+                   f"max_tokens = 24\n\n" for n, u, s in zip(NAMES, (url, url_2), ("Answer briefly.", "You are a pirate."),
+                                                            strict=True))
+
+
+@pytest.mark.llama
+def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path, sqlite_url, llama_url,  # noqa: F811
+                                                         second_llama_url):
+    at = _page(monkeypatch, tmp_path, sqlite_url, _roster(llama_url, second_llama_url))
+    at.text_area(key="battle_text").input("What is the capital of France?")
+    at.button(key=SEND).click().run()
+    assert not at.exception
+    state = at.session_state["battle"]
+    page = _everything(at)
+    assert 'data-side="A"' in page and 'data-side="B"' in page and "A is better" in page
+    for secret in (*NAMES, llama_url, second_llama_url, "127.0.0.1", "smollm2", "pirate", "tokens"):
+        assert secret not in page, secret
+    engine = open_store(sqlite_url)
+    assert load_battle(engine, state["id"])["status"] == "answered"
+    at.text_area(key="battle_text").input("And of Spain?")  # a follow-up: same two models, same sides
+    at.button(key=SEND).click().run()
+    battle = load_battle(engine, state["id"])
+    assert battle["turns"] == 2 and len(battle["conversation_a"]) == 4
+    assert at.session_state["battle"]["id"] == state["id"]
+    assert not any(s in _everything(at) for s in (*NAMES, llama_url, second_llama_url))
+    at.button(key="battle_A").click().run()
+    shown = _everything(at)
+    assert battle["model_a"] in shown and battle["model_b"] in shown  # the reveal
+    votes = load_votes(engine, BATTLE_DATASET)
+    assert len(votes) == 1 and votes["winner_model"].iat[0] == battle["model_a"]
+    final = load_battle(engine, state["id"])
+    assert final["status"] == "voted" and all(t["a"]["finish_reason"] in ("stop", "length")
+                                              for t in final["answer_meta"])
+
+
+@pytest.mark.llama
+def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeypatch, tmp_path, sqlite_url,
+                                                                        llama_url):  # noqa: F811
+    from judge.local_server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    roster = _roster(llama_url, dead)
+    at = _page(monkeypatch, tmp_path, sqlite_url, roster)
+    at.text_area(key="battle_text").input("Hello?")
+    at.button(key=SEND).click().run()
+    page = _everything(at)
+    assert "One answer failed; this battle will not count" in page
+    assert not any(s in page for s in (*NAMES, dead, "connection", "ConnectError"))
+    engine = open_store(sqlite_url)
+    from voting.battles import battles_t
+
+    with engine.connect() as conn:
+        rows = conn.execute(battles_t.select()).mappings().all()
+    assert len(rows) == 1 and rows[0]["status"] == "failed" and rows[0]["vote_id"] is None
+    assert load_votes(engine, BATTLE_DATASET).empty
