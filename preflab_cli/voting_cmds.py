@@ -103,7 +103,12 @@ def export_votes(
     if kind not in EXPORTS:
         err.print(f"[red]error:[/red] --as {kind!r}: use one of {', '.join(EXPORTS)}", highlight=False)
         raise typer.Exit(2)
-    votes = load_votes(open_store(db), dataset)
+    from voting.battles import attach_conversations
+
+    engine = open_store(db)
+    votes = load_votes(engine, dataset)
+    if kind == "battles":  # live battles carry their conversations (Chatbot Arena's conversation_a/b)
+        votes = attach_conversations(engine, votes)
     where = write_output(out, export_bytes(votes, kind))
     (err if is_stdout(out) else console).print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {where}")
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -216,3 +217,22 @@ async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list
 
     a, b = await asyncio.gather(one("a"), one("b"))
     return {"a": a, "b": b}
+
+
+def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:
+    """``votes`` with ``conversation_a``/``conversation_b`` (Chatbot Arena's message lists, left = a) for the
+    live battles among them, so an export carries what was asked and answered; other votes get None."""
+    out = votes.copy()
+    mine = out["source"].eq(BATTLE_SOURCE) if "source" in out else pd.Series(False, index=out.index)
+    convs: dict[str, tuple] = {}
+    if mine.any():
+        open_battles(engine)
+        ids = out.loc[mine, "item_id"].astype(str).unique().tolist()
+        q = sa.select(battles_t.c.id, battles_t.c.conversation_a, battles_t.c.conversation_b).where(
+            battles_t.c.id.in_(ids))
+        with engine.connect() as conn:
+            convs = {i: (json.loads(a), json.loads(b)) for i, a, b in conn.execute(q)}
+    for k, side in ((0, "conversation_a"), (1, "conversation_b")):
+        out[side] = [convs[i][k] if m and i in convs else None for i, m in zip(out["item_id"].astype(str), mine,
+                                                                             strict=True)]
+    return out

@@ -169,3 +169,47 @@ def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeyp
         rows = conn.execute(battles_t.select()).mappings().all()
     assert len(rows) == 1 and rows[0]["status"] == "failed" and rows[0]["vote_id"] is None
     assert load_votes(engine, BATTLE_DATASET).empty
+
+
+def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, tmp_path):
+    """The Leaderboard's path (stored votes -> battles -> fit) equals `export-votes` then `rank` from the file;
+    the export carries Chatbot Arena's conversation_a/b and conv_metadata."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from arena.leaderboard import fit_leaderboard
+    from voting.votes import votes_to_battles
+
+    engine = open_battles(open_store(sqlite_url))
+    rng = np.random.default_rng(3)
+    models = ["m1", "m2", "m3", "m4"]
+    def answer() -> str:  # style varies by answer, not by model (else it is collinear with the models)
+        h, li, bo, w = rng.integers(0, 3), rng.integers(0, 5), rng.integers(0, 3), rng.integers(1, 80)
+        return "# Head\n\n" * h + "- item\n" * li + "**b** " * bo + "word " * w
+
+    for k in range(240):
+        a, b = rng.choice(models, 2, replace=False)
+        bid = start_battle(engine, f"v{k % 7}", str(a), str(b))
+        texts = {"a": answer(), "b": answer()}
+        conv = {s: [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": texts[s]}] for s in "ab"}
+        save_turn(engine, bid, conv["a"], conv["b"], {s: gen(texts[s]) for s in "ab"})
+        p_a = 0.75 if models.index(a) < models.index(b) else 0.3
+        vote_battle(engine, bid, f"v{k % 7}", str(rng.choice(["A", "B", "tie"], p=[p_a * 0.9, (1 - p_a) * 0.9, 0.1])))
+    store_fit = fit_leaderboard(votes_to_battles(load_votes(engine, BATTLE_DATASET)), ci="sandwich",
+                                style_control=True).table.set_index("model")
+    out, table = tmp_path / "battles.json", tmp_path / "lb.csv"
+    cli = [sys.executable, "-c", "from preflab_cli import main; main()"]
+    done = subprocess.run([*cli, "export-votes", str(out), "--db", sqlite_url], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    records = json.loads(out.read_text())
+    assert len(records) == 240 and records[0]["conversation_a"][1]["role"] == "assistant"
+    assert {"sum_assistant_a_tokens", "header_count_a", "bold_count_b"} <= set(records[0]["conv_metadata"])
+    done = subprocess.run([*cli, "rank", str(out), "--style-control", "--ci", "sandwich", "--output", str(table)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    file_fit = pd.read_csv(table).set_index("model")
+    assert sorted(file_fit.index) == models
+    np.testing.assert_allclose(file_fit.loc[models, "rating"], store_fit.loc[models, "rating"], rtol=0, atol=1e-6)
