@@ -43,6 +43,16 @@ def llama_server(model: str | Path, *, alias: str = "smollm2", n_ctx: int = 2048
                  port: int | None = None, ready_timeout: float = 120.0,
                  log: str | Path | None = None) -> Iterator[str]:
     """Run ``python -m llama_cpp.server`` on a loopback port; yields the ``/v1`` base URL; stops it after."""
+    with llama_process(model, alias=alias, n_ctx=n_ctx, n_threads=n_threads, port=port,
+                       ready_timeout=ready_timeout, log=log) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def llama_process(model: str | Path, *, alias: str = "smollm2", n_ctx: int = 2048, n_threads: int = 2,
+                  port: int | None = None, ready_timeout: float = 120.0,
+                  log: str | Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`llama_server` that also yields the server's process (a test can kill it mid-answer)."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise RuntimeError("llama-cpp-python is not installed: run `bash .ci/install-local-judge.sh .venv/bin/python`")
     port = port or free_port()
@@ -65,7 +75,7 @@ def llama_server(model: str | Path, *, alias: str = "smollm2", n_ctx: int = 2048
             if time.monotonic() > deadline:
                 raise TimeoutError(f"llama.cpp server not ready after {ready_timeout:.0f} s on {url}")
             time.sleep(0.25)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:

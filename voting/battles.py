@@ -2,9 +2,10 @@
 vote (so the leaderboard, ``rank --style-control`` and ``export-votes`` count it like any other), and the
 battle itself stored in full in its own table.
 
-A battle is ``answering`` while the answers stream, ``answered`` when both finished, ``voted`` after the
-vote (its ``vote_id`` points at the ``votes`` row: dataset :data:`BATTLE_DATASET`, item = battle id,
-source ``battle``) or ``failed`` when an answer failed: a failed battle has no vote row and never counts.
+A battle is ``answering`` while the answers stream (again during a follow-up), ``answered`` when both
+finished, ``voted`` after the vote (its ``vote_id`` points at the ``votes`` row: dataset
+:data:`BATTLE_DATASET`, item = battle id, source ``battle``), ``failed`` when an answer failed, or
+``abandoned`` when the voter left it mid-answer: those two have no vote row and never count.
 Pairs are drawn least-compared first (answered or voted battles per unordered pair), sides at random.
 """
 
@@ -136,12 +137,27 @@ def _assistant_text(conversation: list[dict]) -> str:
     return "\n\n".join(m["content"] for m in conversation if m["role"] == "assistant")
 
 
+def begin_turn(engine: Engine, battle_id: str) -> bool:
+    """Mark an answered battle ``answering`` again for a follow-up turn (no vote is taken until it is
+    answered); True when it was answered."""
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        return bool(conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answered")
+                                 .values(status="answering", updated_at=time.time())).rowcount)
+
+
+def abandon(engine: Engine, battle_id: str) -> None:
+    """A battle left while answering (a reload, a click mid-stream) is marked ``abandoned``: never counted."""
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answering")
+                     .values(status="abandoned", updated_at=time.time()))
+
+
 def save_turn(engine: Engine, battle_id: str, conv_a: list[dict], conv_b: list[dict],
               results: dict[str, Generation | Exception]) -> bool:
     """Store a finished turn: both conversations and each answer's tokens, latency and finish reason; a
     failed side marks the battle ``failed`` (it will never count). True when both answers arrived."""
     battle = load_battle(engine, battle_id)
-    if battle is None or battle["status"] not in ("answering", "answered"):
+    if battle is None or battle["status"] != "answering":
         return False
     meta = battle["answer_meta"]
     turn, errors = {}, []

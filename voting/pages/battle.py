@@ -20,6 +20,8 @@ import streamlit as st
 from judge.model_specs import ModelSpec
 from voting.battles import (
     ArenaLimits,
+    abandon,
+    begin_turn,
     draw_pair,
     load_arena,
     load_battle,
@@ -89,7 +91,10 @@ def _ask(roster: list[ModelSpec], voter: str, prompt: str) -> None:
         a, b = draw_pair(roster, pair_counts(engine), rng)
         bid = start_battle(engine, voter, a.name, b.name)
         battle = load_battle(engine, bid)
-        state["battle"] = {"id": bid, "token": secrets.token_hex(6)}
+    elif not begin_turn(engine, battle["id"]):  # voted or left meanwhile (another tab)
+        state.pop("battle", None)
+        st.rerun()
+    state["battle"] = {"id": battle["id"], "token": secrets.token_hex(6)}  # earlier vote buttons are void now
     by_name = {m.name: m for m in roster}
     specs = {"a": by_name[battle["model_a"]], "b": by_name[battle["model_b"]]}
     convs = {"a": battle["conversation_a"] + [{"role": "user", "content": prompt}],
@@ -176,8 +181,11 @@ def render() -> None:
             for choice, label, key in BUTTONS:
                 st.button(label, on_click=_vote, args=(choice, current["token"]), shortcut=key,
                           key=f"battle_{choice}", width="stretch", type="primary" if choice in "AB" else "secondary")
-    elif current is not None:  # a reload while answering, or a battle that failed elsewhere: start afresh
+    elif current is not None:  # left mid-answer (a click or reload stopped the stream): it never counts
+        abandon(engine, current["id"])
         state.pop("battle", None)
+        state["flash"] = "That battle was interrupted before both answers finished; it will not count."
+        st.rerun()
     following = battle is not None and battle["status"] == "answered"
     with st.form("battle_prompt", clear_on_submit=True, border=False):
         prompt = st.text_area("Ask a follow-up (the same two models answer)" if following else "Your prompt",
