@@ -213,3 +213,76 @@ def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, t
     file_fit = pd.read_csv(table).set_index("model")
     assert sorted(file_fit.index) == models
     np.testing.assert_allclose(file_fit.loc[models, "rating"], store_fit.loc[models, "rating"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(("env", "said"), [
+    ({"PREFLAB_ARENA_MAX_PROMPT": "10"}, "the limit is 10"),
+    ({"PREFLAB_ARENA_PER_MINUTE": "0"}, "You can start 0 battles a minute"),
+])
+def test_prompt_cap_and_rate_limit_refuse_before_any_call(monkeypatch, tmp_path, sqlite_url, env, said):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    at = _page(monkeypatch, tmp_path, sqlite_url, _roster("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"))
+    at.text_area(key="battle_text").input("A prompt longer than ten characters")
+    at.button(key=SEND).click().run()
+    assert said in "\n".join(w.value for w in at.warning)
+    with open_store(sqlite_url).connect() as conn:
+        from voting.battles import battles_t
+
+        assert conn.execute(battles_t.select()).first() is None  # no battle started, no server called
+
+
+def test_a_side_past_its_timeout_fails_and_the_other_finishes(monkeypatch):
+    import asyncio
+
+    from tests.judge.paid_fakes import PaidFake
+    from voting.battles import ArenaLimits, stream_pair
+
+    monkeypatch.setenv("PREFLAB_LOCAL_API_KEY", "sk-local-battle-0123456789")
+    with PaidFake(delay=1.5) as slow, PaidFake() as fast:
+        specs = {"a": ModelSpec("slow", f"local:{slow.url}#s", timeout=0.3),
+                 "b": ModelSpec("fast", f"local:{fast.url}#f", timeout=10)}
+        convs = {s: [{"role": "user", "content": "hi"}] for s in "ab"}
+        seen: list[str] = []
+        res = asyncio.run(stream_pair(specs, convs, ArenaLimits(), lambda side, text: seen.append(side)))
+    assert getattr(res["a"], "kind", None) == "timeout"
+    assert isinstance(res["b"], Generation) and res["b"].text and set(seen) == {"b"}
+
+
+@pytest.mark.postgres
+def test_two_app_processes_on_postgresql_vote_a_battle_once(pg_clean_url):
+    """Two engines (as two app processes) race to vote the same answered battle: one vote lands."""
+    import threading
+
+    import sqlalchemy as sa
+
+    from voting.battles import battles_t
+
+    raw = sa.create_engine(pg_clean_url)
+    battles_t.drop(raw, checkfirst=True)
+    raw.dispose()
+    engines = [open_battles(open_store(pg_clean_url)) for _ in range(2)]
+    conv = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    bids = []
+    for _ in range(20):
+        bid = start_battle(engines[0], "ann", "m1", "m2")
+        save_turn(engines[1], bid, conv, conv, {"a": gen("hello"), "b": gen("hello")})
+        bids.append(bid)
+    outcomes: list[str] = []
+
+    def voter(engine, choice: str) -> None:  # noqa: ANN001
+        for bid in bids:
+            try:
+                vote_battle(engine, bid, "ann", choice)
+                outcomes.append("voted")
+            except DuplicateVote:
+                outcomes.append("duplicate")
+
+    threads = [threading.Thread(target=voter, args=(e, c)) for e, c in zip(engines, ("A", "B"), strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    votes = load_votes(engines[0], BATTLE_DATASET)
+    assert outcomes.count("voted") == 20 == len(votes) and outcomes.count("duplicate") == 20
+    assert votes["item_id"].nunique() == 20 and pair_counts(engines[1]) == {frozenset(("m1", "m2")): 20}

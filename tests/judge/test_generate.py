@@ -214,3 +214,30 @@ def test_llama_two_system_prompts_import_and_judge(llama_url, tmp_path):
                              "--quiet"], capture_output=True, text=True, timeout=300)
     assert judged.returncode == 0, judged.stderr
     assert len(pd.read_json(tmp_path / "v.jsonl", lines=True)) == 6
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "local"])
+def test_streaming_through_the_sdks_gives_pieces_then_the_whole_answer(provider, keys):
+    import asyncio
+
+    from judge.providers.generation import make_generator
+
+    with PaidFake() as srv:
+        spec = {"openai": f"openai:{srv.url}#gpt-4.1-mini", "anthropic": f"anthropic:{srv.root}#claude-haiku-4-5",
+                "local": f"local:{srv.url}#m"}[provider]
+        req = ModelSpec("m", spec, system="Be brief.", max_tokens=6).request([{"role": "user", "content": "hi"}])
+
+        async def go() -> list:
+            gen = make_generator(spec)
+            try:
+                return [ev async for ev in gen.stream(req)]
+            finally:
+                await gen.aclose()
+
+        events = asyncio.run(go())
+        assert srv.rejected == []
+    *pieces, final = events
+    full = answer_words([{"role": "user", "content": "hi"}], "Be brief.")
+    assert "".join(pieces) == final.text == " ".join(full[:6]) and len(pieces) == min(6, len(full))
+    assert final.finish_reason == ("length" if len(full) > 6 else "stop") and final.tokens_out == min(6, len(full))
+    assert final.first_token_s is not None and final.first_token_s <= final.latency
