@@ -286,3 +286,14 @@ def test_two_app_processes_on_postgresql_vote_a_battle_once(pg_clean_url):
     votes = load_votes(engines[0], BATTLE_DATASET)
     assert outcomes.count("voted") == 20 == len(votes) and outcomes.count("duplicate") == 20
     assert votes["item_id"].nunique() == 20 and pair_counts(engines[1]) == {frozenset(("m1", "m2")): 20}
+
+
+def test_app_refuses_a_bad_roster_with_exit_2(tmp_path, capsys):
+    from preflab_cli import main
+
+    roster = tmp_path / "roster.toml"
+    roster.write_text('[[model]]\nspec = "local:http://h:1/v1#only"\n')
+    with pytest.raises(SystemExit) as e:
+        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
+    assert e.value.code == 2
+    assert "roster.toml: field 'model': a battle needs at least two models" in capsys.readouterr().err
