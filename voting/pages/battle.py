@@ -59,7 +59,8 @@ def limits_from_env() -> ArenaLimits:
 
 
 def _box(side: str, text: str, done: bool) -> str:
-    return BOX.format(side=side, done="1" if done else "0", body=markdown_html(text) if text else "<p>…</p>")
+    body = f'<div class="pf-text">{markdown_html(text)}</div>' if text else '<p class="pf-wait">…</p>'
+    return BOX.format(side=side, done="1" if done else "0", body=body)
 
 
 def _conversation(battle: dict) -> None:
