@@ -76,7 +76,8 @@ def generate_cmd(
         top = result.failures["error"].str.slice(0, 120).value_counts().head(3)
         line = (f"{failed} of {failed + len(result.answers)} answers failed after retries: "
                 + "; ".join(f"{n} x {msg}" for msg, n in top.items())
-                + f" (not in {where}; rerun with the same cache to retry only them)")
+                + f" (not in {where}; " + ("rerun to retry them)" if no_cache else
+                                          "rerun with the same cache to retry only them)"))
         if failed > allow_failures:
             fail(line + ("" if allow_failures else "; pass --allow-failures N to accept up to N"), status=1)
         err.print(f"warning: {line}", highlight=False, markup=False)

@@ -241,3 +241,20 @@ def test_streaming_through_the_sdks_gives_pieces_then_the_whole_answer(provider,
     assert "".join(pieces) == final.text == " ".join(full[:6]) and len(pieces) == min(6, len(full))
     assert final.finish_reason == ("length" if len(full) > 6 else "stop") and final.tokens_out == min(6, len(full))
     assert final.first_token_s is not None and final.first_token_s <= final.latency
+
+
+def test_parquet_prompts_to_a_csv_items_file_that_import_reads(keys, tmp_path, capsys):
+    from voting.items import load_items
+
+    pd.DataFrame({"item_id": ["a", "b"], "prompt": ["First?", "Second?"], "category": ["x", None]}).to_parquet(
+        tmp_path / "p.parquet")
+    out = tmp_path / "items.csv"
+    with PaidFake() as srv:
+        with pytest.raises(SystemExit) as e:
+            main(["generate", str(tmp_path / "p.parquet"), "--model", f"local:{srv.url}#m1;max_tokens=50",
+                  "--model", f"local:{srv.url}#m1;name=m2;system=Be odd.;max_tokens=50", "--output", str(out),
+                  "--no-cache", "--quiet"])
+    assert e.value.code == 0, capsys.readouterr().err
+    items = load_items(out)
+    assert items.models == ["m1", "m2"] and items.n_items == 2
+    assert items.items.set_index("item_id")["category"].to_dict()["a"] == "x"
