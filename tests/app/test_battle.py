@@ -297,3 +297,15 @@ def test_app_refuses_a_bad_roster_with_exit_2(tmp_path, capsys):
         main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
     assert e.value.code == 2
     assert "roster.toml: field 'model': a battle needs at least two models" in capsys.readouterr().err
+
+
+def test_make_demo_starts_the_battle_page_only_with_a_roster():
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    plain = subprocess.run(["make", "-n", "demo"], cwd=root, capture_output=True, text=True, timeout=60).stdout
+    arena = subprocess.run(["make", "-n", "demo", "ARENA=roster.toml"], cwd=root, capture_output=True, text=True,
+                           timeout=60).stdout
+    app_line = [ln for ln in plain.splitlines() if "preflab app" in ln]
+    assert app_line and "--arena" not in app_line[0]
+    assert any("preflab app" in ln and '--arena "roster.toml"' in ln for ln in arena.splitlines())

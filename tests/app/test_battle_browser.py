@@ -98,6 +98,9 @@ def test_stream_vote_by_key_reveal_and_follow_up(tmp_path, browser, llama_url, s
             row = conn.execute(battles_t.select()).mappings().one()
         assert row["status"] == "voted" and row["turns"] == 2 and row["vote_id"] == int(votes["id"].iat[0])
         shot(page, "battle-revealed")
+        page.reload()  # a reload after the vote loses nothing and offers no second vote on that battle
+        page.get_by_text("Your prompt").wait_for()
+        assert len(load_votes(engine, BATTLE_DATASET)) == 1 and not page.locator(".st-key-battle_A button").count()
 
 
 def test_a_server_killed_mid_answer_gives_the_neutral_message(tmp_path, browser, llama_url):  # noqa: F811
