@@ -35,6 +35,8 @@ def app_cmd(
                                              "or invite (links from `preflab invite`).")] = "open",
     arena: Annotated[Path | None, typer.Option(help="Roster TOML of models for the live Battle page "
                                                     "(one [[model]] table each; keys from the environment).")] = None,
+    arena_prompts: Annotated[Path | None, typer.Option(help="Prompts (item_id, prompt) a Battle voter may draw "
+                                                            "from instead of typing one.")] = None,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -55,6 +57,11 @@ def app_cmd(
 
         env["PREFLAB_ARENA"] = str(arena.resolve())
         console.print(f"Battle page: {len(load_arena(str(arena)))} models from {arena}")
+        if arena_prompts is not None:
+            from judge.model_specs import load_prompts
+
+            load_prompts(arena_prompts)  # a bad file fails here, with its line
+            env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())
     console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "

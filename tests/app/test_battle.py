@@ -309,3 +309,15 @@ def test_make_demo_starts_the_battle_page_only_with_a_roster():
     app_line = [ln for ln in plain.splitlines() if "preflab app" in ln]
     assert app_line and "--arena" not in app_line[0]
     assert any("preflab app" in ln and '--arena "roster.toml"' in ln for ln in arena.splitlines())
+
+
+def test_a_voter_can_draw_a_prompt_from_the_prompt_set(monkeypatch, tmp_path, sqlite_url):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"item_id": "1", "prompt": "Name a bird."}\n{"item_id": "2", "prompt": "Name a tree."}\n')
+    monkeypatch.setenv("PREFLAB_ARENA_PROMPTS", str(prompts))
+    at = _page(monkeypatch, tmp_path, sqlite_url, _roster("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"))
+    drawn = set()
+    for _ in range(12):
+        at.button(key="battle_draw").click().run()
+        drawn.add(at.text_area(key="battle_text").value)
+    assert drawn == {"Name a bird.", "Name a tree."}

@@ -4,7 +4,8 @@ labelled only A and B; after both finished the voter votes (keys 1-4), then the 
 Follow-up prompts go to the same two models in the same sides until the vote. Nothing that names a model
 reaches the browser before the vote: not its name, provider, endpoint, token counts or its error text; a
 failed answer shows one neutral line, and that battle is stored as failed and never counted. Streaming speed
-is visible (as in Chatbot Arena). The roster comes from ``PREFLAB_ARENA`` (``preflab app --arena FILE``).
+is visible (as in Chatbot Arena). The roster comes from ``PREFLAB_ARENA`` (``preflab app --arena FILE``), an
+optional prompt set to draw from from ``PREFLAB_ARENA_PROMPTS`` (``--arena-prompts FILE``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ BOX = ('<div class="pf-battle" data-side="{side}" data-done="{done}" style="bord
 @st.cache_resource(show_spinner=False)
 def _roster(path: str) -> list[ModelSpec]:
     return load_arena(path)
+
+
+@st.cache_resource(show_spinner=False)
+def _prompt_set(path: str) -> list[str]:
+    from judge.model_specs import load_prompts
+
+    return load_prompts(path)["prompt"].tolist()
+
+
+def _draw_prompt(path: str) -> None:
+    """Button callback: put a prompt drawn from the prompt set (``PREFLAB_ARENA_PROMPTS``) in the box."""
+    rng = st.session_state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
+    prompts = _prompt_set(path)
+    st.session_state["battle_text"] = prompts[int(rng.integers(len(prompts)))]
 
 
 def limits_from_env() -> ArenaLimits:
@@ -188,6 +203,9 @@ def render() -> None:
         state["flash"] = "That battle was interrupted before both answers finished; it will not count."
         st.rerun()
     following = battle is not None and battle["status"] == "answered"
+    if (prompt_set := os.environ.get("PREFLAB_ARENA_PROMPTS")) and not following:
+        st.button("Draw a prompt", on_click=_draw_prompt, args=(prompt_set,), key="battle_draw",
+                  icon=":material/casino:")
     with st.form("battle_prompt", clear_on_submit=True, border=False):
         prompt = st.text_area("Ask a follow-up (the same two models answer)" if following else "Your prompt",
                               key="battle_text", height=100)
