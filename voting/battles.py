@@ -6,7 +6,8 @@ A battle is ``answering`` while the answers stream (again during a follow-up), `
 finished, ``voted`` after the vote (its ``vote_id`` points at the ``votes`` row: dataset
 :data:`BATTLE_DATASET`, item = battle id, source ``battle``), ``failed`` when an answer failed, or
 ``abandoned`` when the voter left it mid-answer: those two have no vote row and never count.
-Pairs are drawn least-compared first (answered or voted battles per unordered pair), sides at random.
+Pairs are drawn least-compared first (answered or voted battles per unordered pair), uniformly, or by the
+arena's active sampler on the battle votes (the app's ``--strategy``), sides at random.
 """
 
 from __future__ import annotations
@@ -89,13 +90,37 @@ def pair_counts(engine: Engine) -> dict[frozenset, int]:
     return out
 
 
-def draw_pair(roster: Sequence[ModelSpec], counts: dict[frozenset, int], rng: np.random.Generator
-              ) -> tuple[ModelSpec, ModelSpec]:
-    """The least-compared pair (ties broken at random, weighted by the product of the models' weights),
-    with sides at random: (shown as A, shown as B)."""
+def battle_outcomes(engine: Engine, names: Sequence[str]) -> np.ndarray:
+    """(k, k, 3) counts of (left wins, right wins, tie) per ordered pair of roster models from the battle
+    votes (both tie kinds are ties), as :func:`arena.sampling.outcome_tensor` lays them out."""
+    from voting.store import load_votes
+    from voting.votes import vote_codes
+
+    index = {n: i for i, n in enumerate(names)}
+    out = np.zeros((len(names), len(names), 3))
+    votes = load_votes(engine, BATTLE_DATASET)
+    if len(votes):
+        keep = votes["model_left"].isin(index) & votes["model_right"].isin(index)
+        votes = votes[keep]
+        codes = np.minimum(vote_codes(votes), 2)
+        np.add.at(out, (votes["model_left"].map(index).to_numpy(), votes["model_right"].map(index).to_numpy(),
+                        codes), 1.0)
+    return out
+
+
+def draw_pair(roster: Sequence[ModelSpec], counts: dict[frozenset, int], rng: np.random.Generator,
+              strategy: str = "balanced", outcomes: np.ndarray | None = None) -> tuple[ModelSpec, ModelSpec]:
+    """The next pair, sides at random: (shown as A, shown as B). ``balanced``: the least-compared pair (ties
+    broken at random, weighted by the product of the models' weights); ``uniform``: any pair, by weight;
+    ``active``: :func:`arena.sampling.next_pair` on the battle ``outcomes`` (balanced until there are votes)."""
+    if strategy == "active" and outcomes is not None and outcomes.sum() > 0:
+        from arena.sampling import next_pair
+
+        i, j = next_pair(outcomes, seed=rng)
+        return roster[i], roster[j]
     pairs = [(x, y) for i, x in enumerate(roster) for y in roster[i + 1:]]
     n = np.array([counts.get(frozenset((x.name, y.name)), 0) for x, y in pairs])
-    least = [p for p, k in zip(pairs, n, strict=True) if k == n.min()]
+    least = pairs if strategy == "uniform" else [p for p, k in zip(pairs, n, strict=True) if k == n.min()]
     w = np.array([x.weight * y.weight for x, y in least])
     x, y = least[int(rng.choice(len(least), p=w / w.sum()))]
     return (x, y) if rng.random() < 0.5 else (y, x)

@@ -321,3 +321,24 @@ def test_a_voter_can_draw_a_prompt_from_the_prompt_set(monkeypatch, tmp_path, sq
         at.button(key="battle_draw").click().run()
         drawn.add(at.text_area(key="battle_text").value)
     assert drawn == {"Name a bird.", "Name a tree."}
+
+
+def test_active_draws_the_arena_samplers_pair_from_battle_votes(sqlite_url):
+    from arena.sampling import next_pair
+    from voting.battles import battle_outcomes
+
+    roster = [ModelSpec(n, f"local:http://h:1/v1#{n}") for n in ("a", "b", "c", "d")]
+    engine = open_battles(open_store(sqlite_url))
+    names = [m.name for m in roster]
+    assert draw_pair(roster, {}, np.random.default_rng(0), "active", battle_outcomes(engine, names))  # no votes yet
+    conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}]
+    for left, right, choice in [("a", "b", "A")] * 6 + [("c", "d", "tie")] * 3 + [("b", "c", "B")]:
+        bid = start_battle(engine, "ann", left, right)
+        save_turn(engine, bid, conv, conv, {"a": gen("x"), "b": gen("x")})
+        vote_battle(engine, bid, "ann", choice)
+    tensor = battle_outcomes(engine, names)
+    assert tensor[0, 1, 0] == 6 and tensor[2, 3, 2] == 3 and tensor[1, 2, 1] == 1 and tensor.sum() == 10
+    for seed in range(5):
+        x, y = draw_pair(roster, pair_counts(engine), np.random.default_rng(seed), "active", tensor)
+        i, j = next_pair(tensor, seed=np.random.default_rng(seed))
+        assert (x.name, y.name) == (names[i], names[j])

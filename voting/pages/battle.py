@@ -22,6 +22,7 @@ from judge.model_specs import ModelSpec
 from voting.battles import (
     ArenaLimits,
     abandon,
+    battle_outcomes,
     begin_turn,
     draw_pair,
     load_arena,
@@ -104,7 +105,9 @@ def _ask(roster: list[ModelSpec], voter: str, prompt: str) -> None:
             st.warning(f"You can start {limits.battles_per_minute} battles a minute; wait a moment, then send again.")
             return
         rng = state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
-        a, b = draw_pair(roster, pair_counts(engine), rng)
+        strategy = get_config().strategy
+        outcomes = battle_outcomes(engine, [m.name for m in roster]) if strategy == "active" else None
+        a, b = draw_pair(roster, pair_counts(engine), rng, strategy, outcomes)
         bid = start_battle(engine, voter, a.name, b.name)
         battle = load_battle(engine, bid)
     elif not begin_turn(engine, battle["id"]):  # voted or left meanwhile (another tab)
