@@ -171,6 +171,7 @@ def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeyp
     assert load_votes(engine, BATTLE_DATASET).empty
 
 
+@pytest.mark.slow
 def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, tmp_path):
     """The Leaderboard's path (stored votes -> battles -> fit) equals `export-votes` then `rank` from the file;
     the export carries Chatbot Arena's conversation_a/b and conv_metadata."""
