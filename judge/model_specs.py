@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from judge.providers.base import parse_spec
-from judge.providers.generation import GenerationRequest
+from judge.providers.generation import GenerationRequest, unsupported_settings
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, read_csv, read_parquet, require_rows
 
@@ -81,8 +81,7 @@ def _check(spec: ModelSpec, source: str, line: int | None) -> ModelSpec:
     if spec.timeout <= 0 or spec.weight <= 0:
         field = "timeout" if spec.timeout <= 0 else "weight"
         raise InputError(source, line, field, "must be positive", f"give {field}=a positive number")
-    if spec.provider == "anthropic" and (bad := [k for k in ("temperature", "top_p", "seed")
-                                                  if getattr(spec, k) is not None]):
+    if bad := unsupported_settings(spec.provider, spec.request(())):
         raise InputError(source, line, bad[0], "the Anthropic API (version 2026-10-21) takes no sampling settings",
                          f"drop {', '.join(bad)} from this model")
     return spec
