@@ -26,7 +26,8 @@ from tqdm import tqdm
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.model_specs import ModelSpec
 from judge.providers.base import ProviderError, parse_spec
-from judge.providers.generation import Generation, GenerationRequest, make_generator
+from judge.providers.generation import Generation, GenerationRequest
+from judge.providers.generators import make_generator
 from judge.run import RateLimiter, RunStats, backoff_delay
 from preflab.redact import redact, redact_any
 
@@ -42,11 +43,11 @@ class GenerationCache(CallCache):
 
     def __init__(self, path: str | Path, **kwargs: float) -> None:
         super().__init__(path, **kwargs)
-        self.retry(lambda: self._db.execute(_SCHEMA))
+        self._retry(lambda: self._db.execute(_SCHEMA))
 
     def get_generation(self, key: str) -> Generation | None:
         """The cached answer for a key, or None."""
-        row = self.retry(lambda: self._db.execute("SELECT generation FROM generations WHERE key = ?",
+        row = self._retry(lambda: self._db.execute("SELECT generation FROM generations WHERE key = ?",
                                                    (key,)).fetchone())
         return Generation.from_json(json.loads(row[0])) if row else None
 
@@ -59,14 +60,14 @@ class GenerationCache(CallCache):
                 self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?)", row)
 
-        self.retry(write)
+        self._retry(write)
         self._pending += 1
         if self._pending >= self.commit_every or time.monotonic() - self._last_commit > self.commit_interval:
             self.flush()
 
     def count_generations(self) -> int:
         """How many answers the cache holds."""
-        return int(self.retry(lambda: self._db.execute("SELECT COUNT(*) FROM generations").fetchone())[0])
+        return int(self._retry(lambda: self._db.execute("SELECT COUNT(*) FROM generations").fetchone())[0])
 
 
 @dataclass(frozen=True)
@@ -240,10 +241,9 @@ def answer_rows(prompts: pd.DataFrame, jobs: list[_Job], results: dict, cached: 
             continue
         gen = gens[job.spec.name]
         fresh = job.key not in cached
-        price_known = job.spec.provider == "local" or gen.price_in or gen.price_out
-        cost = None
-        if price_known and got.tokens_in is not None and got.tokens_out is not None:
-            cost = got.tokens_in * gen.price_in + got.tokens_out * gen.price_out
+        cost = None  # unknown: no price for the model (judge.prices), or the server gave no token counts
+        if gen.price is not None and got.tokens_in is not None and got.tokens_out is not None:
+            cost = gen.price.cost(got.tokens_in, got.tokens_out)
         if fresh:
             stats.tokens_in += got.tokens_in or 0
             stats.tokens_out += got.tokens_out or 0

@@ -26,7 +26,8 @@ from sqlalchemy.engine import Engine
 
 from judge.model_specs import ModelSpec, load_roster
 from judge.providers.base import ProviderError
-from judge.providers.generation import Generation, make_generator
+from judge.providers.generation import Generation
+from judge.providers.generators import make_generator
 from voting.store import DuplicateVote, Vote, vote_row, votes_t
 from voting.votes import style_meta
 

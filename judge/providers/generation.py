@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge.providers.base import JudgeSpec, parse_spec
-
 #: Finish reasons in one vocabulary: ``stop`` (the model ended), ``length`` (cut at max tokens: a truncated
 #: answer), ``content_filter``, ``tool_calls``, ``unknown`` (the server did not say).
 FINISH_REASONS = {"stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "eos": "stop",
@@ -88,22 +86,3 @@ def sampling(request: GenerationRequest) -> dict:
 
 def int_or_none(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) else None
-
-
-def make_generator(spec: str | JudgeSpec, *, timeout: float = 60.0, **kwargs: Any) -> Any:
-    """The generator for a provider spec (``openai:MODEL``, ``anthropic:MODEL``, ``local:URL#MODEL``): a judge
-    provider with ``generate`` and ``stream`` (each SDK is imported only when used)."""
-    s = parse_spec(spec) if isinstance(spec, str) else spec
-    if s.completions:
-        raise ValueError("answers are generated on /chat/completions; use local:URL#MODEL, not local+completions:")
-    if s.provider == "openai":
-        from judge.providers.gen_openai import OpenAIGenerator
-
-        return OpenAIGenerator(s.model, base_url=s.base_url, timeout=timeout, **kwargs)
-    if s.provider == "anthropic":
-        from judge.providers.gen_anthropic import AnthropicGenerator
-
-        return AnthropicGenerator(s.model, base_url=s.base_url, timeout=timeout, **kwargs)
-    from judge.providers.gen_compatible import CompatibleGenerator
-
-    return CompatibleGenerator(s.model, s.base_url or "", timeout=timeout, **kwargs)

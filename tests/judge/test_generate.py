@@ -220,7 +220,7 @@ def test_llama_two_system_prompts_import_and_judge(llama_url, tmp_path):
 def test_streaming_through_the_sdks_gives_pieces_then_the_whole_answer(provider, keys):
     import asyncio
 
-    from judge.providers.generation import make_generator
+    from judge.providers.generators import make_generator
 
     with PaidFake() as srv:
         spec = {"openai": f"openai:{srv.url}#gpt-4.1-mini", "anthropic": f"anthropic:{srv.root}#claude-haiku-4-5",
