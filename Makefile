@@ -12,6 +12,7 @@ BENCH_STAMP := $(VENV)/.bench-$(DEPS_HASH)
 LOCAL_STAMP := $(VENV)/.local-$(DEPS_HASH)
 DB_URL ?= sqlite:///data/preflab.db
 PORT ?= 8501
+ARENA ?=
 PYTEST_ARGS ?=
 
 .PHONY: install demo app test test-fast lint bench system-deps local-judge seed clean
@@ -48,8 +49,9 @@ local-judge: $(LOCAL_STAMP)
 seed: install
 	$(BIN)/preflab demo-seed --db "$(DB_URL)"
 
+# `make demo ARENA=roster.toml` also starts the live Battle page with that roster (docs/vote.md).
 demo: seed
-	$(BIN)/preflab app --db "$(DB_URL)" --port $(PORT)
+	$(BIN)/preflab app --db "$(DB_URL)" --port $(PORT) $(if $(ARENA),--arena "$(ARENA)")
 
 app: demo
 

@@ -41,14 +41,27 @@ def free_port() -> int:
 @contextlib.contextmanager
 def llama_server(model: str | Path, *, alias: str = "smollm2", n_ctx: int = 2048, n_threads: int = 2,
                  port: int | None = None, ready_timeout: float = 120.0,
-                 log: str | Path | None = None) -> Iterator[str]:
-    """Run ``python -m llama_cpp.server`` on a loopback port; yields the ``/v1`` base URL; stops it after."""
+                 log: str | Path | None = None, interrupt: bool = True) -> Iterator[str]:
+    """Run ``python -m llama_cpp.server`` on a loopback port; yields the ``/v1`` base URL; stops it after.
+    With ``interrupt`` (the server's default) a new request stops the answer in progress; without, requests
+    wait their turn (several battle voters on one server)."""
+    with llama_process(model, alias=alias, n_ctx=n_ctx, n_threads=n_threads, port=port,
+                       ready_timeout=ready_timeout, log=log, interrupt=interrupt) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def llama_process(model: str | Path, *, alias: str = "smollm2", n_ctx: int = 2048, n_threads: int = 2,
+                  port: int | None = None, ready_timeout: float = 120.0,
+                  log: str | Path | None = None, interrupt: bool = True) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`llama_server` that also yields the server's process (a test can kill it mid-answer)."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise RuntimeError("llama-cpp-python is not installed: run `bash .ci/install-local-judge.sh .venv/bin/python`")
     port = port or free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias,
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
-           "--n_threads_batch", str(n_threads), "--logits_all", "true", "--verbose", "false"]
+           "--n_threads_batch", str(n_threads), "--logits_all", "true", "--verbose", "false",
+           "--interrupt_requests", "true" if interrupt else "false"]
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
     url = f"http://127.0.0.1:{port}/v1"
@@ -65,7 +78,7 @@ def llama_server(model: str | Path, *, alias: str = "smollm2", n_ctx: int = 2048
             if time.monotonic() > deadline:
                 raise TimeoutError(f"llama.cpp server not ready after {ready_timeout:.0f} s on {url}")
             time.sleep(0.25)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:

@@ -12,7 +12,14 @@ import sys
 
 from preflab.errors import InputError
 from preflab.redact import redact
-from preflab_cli import arena_cmds, common, compare_cmd, rank_cmd, voting_cmds  # noqa: F401  (register commands)
+from preflab_cli import (  # noqa: F401  (register commands)
+    arena_cmds,
+    common,
+    compare_cmd,
+    generate_cmd,
+    rank_cmd,
+    voting_cmds,
+)
 from preflab_cli.common import app, err
 from preflab_cli.judge_cmds import app as judge_app
 

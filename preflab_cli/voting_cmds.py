@@ -34,6 +34,10 @@ def app_cmd(
     reveal: Annotated[bool, typer.Option("--reveal/--no-reveal", help="Show model names after a vote.")] = True,
     access: Annotated[str, typer.Option(help="Who may vote: open (anonymous guest ids, labelled, rate-limited) "
                                              "or invite (links from `preflab invite`).")] = "open",
+    arena: Annotated[Path | None, typer.Option(help="Roster TOML of models for the live Battle page "
+                                                    "(one [[model]] table each; keys from the environment).")] = None,
+    arena_prompts: Annotated[Path | None, typer.Option(help="Prompts (item_id, prompt) a Battle voter may draw "
+                                                            "from instead of typing one.")] = None,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -49,6 +53,16 @@ def app_cmd(
         fail(f"--access {access!r}: use open or invite")
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
            "PREFLAB_REVEAL": "1" if reveal else "0", "PREFLAB_ACCESS": access}
+    if arena is not None:
+        from voting.battles import load_arena
+
+        env["PREFLAB_ARENA"] = str(arena.resolve())
+        console.print(f"Battle page: {len(load_arena(str(arena)))} models from {arena}")
+        if arena_prompts is not None:
+            from judge.model_specs import load_prompts
+
+            load_prompts(arena_prompts)  # a bad file fails here, with its line
+            env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())
     console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "
@@ -97,7 +111,12 @@ def export_votes(
     if kind not in EXPORTS:
         err.print(f"[red]error:[/red] --as {kind!r}: use one of {', '.join(EXPORTS)}", highlight=False)
         raise typer.Exit(2)
-    votes = load_votes(open_store(db), dataset)
+    from voting.battles import attach_conversations
+
+    engine = open_store(db)
+    votes = load_votes(engine, dataset)
+    if kind == "battles":  # live battles carry their conversations (Chatbot Arena's conversation_a/b)
+        votes = attach_conversations(engine, votes)
     where = write_output(out, export_bytes(votes, kind))
     (err if is_stdout(out) else console).print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {where}")
 

@@ -7,6 +7,7 @@ environment variables (see :func:`voting.pages.common.config_from_env`).
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -42,6 +43,8 @@ def run() -> None:
         st.Page(PAGES / "calibration.py", title="Judge calibration", icon=":material/balance:"),
         st.Page(PAGES / "data.py", title="Data", icon=":material/database:"),
     ]
+    if os.environ.get("PREFLAB_ARENA"):  # `preflab app --arena roster.toml`: live battles beside Vote
+        pages.insert(1, st.Page(PAGES / "battle.py", title="Battle", icon=":material/swords:"))
     from voting.pages.common import guarded
 
     guarded(st.navigation(pages).run)()  # voters never see a traceback: one line here, the detail in the log

@@ -37,6 +37,9 @@ def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
         df["category"] = votes["category"]
     if "conv_metadata" in votes and votes["conv_metadata"].notna().any():
         df["conv_metadata"] = [json.loads(m) if isinstance(m, str) else None for m in votes["conv_metadata"]]
+    for side in ("conversation_a", "conversation_b"):  # live battles' own conversations, when attached
+        if side in votes and votes[side].notna().any():
+            df[side] = votes[side].to_numpy()
     battles = load_battles(df)
     return Battles(battles.df, source, battles.skipped)
 

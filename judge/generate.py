@@ -1,0 +1,288 @@
+"""Generate answers: every model on every prompt, through the judge's providers and its run machinery.
+
+Calls go through ``concurrency`` workers with the judge runner's rate limiter (per endpoint) and backoff
+(:func:`judge.run.backoff_delay`, never sooner than ``Retry-After``). Each answer is committed to a SQLite
+cache as it arrives (:class:`GenerationCache`, the judge cache's file handling), so a killed run restarts
+without generating anything answered twice. The result is an items table in the long layout
+(``item_id, prompt, model, answer`` plus tokens, latency, cost, finish reason and settings) that
+``preflab import`` reads, and :func:`pairs_table` turns it into ``judge run`` pairs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from judge.cache import CallCache, cache_key, prompt_hash
+from judge.model_specs import ModelSpec
+from judge.providers.base import ProviderError, parse_spec
+from judge.providers.generation import Generation, GenerationRequest
+from judge.providers.generators import make_generator
+from judge.run import RateLimiter, RunStats, backoff_delay
+from preflab.redact import redact, redact_any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS generations (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, item_id TEXT NOT NULL, generation TEXT NOT NULL, created REAL NOT NULL
+)"""
+
+
+class GenerationCache(CallCache):
+    """The judge's SQLite call cache file, with a table of generated answers (same commit grouping, WAL,
+    busy retries)."""
+
+    def __init__(self, path: str | Path, **kwargs: float) -> None:
+        super().__init__(path, **kwargs)
+        self._retry(lambda: self._db.execute(_SCHEMA))
+
+    def get_generation(self, key: str) -> Generation | None:
+        """The cached answer for a key, or None."""
+        row = self._retry(lambda: self._db.execute("SELECT generation FROM generations WHERE key = ?",
+                                                   (key,)).fetchone())
+        return Generation.from_json(json.loads(row[0])) if row else None
+
+    def put_generation(self, key: str, generation: Generation, *, model: str, item_id: str) -> None:
+        """Store one answer (secrets redacted); committed now, or with the next group."""
+        row = (key, model, item_id, json.dumps(redact_any(generation.to_json())), time.time())
+
+        def write() -> None:
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?)", row)
+
+        self._retry(write)
+        self._pending += 1
+        if self._pending >= self.commit_every or time.monotonic() - self._last_commit > self.commit_interval:
+            self.flush()
+
+    def count_generations(self) -> int:
+        """How many answers the cache holds."""
+        return int(self._retry(lambda: self._db.execute("SELECT COUNT(*) FROM generations").fetchone())[0])
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """How to run: calls in flight, per-endpoint rate limits, retries (as :class:`judge.run.RunConfig`)."""
+
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    max_attempts: int = 8
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+    seed: int = 0
+    progress: bool = False
+
+
+@dataclass
+class GenerateStats(RunStats):
+    """The judge run's accounting plus truncated and empty answers (by model)."""
+
+    method: str = "generate"
+    truncated: Counter = field(default_factory=Counter)
+    empty: Counter = field(default_factory=Counter)
+    cost_unknown: bool = False
+
+    def summary(self) -> str:
+        """One line for the CLI."""
+        cost = "unknown (no price for this model)" if self.cost_unknown else f"${self.cost:.4f}"
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.retry_reasons.items()))
+        return (f"{self.calls} generated, {self.cache_hits} cached, {self.retries} retries"
+                f"{f' ({reasons})' if reasons else ''}, {self.failed} failed; tokens {self.tokens_in} in / "
+                f"{self.tokens_out} out; cost {cost}; {self.wall_s:.1f} s")
+
+
+@dataclass
+class GenerateResult:
+    """The answers (long layout, one row per item and model), the failures, and the accounting."""
+
+    answers: pd.DataFrame
+    failures: pd.DataFrame
+    stats: GenerateStats
+
+    def truncation_note(self) -> str:
+        """How many answers were cut at max tokens, by model (a truncated answer loses unfairly), or ''."""
+        n = sum(self.stats.truncated.values())
+        if not n:
+            return ""
+        by = ", ".join(f"{m} {k}" for m, k in sorted(self.stats.truncated.items()))
+        return (f"{n} of {len(self.answers)} answers truncated at max_tokens (finish reason length): {by}; "
+                "raise max_tokens for those models, or a judge and voters will see cut answers")
+
+
+async def call_with_retries(call: Callable[[], Awaitable[Generation]], estimate: int, config: GenerateConfig,
+                            limiter: RateLimiter, stats: RunStats, rng: random.Random) -> Generation:
+    """Run ``call`` under the rate limiter, retrying retryable :class:`ProviderError` with the judge's backoff."""
+    for attempt in range(config.max_attempts):
+        await limiter.acquire(estimate)
+        try:
+            gen = await call()
+        except ProviderError as e:
+            if not e.retryable or attempt == config.max_attempts - 1:
+                raise
+            delay = backoff_delay(attempt, e.retry_after, rng.random(), config.backoff_base, config.backoff_cap)
+            stats.retries += 1
+            stats.retry_reasons[e.kind] += 1
+            stats.waits.append(delay)
+            await asyncio.sleep(delay)
+            continue
+        limiter.correct(estimate, (gen.tokens_in or 0) + (gen.tokens_out or 0))
+        return gen
+    raise AssertionError("unreachable")
+
+
+def endpoint(spec: ModelSpec) -> str:
+    """Which server a spec calls (rate limits are per endpoint, and it is part of the cache key)."""
+    s = parse_spec(spec.spec)
+    return f"{s.provider}:{s.base_url or 'default'}"
+
+
+def generation_key(spec: ModelSpec, request: GenerationRequest) -> str:
+    """The cache key: everything that changes the answer (endpoint, model, messages, settings)."""
+    s = parse_spec(spec.spec)
+    return cache_key(s.provider, s.model, "generate@" + endpoint(spec), prompt_hash(request.messages), "-",
+                     request.settings())
+
+
+@dataclass(frozen=True)
+class _Job:
+    row: int
+    spec: ModelSpec
+    request: GenerationRequest
+    key: str
+
+
+async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], config: GenerateConfig,
+                        cache: GenerationCache | str | Path | None = None,
+                        generators: dict[str, object] | None = None) -> GenerateResult:
+    """Answer every prompt with every model; see :func:`run_generate`. ``generators`` (by model name)
+    replaces the providers built from the specs (tests pass SDK clients over fakes this way)."""
+    own = generators is None
+    gens = generators or {m.name: make_generator(m.spec, timeout=m.timeout) for m in models}
+    db = GenerationCache(cache) if isinstance(cache, str | Path) else cache
+    stats = GenerateStats()
+    limiters = {e: RateLimiter(config.rpm, config.tpm) for e in {endpoint(m) for m in models}}
+    rng = random.Random(config.seed)
+    jobs = []
+    for i, prompt in enumerate(prompts["prompt"]):
+        for m in models:
+            req = m.request([{"role": "user", "content": prompt}])
+            jobs.append(_Job(i, m, req, generation_key(m, req)))
+    results: dict[str, Generation | ProviderError] = {}
+    cached: set[str] = set()
+    queue: asyncio.Queue[_Job] = asyncio.Queue()
+    for job in {j.key: j for j in jobs}.values():
+        queue.put_nowait(job)
+    bar = tqdm(total=queue.qsize(), disable=not config.progress, file=sys.stderr, unit="answer")
+
+    async def worker() -> None:
+        while not queue.empty():
+            job = queue.get_nowait()
+            hit = db.get_generation(job.key) if db is not None else None
+            if hit is not None:
+                stats.cache_hits += 1
+                results[job.key] = hit
+                cached.add(job.key)
+            else:
+                est = sum(len(m["content"]) for m in job.request.messages) // 4 + job.request.max_tokens
+                gen = gens[job.spec.name]
+                try:
+                    got = await call_with_retries(lambda: gen.generate(job.request), est, config,  # noqa: B023
+                                                  limiters[endpoint(job.spec)], stats, rng)
+                except ProviderError as e:
+                    results[job.key] = e
+                else:
+                    stats.calls += 1
+                    results[job.key] = got
+                    if db is not None:
+                        db.put_generation(job.key, got, model=job.spec.name,
+                                          item_id=str(prompts["item_id"].iat[job.row]))
+            bar.update(1)
+
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, queue.qsize())))))
+    finally:
+        bar.close()
+        if db is not None:
+            db.flush()
+            if db is not cache:
+                db.close()
+        if own:
+            for g in gens.values():
+                await g.aclose()
+    answers, failures = answer_rows(prompts, jobs, results, cached, gens, stats)
+    stats.wall_s = time.perf_counter() - t0
+    return GenerateResult(answers, failures, stats)
+
+
+def answer_rows(prompts: pd.DataFrame, jobs: list[_Job], results: dict, cached: set[str], gens: dict,
+                stats: GenerateStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per (item, model) answered, and one per failed call (error redacted)."""
+    rows, failed = [], []
+    today = time.strftime("%Y-%m-%d")
+    for job in jobs:
+        item = prompts.iloc[job.row]
+        got = results[job.key]
+        if isinstance(got, ProviderError):
+            stats.failed += 1
+            failed.append({"item_id": item["item_id"], "model": job.spec.name, "error": redact(str(got)),
+                           "kind": got.kind})
+            continue
+        gen = gens[job.spec.name]
+        fresh = job.key not in cached
+        cost = None  # unknown: no price for the model (judge.prices), or the server gave no token counts
+        if gen.price is not None and got.tokens_in is not None and got.tokens_out is not None:
+            cost = gen.price.cost(got.tokens_in, got.tokens_out)
+        if fresh:
+            stats.tokens_in += got.tokens_in or 0
+            stats.tokens_out += got.tokens_out or 0
+            stats.cost += cost or 0.0
+            stats.cost_unknown |= cost is None
+        stats.truncated[job.spec.name] += int(got.truncated)
+        stats.empty[job.spec.name] += int(not got.text.strip())
+        rows.append({"item_id": item["item_id"], "prompt": item["prompt"], "category": item["category"],
+                     "model": job.spec.name, "answer": got.text, "tokens_in": got.tokens_in,
+                     "tokens_out": got.tokens_out, "latency": round(got.latency, 4), "cost": cost,
+                     "finish_reason": got.finish_reason, "truncated": got.truncated, "cached": not fresh,
+                     "provider": job.spec.spec, "settings": json.dumps(job.spec.settings(), sort_keys=True),
+                     "date": today})
+    stats.truncated, stats.empty = +stats.truncated, +stats.empty  # drop zero counts
+    cols = ["item_id", "prompt", "category", "model", "answer", "tokens_in", "tokens_out", "latency", "cost",
+            "finish_reason", "truncated", "cached", "provider", "settings", "date"]
+    answers = pd.DataFrame(rows, columns=cols).astype({"tokens_in": "Int64", "tokens_out": "Int64"})
+    return answers, pd.DataFrame(failed, columns=["item_id", "model", "error", "kind"])
+
+
+def run_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], config: GenerateConfig,
+                 cache: GenerationCache | str | Path | None = None) -> GenerateResult:
+    """Answer every prompt (``item_id, prompt, category``) with every model spec.
+
+    With a cache path, each answer is stored as it arrives and never generated again by a later run with
+    the same model, messages and settings; failed calls are returned in ``failures`` and retried by a rerun.
+    """
+    return asyncio.run(arun_generate(prompts, models, config, cache))
+
+
+def pairs_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """``judge run`` pairs from an answers table: every two models on each item, in the models' order."""
+    order = {m: i for i, m in enumerate(dict.fromkeys(answers["model"]))}
+    rows = []
+    for (item_id, prompt), group in answers.groupby(["item_id", "prompt"], sort=False):
+        g = group.sort_values("model", key=lambda s: s.map(order))
+        recs = g[["model", "answer"]].to_dict("records")
+        for i, x in enumerate(recs):
+            for y in recs[i + 1:]:
+                rows.append({"item_id": item_id, "prompt": prompt, "model_x": x["model"], "answer_x": x["answer"],
+                             "model_y": y["model"], "answer_y": y["answer"]})
+    return pd.DataFrame(rows, columns=["item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y"])

@@ -1,0 +1,83 @@
+"""``preflab generate``: answer prompts with your own models (a thin shell over :mod:`judge.generate`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from preflab.io import is_stdout
+from preflab_cli.common import app, err, fail
+
+
+@app.command("generate")
+def generate_cmd(
+    prompts: Annotated[Path, typer.Argument(help="Prompts (JSONL, CSV or Parquet): item_id, prompt, optional category.")],
+    output: Annotated[Path, typer.Option(help="Items file to write (.jsonl, .csv, .parquet or - for stdout): "
+                                              "item_id, prompt, model, answer, tokens, latency, cost, finish "
+                                              "reason, settings; `preflab import` reads it.")],
+    model: Annotated[list[str] | None, typer.Option(
+        "--model", help="A model: provider spec (openai:MODEL, anthropic:MODEL, local:URL#MODEL) with optional "
+                        ";name=...;system=...;temperature=...;top_p=...;seed=...;max_tokens=... (repeat for "
+                        "each model).")] = None,
+    roster: Annotated[Path | None, typer.Option(help="Roster TOML with one [[model]] table per model "
+                                                     "(name, spec, system, max_tokens, temperature, ...).")] = None,
+    pairs: Annotated[Path | None, typer.Option(help="Also write `judge run` pairs (every two models per item).")] = None,
+    concurrency: Annotated[int, typer.Option(help="Calls in flight.")] = 16,
+    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit, per endpoint.")] = None,
+    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit, per endpoint.")] = None,
+    cache: Annotated[Path, typer.Option(help="SQLite answer cache (a rerun generates only what is missing).")] = (
+        Path.home() / ".cache" / "preflab" / "generate.sqlite"),
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the answer cache.")] = False,
+    max_attempts: Annotated[int, typer.Option(help="Tries per call (429, 5xx, timeouts are retried).")] = 8,
+    progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
+    allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N answers failed after retries "
+                                                     "(default 0: any failure exits 1).")] = 0,
+) -> None:
+    """Run every model on every prompt and write an items file (one row per prompt and model).
+
+    Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY or PREFLAB_LOCAL_API_KEY. Answers are cached as they
+    arrive, so a killed run restarts without generating anything twice. Answers cut at max_tokens (finish
+    reason length) are kept, counted and reported. Exits 1 when answers failed (see --allow-failures)."""
+    from judge.generate import GenerateConfig, pairs_table, run_generate
+    from judge.model_specs import load_prompts, load_roster, parse_model_spec, unique_names
+    from preflab.io import write_table
+
+    specs = (load_roster(roster) if roster else []) + [parse_model_spec(m) for m in model or []]
+    if not specs:
+        fail("give at least one --model SPEC (or --roster FILE)")
+    specs = unique_names(specs)
+    table = load_prompts(prompts)
+    config = GenerateConfig(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts, progress=progress)
+    try:
+        result = run_generate(table, specs, config, cache=None if no_cache else cache)
+    except ValueError as e:
+        fail(e)
+    to_stderr = is_stdout(output) or is_stdout(pairs)
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False) if to_stderr else typer.echo(line)
+
+    where = write_table(result.answers, output, stdout_format="jsonl")
+    say(f"{len(table)} prompts x {len(specs)} models: {len(result.answers)} answers -> {where}")
+    say(result.stats.summary())
+    if pairs is not None:
+        pair_rows = pairs_table(result.answers)
+        say(f"{len(pair_rows)} pairs -> {write_table(pair_rows, pairs, stdout_format='jsonl')}")
+    if note := result.truncation_note():
+        err.print(f"warning: {note}", highlight=False, markup=False)
+    empty = sum(result.stats.empty.values())
+    if empty:
+        err.print(f"warning: {empty} empty answers ({', '.join(f'{m} {k}' for m, k in result.stats.empty.items())})",
+                  highlight=False, markup=False)
+    failed = len(result.failures)
+    if failed:
+        top = result.failures["error"].str.slice(0, 120).value_counts().head(3)
+        line = (f"{failed} of {failed + len(result.answers)} answers failed after retries: "
+                + "; ".join(f"{n} x {msg}" for msg, n in top.items())
+                + f" (not in {where}; " + ("rerun to retry them)" if no_cache else
+                                          "rerun with the same cache to retry only them)"))
+        if failed > allow_failures:
+            fail(line + ("" if allow_failures else "; pass --allow-failures N to accept up to N"), status=1)
+        err.print(f"warning: {line}", highlight=False, markup=False)

@@ -1,0 +1,280 @@
+"""Live battles: a voter's own prompt, two roster models answering side by side, the vote stored as an app
+vote (so the leaderboard, ``rank --style-control`` and ``export-votes`` count it like any other), and the
+battle itself stored in full in its own table.
+
+A battle is ``answering`` while the answers stream (again during a follow-up), ``answered`` when both
+finished, ``voted`` after the vote (its ``vote_id`` points at the ``votes`` row: dataset
+:data:`BATTLE_DATASET`, item = battle id, source ``battle``), ``failed`` when an answer failed, or
+``abandoned`` when the voter left it mid-answer: those two have no vote row and never count.
+Pairs are drawn least-compared first (answered or voted battles per unordered pair), uniformly, or by the
+arena's active sampler on the battle votes (the app's ``--strategy``), sides at random.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from judge.model_specs import ModelSpec, load_roster
+from judge.providers.base import ProviderError
+from judge.providers.generation import Generation
+from judge.providers.generators import make_generator
+from voting.store import DuplicateVote, Vote, vote_row, votes_t
+from voting.votes import style_meta
+
+BATTLE_DATASET = "battle"
+BATTLE_SOURCE = "battle"
+
+_meta = sa.MetaData()
+battles_t = sa.Table(
+    "battles", _meta,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("voter", sa.String(200), nullable=False, index=True),
+    sa.Column("model_a", sa.String(200), nullable=False),  # shown as A (left)
+    sa.Column("model_b", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # answering | answered | voted | failed
+    sa.Column("turns", sa.Integer, nullable=False),
+    sa.Column("conversation_a", sa.Text, nullable=False),  # JSON [{"role", "content"}], OpenAI style
+    sa.Column("conversation_b", sa.Text, nullable=False),
+    sa.Column("answer_meta", sa.Text, nullable=False),  # JSON per turn: {"a": {...}, "b": {...}}
+    sa.Column("style", sa.Text),  # Chatbot Arena conv_metadata totals, once answered
+    sa.Column("error", sa.Text),  # which side failed and how (never shown to the voter)
+    sa.Column("choice", sa.String(16)),
+    sa.Column("vote_id", sa.Integer),
+    sa.Column("created_at", sa.Float, nullable=False, index=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class ArenaLimits:
+    """What one voter may ask: prompt length, battles started per minute, and a cap on answer tokens."""
+
+    max_prompt_chars: int = 4000
+    battles_per_minute: int = 6
+    max_tokens: int = 1024
+
+
+def open_battles(engine: Engine) -> Engine:
+    """Create the battles table if missing; returns the engine."""
+    _meta.create_all(engine)
+    return engine
+
+
+def load_arena(path: str) -> list[ModelSpec]:
+    """The roster of a live arena (a ``generate`` roster TOML); at least two models."""
+    from preflab.errors import InputError
+
+    roster = load_roster(path)
+    if len(roster) < 2:
+        raise InputError(path, None, "model", "a battle needs at least two models", "add another [[model]] table")
+    return roster
+
+
+def pair_counts(engine: Engine) -> dict[frozenset, int]:
+    """Answered or voted battles per unordered pair of model names."""
+    q = (sa.select(battles_t.c.model_a, battles_t.c.model_b, sa.func.count())
+         .where(battles_t.c.status.in_(("answered", "voted"))).group_by(battles_t.c.model_a, battles_t.c.model_b))
+    out: dict[frozenset, int] = {}
+    with engine.connect() as conn:
+        for a, b, n in conn.execute(q):
+            out[frozenset((a, b))] = out.get(frozenset((a, b)), 0) + int(n)
+    return out
+
+
+def battle_outcomes(engine: Engine, names: Sequence[str]) -> np.ndarray:
+    """(k, k, 3) counts of (left wins, right wins, tie) per ordered pair of roster models from the battle
+    votes (both tie kinds are ties), as :func:`arena.sampling.outcome_tensor` lays them out."""
+    from voting.store import load_votes
+    from voting.votes import vote_codes
+
+    index = {n: i for i, n in enumerate(names)}
+    out = np.zeros((len(names), len(names), 3))
+    votes = load_votes(engine, BATTLE_DATASET)
+    if len(votes):
+        keep = votes["model_left"].isin(index) & votes["model_right"].isin(index)
+        votes = votes[keep]
+        codes = np.minimum(vote_codes(votes), 2)
+        np.add.at(out, (votes["model_left"].map(index).to_numpy(), votes["model_right"].map(index).to_numpy(),
+                        codes), 1.0)
+    return out
+
+
+def draw_pair(roster: Sequence[ModelSpec], counts: dict[frozenset, int], rng: np.random.Generator,
+              strategy: str = "balanced", outcomes: np.ndarray | None = None) -> tuple[ModelSpec, ModelSpec]:
+    """The next pair, sides at random: (shown as A, shown as B). ``balanced``: the least-compared pair (ties
+    broken at random, weighted by the product of the models' weights); ``uniform``: any pair, by weight;
+    ``active``: :func:`arena.sampling.next_pair` on the battle ``outcomes`` (balanced until there are votes)."""
+    if strategy == "active" and outcomes is not None and outcomes.sum() > 0:
+        from arena.sampling import next_pair
+
+        i, j = next_pair(outcomes, seed=rng)
+        return roster[i], roster[j]
+    pairs = [(x, y) for i, x in enumerate(roster) for y in roster[i + 1:]]
+    n = np.array([counts.get(frozenset((x.name, y.name)), 0) for x, y in pairs])
+    least = pairs if strategy == "uniform" else [p for p, k in zip(pairs, n, strict=True) if k == n.min()]
+    w = np.array([x.weight * y.weight for x, y in least])
+    x, y = least[int(rng.choice(len(least), p=w / w.sum()))]
+    return (x, y) if rng.random() < 0.5 else (y, x)
+
+
+def recent_battles(engine: Engine, voter: str, seconds: float = 60.0) -> int:
+    """Battles this voter started in the last ``seconds`` (the rate limit, shared by every app process)."""
+    q = sa.select(sa.func.count()).select_from(battles_t).where(
+        battles_t.c.voter == voter, battles_t.c.created_at >= time.time() - seconds)
+    with engine.connect() as conn:
+        return int(conn.execute(q).scalar_one())
+
+
+def start_battle(engine: Engine, voter: str, model_a: str, model_b: str) -> str:
+    """Store a new battle (``answering``); returns its id."""
+    bid, now = secrets.token_hex(12), time.time()
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        conn.execute(battles_t.insert().values(id=bid, voter=voter, model_a=model_a, model_b=model_b,
+                                               status="answering", turns=0, conversation_a="[]",
+                                               conversation_b="[]", answer_meta="[]", created_at=now,
+                                               updated_at=now))
+    return bid
+
+
+def load_battle(engine: Engine, battle_id: str) -> dict | None:
+    """One stored battle, JSON fields decoded."""
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(battles_t).where(battles_t.c.id == battle_id)).mappings().first()
+    if row is None:
+        return None
+    out = dict(row)
+    for k in ("conversation_a", "conversation_b", "answer_meta"):
+        out[k] = json.loads(out[k])
+    out["style"] = json.loads(out["style"]) if out["style"] else None
+    return out
+
+
+def _assistant_text(conversation: list[dict]) -> str:
+    return "\n\n".join(m["content"] for m in conversation if m["role"] == "assistant")
+
+
+def begin_turn(engine: Engine, battle_id: str) -> bool:
+    """Mark an answered battle ``answering`` again for a follow-up turn (no vote is taken until it is
+    answered); True when it was answered."""
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        return bool(conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answered")
+                                 .values(status="answering", updated_at=time.time())).rowcount)
+
+
+def abandon(engine: Engine, battle_id: str) -> None:
+    """A battle left while answering (a reload, a click mid-stream) is marked ``abandoned``: never counted."""
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answering")
+                     .values(status="abandoned", updated_at=time.time()))
+
+
+def save_turn(engine: Engine, battle_id: str, conv_a: list[dict], conv_b: list[dict],
+              results: dict[str, Generation | Exception]) -> bool:
+    """Store a finished turn: both conversations and each answer's tokens, latency and finish reason; a
+    failed side marks the battle ``failed`` (it will never count). True when both answers arrived."""
+    battle = load_battle(engine, battle_id)
+    if battle is None or battle["status"] != "answering":
+        return False
+    meta = battle["answer_meta"]
+    turn, errors = {}, []
+    for side, res in results.items():
+        if isinstance(res, Generation):
+            turn[side] = {k: v for k, v in res.to_json().items() if k != "text"}
+        else:
+            kind = res.kind if isinstance(res, ProviderError) else type(res).__name__
+            turn[side] = {"error": kind}
+            errors.append(f"{side}: {kind}: {str(res)[:200]}")
+    meta.append(turn)
+    ok = not errors
+    values = dict(conversation_a=json.dumps(conv_a), conversation_b=json.dumps(conv_b), answer_meta=json.dumps(meta),
+                  turns=battle["turns"] + 1, status="answered" if ok else "failed",
+                  error="; ".join(errors) or None, updated_at=time.time())
+    if ok:
+        values["style"] = json.dumps(style_meta(_assistant_text(conv_a), _assistant_text(conv_b)))
+    with engine.connect().execution_options(write=True) as conn, conn.begin():
+        conn.execute(battles_t.update().where(battles_t.c.id == battle_id).values(**values))
+    return ok
+
+
+def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
+    """Store the vote on an answered battle as an app vote (style counts included) and mark it ``voted``;
+    returns the vote id. Raises :class:`voting.store.DuplicateVote` on a second vote, ValueError when the
+    battle is not this voter's or not answered."""
+    battle = load_battle(engine, battle_id)
+    if battle is None or battle["voter"] != voter:
+        raise ValueError("no such battle for this voter")
+    if battle["status"] == "voted":
+        raise DuplicateVote(f"battle {battle_id} was already voted on")
+    if battle["status"] != "answered":
+        raise ValueError(f"battle {battle_id} is {battle['status']}: it cannot be voted on")
+    vote = Vote(voter, BATTLE_DATASET, battle_id, battle["model_a"], battle["model_b"], choice,  # type: ignore[arg-type]
+                battle["created_at"], "", 1, battle["style"])
+    row = vote_row(vote, source=BATTLE_SOURCE)  # the store's own vote row; only its source differs
+    with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
+        claimed = conn.execute(battles_t.update().where(battles_t.c.id == battle_id,
+                                                        battles_t.c.status == "answered")
+                               .values(status="voted", choice=choice, updated_at=time.time())).rowcount
+        if not claimed:
+            raise DuplicateVote(f"battle {battle_id} was already voted on")
+        vote_id = int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
+        conn.execute(battles_t.update().where(battles_t.c.id == battle_id).values(vote_id=vote_id))
+    return vote_id
+
+
+async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list[dict]], limits: ArenaLimits,
+                      on_text: Callable[[str, str], None]) -> dict[str, Generation | Exception]:
+    """Stream both sides' next answers at once; ``on_text(side, text so far)`` after every piece. Each side
+    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes)."""
+
+    async def one(side: str) -> Generation | Exception:
+        spec = specs[side]
+        gen = make_generator(spec.spec, timeout=spec.timeout)
+        request = spec.request(conversations[side])
+        request = type(request)(request.messages, min(request.max_tokens, limits.max_tokens), request.temperature,
+                                request.top_p, request.seed)
+        text = ""
+        try:
+            async with asyncio.timeout(spec.timeout):
+                async for piece in gen.stream(request):
+                    if isinstance(piece, Generation):
+                        return piece
+                    text += piece
+                    on_text(side, text)
+            return ProviderError("the stream ended early", retryable=False, kind="connection")
+        except (ProviderError, TimeoutError, OSError) as e:
+            return e if isinstance(e, ProviderError) else ProviderError(type(e).__name__, retryable=False,
+                                                                        kind="timeout")
+        finally:
+            await gen.aclose()
+
+    a, b = await asyncio.gather(one("a"), one("b"))
+    return {"a": a, "b": b}
+
+
+def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:
+    """``votes`` with ``conversation_a``/``conversation_b`` (Chatbot Arena's message lists, left = a) for the
+    live battles among them, so an export carries what was asked and answered; other votes get None."""
+    out = votes.copy()
+    mine = out["source"].eq(BATTLE_SOURCE) if "source" in out else pd.Series(False, index=out.index)
+    convs: dict[str, tuple] = {}
+    if mine.any():
+        open_battles(engine)
+        ids = out.loc[mine, "item_id"].astype(str).unique().tolist()
+        q = sa.select(battles_t.c.id, battles_t.c.conversation_a, battles_t.c.conversation_b).where(
+            battles_t.c.id.in_(ids))
+        with engine.connect() as conn:
+            convs = {i: (json.loads(a), json.loads(b)) for i, a, b in conn.execute(q)}
+    for k, side in ((0, "conversation_a"), (1, "conversation_b")):
+        out[side] = [convs[i][k] if m and i in convs else None for i, m in zip(out["item_id"].astype(str), mine,
+                                                                             strict=True)]
+    return out
