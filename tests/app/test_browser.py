@@ -3,8 +3,8 @@
 Checks: vote by mouse and by keyboard shortcut (rows land in the database), no model name anywhere in the
 page HTML before the vote, model output shown as text (no script runs, no <img onerror>), two voters in
 two browser contexts at once, key presses made during a redraw are not lost, answers keep their line
-breaks in equal-height scroll boxes with the vote bar on a 1280x900 screen, the judging criteria, a bad
-import shows a clear message. Screenshots go to ``test-artifacts/``.
+breaks in equal-height scroll boxes with the vote bar on a 1280x900 screen, the judging criteria, the import
+preview (a bad file's problem, nothing written; a good file listed at once after Import). Screenshots go to ``test-artifacts/``.
 
 Every wait is on state only the new page has (the shown item's id, fresh buttons), never on a button the
 old page also had, so the tests hold on a busy machine.
