@@ -1,7 +1,7 @@
 """Reading real answers on the vote page, in Debian's Chromium at 1280x800 and 390x844, over an imported CSV
 holding a wide markdown table, long code, RTL text, an indented poem and a 20,000-character answer.
 
-Checks: each answer's length in words, Expand and "read both full height", tables that scroll sideways
+Checks: each answer's length in words and how far it was scrolled, Expand and "read both full height", tables that scroll sideways
 (no cell broken mid-token), A stacked above B on a phone with the vote bar reachable, ``dir="auto"``
 per block, indentation kept outside code, back to the top of the pair after Next, Skip and Undo, the vote
 bar and the Undo/Next row on a 1280x800 screen, the sidebar closed on a phone after choosing a dataset,
@@ -182,6 +182,8 @@ def test_expand_read_both_and_the_vote_at_1280x800(server, browser):
     side = next(s for s in "AB" if page.locator(ANSWER % s).inner_text().startswith("word0"))
     before = box(page, side)
     assert before["sh"] > 10 * before["h"], before  # 20,000 characters scroll in a box
+    page.locator(ANSWER % side).evaluate("e => { e.scrollTop = (e.scrollHeight - e.clientHeight) / 2; }")
+    page.locator(f".preflab-pair .pf-pos[data-side='{side}']").get_by_text("50% read").wait_for()
     col = page.locator(".preflab-pair .pf-col").nth("AB".index(side))
     col.get_by_text("Expand").click()
     page.wait_for_function(f"() => {{ const e = document.querySelector(\"{ANSWER % side}\");"

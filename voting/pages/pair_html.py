@@ -44,7 +44,7 @@ CSS = """<style>
 .preflab-pair .pf-col {flex: 1 1 0; min-width: 0}
 .preflab-pair .pf-head {display: flex; align-items: baseline; gap: .75rem; flex-wrap: wrap}
 .preflab-pair .pf-head h4 {padding-top: .25rem}
-.preflab-pair .pf-len {font-size: .875rem; opacity: .7}
+.preflab-pair .pf-len, .preflab-pair .pf-pos {font-size: .875rem; opacity: .7}
 .preflab-pair summary {list-style: none; cursor: pointer; font-size: .875rem; color: rgb(28, 131, 225)}
 .preflab-pair summary::-webkit-details-marker {display: none}
 .preflab-pair details[open] > summary .pf-closed, .preflab-pair details:not([open]) > summary .pf-opened
@@ -134,7 +134,8 @@ def pair_html(item_id: str, prompt: str, answer_a: str, answer_b: str, *, progre
     long_prompt = len(prompt) > 300 or prompt.count("\n") > 4
     boxes = "".join(
         f'<div class="pf-col"><div class="pf-head"><h4>{side}</h4><span class="pf-len" data-side="{side}">'
-        f'{length_label(text)}</span>{_toggle("pf-expand", "Expand", "Collapse")}</div>'
+        f'{length_label(text)}</span><span class="pf-pos" data-side="{side}"></span>'
+        f'{_toggle("pf-expand", "Expand", "Collapse")}</div>'
         f'<div class="pf-box pf-answer" data-side="{side}">{markdown_html(text)}</div></div>'
         for side, text in (("A", answer_a), ("B", answer_b)))
     both = _toggle("pf-both", "Read both full height", "Back to side-by-side boxes")

@@ -1,7 +1,8 @@
 """The vote page's reading helpers in the browser: back to the top of the pair when a new pair comes (after
 Next, Skip or a withdrawn vote the voter's view sat at the old bar), the voter's progress updated at the vote
 (the pair's HTML is not sent again then), the sidebar closed on a phone after a dataset is chosen, and a
-keyboard-help overlay on ``?``.
+keyboard-help overlay on ``?``, and how far each answer box has been scrolled (``NN% read``, beside its
+length, so the two positions are easy to compare).
 
 One script, installed once per tab (the installer's HTML is the same on every run, so Streamlit leaves it);
 each call below is a tiny element whose text changes only when it must run again. Our own code only: the
@@ -75,6 +76,14 @@ _INSTALL = """
       if (b) b.click();
     },
   };
+  // how far each answer has been read, beside its length: the two scroll positions side by side
+  doc.addEventListener("scroll", (e) => {
+    const box = e.target;
+    if (!box.classList || !box.classList.contains("pf-answer")) return;
+    const pos = box.closest(".pf-col") && box.closest(".pf-col").querySelector(".pf-pos");
+    const room = box.scrollHeight - box.clientHeight;
+    if (pos) pos.textContent = room > 0 ? Math.round(100 * box.scrollTop / room) + "% read" : "";
+  }, {capture: true, passive: true});
   w.addEventListener("keydown", (e) => {
     const t = e.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || (t && t.isContentEditable)) return;
