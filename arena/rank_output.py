@@ -12,22 +12,26 @@ from rich.table import Table
 def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
     """The leaderboard as a rich table (rank, model, rating, interval, battles, W/L/T; ``ess`` when present)."""
     level = table.attrs.get("level", 0.95)
-    out = Table(title=f"Leaderboard ({table.attrs.get('ci', '')} {level:.0%} intervals, "
-                      f"ties: {table.attrs.get('ties', 'half')})")
-    for name, justify in (("rank", "right"), ("model", "left"), ("rating", "right"), ("interval", "right"),
-                          ("battles", "right"), ("W / L / T", "right")):
+    both = {"lower_bootstrap", "lower_sandwich"} <= set(table.columns) and table.attrs.get("ci") == "both"
+    kinds = ("bootstrap", "sandwich") if both else ("",)
+    ci = "bootstrap and sandwich" if both else table.attrs.get("ci", "")
+    out = Table(title=f"Leaderboard ({ci} {level:.0%} intervals, ties: {table.attrs.get('ties', 'half')})")
+    intervals = [(k or "interval", k and f"_{k}") for k in kinds]  # (column title, suffix of lower/upper)
+    for name, justify in (("rank", "right"), ("model", "left"), ("rating", "right"),
+                          *((title, "right") for title, _ in intervals), ("battles", "right"), ("W / L / T", "right")):
         out.add_column(name, justify=justify)  # type: ignore[arg-type]
     ess = "ess" in table.columns
     if ess:
         out.add_column("ess", justify="right")
     shown = table if top is None else table.head(top)
     for row in shown.itertuples(index=False):
-        interval = f"{row.lower - row.rating:+.1f} / {row.upper - row.rating:+.1f}"
+        cells = [f"{getattr(row, 'lower' + sfx) - row.rating:+.1f} / {getattr(row, 'upper' + sfx) - row.rating:+.1f}"
+                 for _, sfx in intervals]
         rating, style = f"{row.rating:.1f}", None
         if not getattr(row, "identified", True):  # Ford's condition fails, or style control: see the warning
-            interval = "unbounded (no MLE)" if table.attrs.get("separation") else "not identified"
+            cells = ["unbounded (no MLE)" if table.attrs.get("separation") else "not identified"] * len(cells)
             rating, style = (rating if table.attrs.get("separation") else "—"), "dim"
-        out.add_row(str(row.rank), str(row.model), rating, interval, f"{row.battles:.0f}",
+        out.add_row(str(row.rank), str(row.model), rating, *cells, f"{row.battles:.0f}",
                     f"{row.wins:.0f} / {row.losses:.0f} / {row.ties:.0f}", *([f"{row.ess:.0f}"] if ess else []),
                     style=style)
     sep = table.attrs.get("separation")

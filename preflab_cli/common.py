@@ -26,8 +26,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True, soft_wrap=True)  # a message or a path is one line, never cut at 80 columns
+#: The width of output that is not a terminal (a pipe, a file) unless ``COLUMNS`` says otherwise: rich would cut
+#: tables and lines at 80 columns there; this wide, a table keeps its natural width.
+PIPE_WIDTH = 500
+
+
+def make_console(stderr: bool = False, **kwargs: object) -> Console:
+    """A rich console on stdout (or stderr) that wraps at the terminal's width, and not at all short of
+    :data:`PIPE_WIDTH` when the stream is a pipe or a file."""
+    stream = sys.stderr if stderr else sys.stdout
+    wide = not (stream.isatty() or os.environ.get("COLUMNS"))
+    return Console(stderr=stderr, width=PIPE_WIDTH if wide else None, **kwargs)  # type: ignore[arg-type]
+
+
+console = make_console()
+err = make_console(stderr=True, soft_wrap=True)  # a message or a path is one line, never cut at 80 columns
 #: The bundled demo arena: shipped inside the package as ``preflab.demo`` (data/demo in the checkout).
 DEMO_DIR = Path(__file__).resolve().parents[1] / "preflab" / "demo"
 if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside the packages

@@ -54,7 +54,6 @@ def run_cmd(
 
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
-    from rich.console import Console
     from rich.markup import escape
 
     from judge.pairs import PairsError, combine_orders, load_pairs
@@ -63,8 +62,9 @@ def run_cmd(
     from judge.providers.base import ProviderError
     from judge.rubrics import RubricError, load_rubric
     from judge.run import RunConfig, failure_summary, run_judge
+    from preflab_cli.common import make_console
 
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     try:
         pairs = load_pairs(pairs_path)
         config = RunConfig(load_rubric(rubric), both_orders=both_orders, samples=samples, concurrency=concurrency,
@@ -179,7 +179,6 @@ def calibrate_cmd(
                                               "or rubric texts differ (refused otherwise; the card lists the mix).")] = False,
 ) -> None:
     """Calibrate a judge against humans: bias, agreement, calibration — every number with its interval."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -187,9 +186,10 @@ def calibrate_cmd(
     from judge.card import summary_rows, write_card
     from judge.datasets import attach_human, attach_lengths, load_any, load_family
     from preflab.errors import InputError
+    from preflab_cli.common import make_console
 
-    err = Console(stderr=True)
-    out = err if is_stdout(json_out) or is_stdout(report) else Console()
+    err = make_console(stderr=True)
+    out = err if is_stdout(json_out) or is_stdout(report) else make_console()
     try:
         pairs = load_any(verdicts, layout, judge_name, allow_mixed)
         pairs = attach_human(pairs, human) if human else pairs

@@ -97,3 +97,68 @@ def test_every_documented_command_runs(page: Path, tmp_path: Path) -> None:
         res = run({})
     assert res.returncode == 0, f"{page.name}: a documented command failed\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr, res.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ pasted output blocks match the CLI's output
+
+
+def pasted_output(page: Path, command: str) -> list[str]:
+    """The output lines pasted under the ``$ command`` line of the page's console blocks."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    start = next(k for k, line in enumerate(lines) if line == f"$ {command}")
+    out = []
+    for line in lines[start + 1:]:
+        if line.startswith(("$ ", "```")):
+            break
+        out.append(line)
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo_tour(tmp_path_factory) -> Path:
+    """The README's demo tour up to the labels file, in a sandbox folder."""
+    work = tmp_path_factory.mktemp("tour")
+    (work / "data").mkdir()
+    os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
+    for cmd in (["demo-seed", "--db", "sqlite:///demo.db"],
+                ["export-votes", "labels.csv", "--as", "labels", "--db", "sqlite:///demo.db"]):
+        subprocess.run([PREFLAB, *cmd], cwd=work, check=True, capture_output=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return work
+
+
+PREFLAB = str(Path(sys.executable).parent / "preflab")
+CALIBRATE = "preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv --report card.html"
+
+
+def test_the_readmes_calibrate_output_is_what_the_cli_prints(demo_tour: Path) -> None:
+    """Pasted at 112 columns: every row (the "PPI gain" row too), every number and note, line by line."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "112"}
+    run = subprocess.run([PREFLAB, *CALIBRATE.split()[1:]], cwd=demo_tour, env=env,
+                         capture_output=True, text=True, check=True)
+    printed = [line.rstrip() for line in (run.stdout + run.stderr).rstrip("\n").splitlines()]
+    assert printed == pasted_output(ROOT / "README.md", CALIBRATE)
+
+
+def test_the_pasted_labels_header_is_the_exports_header(demo_tour: Path) -> None:
+    pasted = pasted_output(ROOT / "docs" / "vote.md", "preflab export-votes labels.csv --as labels && head -3 labels.csv")
+    written = (demo_tour / "labels.csv").read_text().splitlines()
+    assert pasted[1:] == written[:3]  # the header (with category) and the first two rows
+
+
+def test_tables_in_a_pipe_keep_their_width(demo_tour: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"PYTHONPATH": str(ROOT)}
+    run = subprocess.run([PREFLAB, *CALIBRATE.split()[1:6]], cwd=demo_tour, env=env,
+                         capture_output=True, text=True, check=True)
+    rows = [line for line in run.stdout.splitlines() if line.startswith("│")]
+    assert len({len(r) for r in rows}) == 1 and len(rows[0]) > 120, rows[:2]  # not cut at 80 columns
+    assert any("PPI gain for a BT leaderboard (ESS x, unlimited judge verdicts)" in r for r in rows)
+
+
+def test_rank_ci_both_shows_both_intervals_as_pasted() -> None:
+    blocks = re.findall(r"```console\n(.*?)```", (ROOT / "docs" / "rank.md").read_text(encoding="utf-8"), re.S)
+    both = [b for b in blocks if "--ci both" in b.split("\n", 1)[0]]
+    assert len(both) == 3
+    for text in both:
+        assert "Leaderboard (bootstrap and sandwich 95% intervals" in text and "both 95%" not in text
+        assert re.search(r"┃\s+bootstrap ┃\s+sandwich ┃", text), text[:400]

@@ -3,8 +3,9 @@
 Checks: vote by mouse and by keyboard shortcut (rows land in the database), no model name anywhere in the
 page HTML before the vote, model output shown as text (no script runs, no <img onerror>), two voters in
 two browser contexts at once, keys typed ahead under one pair never act on the next, answers keep their line
-breaks in equal-height scroll boxes with the vote bar on a 1280x900 screen, the judging criteria, a bad
-import shows a clear message. Screenshots go to ``test-artifacts/``.
+breaks in equal-height scroll boxes with the vote bar on a 1280x900 screen, the judging criteria, the import
+preview (a bad file's problem, nothing written; a good file listed at once after Import). Screenshots go to
+``test-artifacts/``.
 
 Every wait is on state only the new page has (the shown item's id, fresh buttons), never on a button the
 old page also had, so the tests hold on a busy machine.
@@ -323,7 +324,9 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
         .match(/\\((\\d+) s left/); return m && Number(m[1]) <= {first - 2}; }}""", timeout=120_000)
 
 
-def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
+def test_import_preview_then_import_and_the_new_dataset_is_listed(server, browser, tmp_path):
+    """A bad file: its problem in the preview and Import disabled; a good one: its counts, then Import, and
+    the new dataset is in the page's dataset lists without a reload."""
     base, engine = server
     bad = tmp_path / "broken.jsonl"
     bad.write_text('{"item_id": "a", "prompt": "p", "model": "m1", "answer": "x"}\n'
@@ -331,12 +334,26 @@ def test_bad_import_shows_a_clear_message(server, browser, tmp_path):
     page = new_page(browser)
     page.goto(f"{base}/data")
     page.locator("input[type=file]").set_input_files(str(bad))
-    page.get_by_role("button", name="Import").click()
-    message = page.get_by_text("Nothing was imported")
+    message = page.get_by_text("Cannot import this file")
     message.wait_for(timeout=120_000)
     assert "broken.jsonl, line 1: field 'model': item 'a' has only one answer" in message.inner_text()
+    assert page.locator(".st-key-import_go button").is_disabled()
     assert count_rows(engine, "items") == 6 + 2  # tiny and zz-poems, nothing more
     shot(page, "data-bad-import")
+    good = tmp_path / "uploaded.csv"
+    tiny_items(2).assign(item_id=lambda d: "u-" + d["item_id"]).to_csv(good, index=False)
+    page.locator("[data-testid='stFileChipDeleteBtn'] button").click()
+    message.wait_for(state="detached", timeout=120_000)
+    page.locator("input[type=file]").set_input_files(str(good))
+    page.get_by_text("Preview of uploaded.csv").wait_for(timeout=120_000)
+    page.get_by_text("No problems found").wait_for(timeout=120_000)
+    assert count_rows(engine, "items") == 6 + 2  # a preview writes nothing
+    page.locator(".st-key-import_go button").click()
+    page.get_by_text("Imported 2 items (6 answers from 3 models) into 'uploaded'.").wait_for(timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")  # the run is over
+    shot(page, "data-after-import")
+    page.get_by_text("Datasets: tiny, uploaded, zz-poems").wait_for(timeout=60_000)  # listed without a reload
+    assert count_rows(engine, "items") == 6 + 2 + 2
 
 
 def test_invite_link_survives_a_reload_and_open_voting_is_labelled(server, browser):

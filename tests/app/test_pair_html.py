@@ -12,8 +12,8 @@ LIMERICK = "There once was a model from Rome\nWho answered each prompt with a po
 
 def test_line_breaks_are_kept_outside_code():
     out = markdown_html(LIMERICK + "\n\n```\ncode line 1\ncode line 2\n```")
-    assert out.startswith("<p>There once was a model from Rome<br />\nWho answered each prompt with a poem</p>\n"
-                          "<p>The end.</p>")
+    assert out.startswith('<p dir="auto">There once was a model from Rome<br />\nWho answered each prompt with a '
+                          'poem</p>\n<p dir="auto">The end.</p>')
     assert "<pre><code>code line 1\ncode line 2\n</code></pre>" in out  # no <br> inside the code
 
 
@@ -40,7 +40,7 @@ def test_links_keep_only_safe_schemes():
 
 def test_tables_and_strikethrough():
     out = markdown_html("| a | b |\n|---|---|\n| 1 | 2 |\n\n~~gone~~")
-    assert "<table>" in out and "<td>1</td>" in out and "<s>gone</s>" in out
+    assert '<table dir="auto">' in out and '<td dir="auto">1</td>' in out and "<s>gone</s>" in out
 
 
 def test_pair_escapes_the_item_id_and_labels_and_clamps_the_bars():
@@ -48,8 +48,8 @@ def test_pair_escapes_the_item_id_and_labels_and_clamps_the_bars():
                     prompt_height=130, answer_height=300)
     assert 'data-item="q&quot;1&lt;x&gt;"' in out and "Item q&quot;1&lt;x&gt;" in out
     assert "You: &lt;b&gt;3&lt;/b&gt;" in out and "width: 100.0%" in out and "width: 0.0%" in out
-    assert '<div class="pf-box pf-answer" data-side="A"><p><strong>A</strong> says</p>' in out
-    assert ".pf-answer {height: 300px}" in out and "pf-long" not in out.split("</style>")[1]
+    assert '<div class="pf-box pf-answer" data-side="A"><p dir="auto"><strong>A</strong> says</p>' in out
+    assert ".pf-answer {height: min(300px," in out and "pf-long" not in out.split("</style>")[1]
     long = pair_html("q", "line\n" * 6, "a", "b", progress=[], prompt_height=130, answer_height=300)
     assert 'class="pf-box pf-prompt pf-long"' in long and ".pf-long {height: 130px}" in long
     assert "data-item" not in progress_html([(0.5, "You")]) and "width: 50.0%" in progress_html([(0.5, "You")])

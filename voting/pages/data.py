@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from voting.items import ItemDataError, load_items
+from voting.import_preview import read_upload
+from voting.items import ItemDataError
+from voting.pages import data_admin
 from voting.pages.common import code_span, get_engine, require_admin
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
 from voting.votes import agreement, export_bytes
-
-SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
 
 def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
@@ -23,34 +20,11 @@ def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
 
     Raises :class:`voting.items.ItemDataError` (naming the file, line and field) and imports nothing on error.
     """
-    suffix = Path(name).suffix.lower()
-    if suffix not in SUFFIXES:
-        raise ItemDataError(name, None, None, f"unknown file type {suffix or '(none)'!r}", f"upload one of {SUFFIXES}")
     if not dataset.strip():
         raise ItemDataError(name, None, None, "no dataset name given", "type a name for the dataset")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / Path(name).name
-        path.write_bytes(payload)
-        try:
-            items = load_items(path)
-        except ItemDataError as e:  # report the uploaded name, not the temp path
-            raise ItemDataError(name, e.line, e.field, e.problem, e.hint) from None
+    items = read_upload(name, payload)
     n = import_items(engine, items, dataset.strip())
     return f"Imported {n} items ({len(items.answers)} answers from {len(items.models)} models) into {dataset!r}."
-
-
-def _import_section(engine: Engine) -> None:
-    st.subheader("Import a dataset")
-    st.caption("JSONL, JSON, CSV or Parquet: one row per answer (`item_id, prompt, model, answer`, optional "
-               "`category`) or one row per pair (`item_id, prompt, model_x, answer_x, model_y, answer_y`). "
-               "The whole file is checked first and imported in one transaction: all or nothing.")
-    upload = st.file_uploader("Dataset file", type=[s[1:] for s in SUFFIXES], key="import_file")
-    name = st.text_input("Dataset name (default: the file's name)", key="import_name")
-    if st.button("Import", disabled=upload is None, key="import_go"):
-        try:
-            st.success(import_file(engine, upload.name, upload.getvalue(), name.strip() or Path(upload.name).stem))
-        except ItemDataError as e:
-            st.error(f"Nothing was imported. {e}")
 
 
 def _export_section(engine: Engine, dataset: str) -> None:
@@ -77,13 +51,11 @@ def _export_section(engine: Engine, dataset: str) -> None:
         c.metric("Fleiss' kappa", f"{ag['fleiss_kappa']:.3f}")
         d.metric("Krippendorff's alpha", f"{ag['krippendorff_alpha']:.3f}")
     _position_section(votes)
-    st.subheader("Votes per voter")
     from voting.access import guest_vote_counts
 
     guests = guest_vote_counts(engine, dataset)
     st.caption(f"From open-voting guests (`guest-...`): {guests['votes']} of {len(votes)} votes, "
                f"{guests['guests']} guest ids.")
-    st.dataframe(votes["voter"].value_counts().rename("votes"), width="stretch")
 
 
 def _position_section(votes: pd.DataFrame) -> None:
@@ -133,17 +105,20 @@ def render() -> None:
     st.title("Data")
     if not require_admin():
         return
+    data_admin.show_flash()
     engine = get_engine()
     datasets = list_datasets(engine)
     if datasets:
         summary = pd.DataFrame([(d, len(load_items_frame(engine, d))) for d in datasets], columns=["dataset", "items"])
         st.dataframe(summary, hide_index=True)
+        st.caption("Datasets: " + ", ".join(datasets))
         dataset = st.selectbox("Dataset to export", datasets, key="export_dataset")
         _export_section(engine, dataset)
         _criteria_section(engine, dataset)
+        data_admin.admin_sections(engine, dataset)
     else:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
-    _import_section(engine)
+    data_admin.import_section(engine)
     _invite_section(engine)
 
 

@@ -22,6 +22,8 @@ import html
 
 from markdown_it import MarkdownIt
 
+from voting.pages.reading import add_reading_rules, length_label
+
 PAIR_CLASS = "preflab-pair"  # tests and the benchmark find the pair by it
 # Equal answer boxes that scroll, the vote bar still on a 1280x900 screen; colours that suit both themes.
 # Last rule: Streamlit fades a rerunning fragment's old elements (opacity over 1 s after 0.5 s); on a busy
@@ -30,17 +32,35 @@ PAIR_CLASS = "preflab-pair"  # tests and the benchmark find the pair by it
 CSS = """<style>
 .preflab-pair h4 {font-size: 1.25rem; font-weight: 600; margin: 0 0 .5rem 0; padding: .5rem 0 0 0;
   line-height: 1.2}
-.preflab-pair .pf-bar {font-size: .875rem; margin: 0 0 1rem 0}
+.preflab-pair .pf-bars {display: flex; flex-wrap: wrap; column-gap: 2rem; margin: 0 0 .5rem 0}
+.preflab-pair .pf-bar {font-size: .875rem; margin: 0 0 .5rem 0; flex: 1 1 14rem}
 .preflab-pair .pf-bar p {font-size: .875rem; margin: 0 0 .25rem 0}
 .preflab-pair .pf-track {height: .5rem; border-radius: .25rem; background: rgba(128, 128, 128, .08); overflow: hidden}
 .preflab-pair .pf-fill {height: 100%%; background: rgb(28, 131, 225)}
 .preflab-pair .pf-item {font-size: .875rem; opacity: .6; margin: 0 0 .5rem 0}
 .preflab-pair .pf-box {border: 1px solid rgba(128, 128, 128, .3); border-radius: .5rem; padding: .75rem 1rem;
-  overflow: auto; overflow-wrap: anywhere; box-sizing: border-box}
+  overflow: auto; overflow-wrap: anywhere; box-sizing: border-box; scroll-margin-top: 4rem}
 .preflab-pair .pf-prompt.pf-long {height: %(prompt)dpx}
-.preflab-pair .pf-answer {height: %(answer)dpx}
-.preflab-pair .pf-cols {display: flex; gap: 1rem; margin-top: 1rem}
+.preflab-pair .pf-answer {height: min(%(answer)dpx, max(12rem, 100vh - 33rem))}
+.preflab-pair .pf-cols {display: flex; gap: 1rem; margin-top: .5rem}
 .preflab-pair .pf-col {flex: 1 1 0; min-width: 0}
+.preflab-pair .pf-head {display: flex; align-items: baseline; gap: .75rem; flex-wrap: wrap}
+.preflab-pair .pf-head h4 {padding-top: .25rem}
+.preflab-pair .pf-len, .preflab-pair .pf-pos {font-size: .875rem; opacity: .7}
+.preflab-pair summary {list-style: none; cursor: pointer; font-size: .875rem; color: rgb(28, 131, 225)}
+.preflab-pair summary::-webkit-details-marker {display: none}
+.preflab-pair details[open] > summary .pf-closed, .preflab-pair details:not([open]) > summary .pf-opened
+  {display: none}
+.preflab-pair .pf-both {margin-top: .5rem}
+.preflab-pair .pf-col:has(> .pf-head details[open]) .pf-answer,
+  .preflab-pair .pf-answers:has(> details.pf-both[open]) .pf-answer {height: auto}
+.preflab-pair .pf-table {overflow-x: auto; margin: 0 0 .75rem 0}
+.preflab-pair .pf-table table {margin: 0}
+.preflab-pair .pf-box table {overflow-wrap: normal; word-break: normal}
+@media (max-width: 640px) {
+  .preflab-pair .pf-cols {flex-direction: column}
+  .preflab-pair .pf-answer {height: min(%(answer)dpx, 45vh)}
+}
 .preflab-pair .pf-box > :first-child {margin-top: 0}
 .preflab-pair .pf-box > :last-child {margin-bottom: 0}
 .preflab-pair p, .preflab-pair ul, .preflab-pair ol, .preflab-pair pre, .preflab-pair table,
@@ -59,6 +79,7 @@ CSS = """<style>
 .preflab-pair table {border-collapse: collapse}
 .preflab-pair th, .preflab-pair td {border: 1px solid rgba(128, 128, 128, .3); padding: .25rem .5rem}
 .preflab-pair ul, .preflab-pair ol {padding-left: 1.5rem}
+[class*='st-key-pf_scripts'], [data-testid='stLayoutWrapper']:has(> [class*='st-key-pf_scripts']) {display: none}
 [data-stale='true'] {transition: none !important; opacity: 1 !important}
 </style>"""
 
@@ -81,7 +102,7 @@ def _parser() -> MarkdownIt:
 
     md.add_render_rule("link_open", link_open)
     md.add_render_rule("image", image)
-    return md
+    return add_reading_rules(md)
 
 
 _MD = _parser()
@@ -97,9 +118,11 @@ def markdown_html(text: str) -> str:
 def _bars(progress: list[tuple[float, str]]) -> str:
     """Progress bars (fraction done, label) drawn still: Streamlit's ``st.progress`` animates each change,
     frames that cost every voter's browser more than the new pair itself."""
-    return "".join(f'<div class="pf-bar"><p>{html.escape(label)}</p><div class="pf-track"><div class="pf-fill" '
-                   f'style="width: {100 * min(max(done, 0.0), 1.0):.1f}%"></div></div></div>'
-                   for done, label in progress)
+    return '<div class="pf-bars">' + "".join(
+        f'<div class="pf-bar" data-bar="{k}"><p>{html.escape(label)}</p><div class="pf-track">'
+        f'<div class="pf-fill" style="width: {100 * min(max(done, 0.0), 1.0):.1f}%"></div></div></div>'
+        for k, (done, label) in enumerate(progress)) + "</div>"
+
 
 
 def progress_html(progress: list[tuple[float, str]]) -> str:
@@ -107,17 +130,29 @@ def progress_html(progress: list[tuple[float, str]]) -> str:
     return CSS % {"prompt": 0, "answer": 0} + f'<div class="{PAIR_CLASS}">{_bars(progress)}</div>'
 
 
+def _toggle(cls: str, closed: str, opened: str) -> str:
+    """A show-more switch without script: an empty ``<details>`` whose state the CSS reads (``:has``); a
+    new pair is new HTML, so it starts closed."""
+    return (f'<details class="{cls}"><summary><span class="pf-closed">{closed}</span>'
+            f'<span class="pf-opened">{opened}</span></summary></details>')
+
+
 def pair_html(item_id: str, prompt: str, answer_a: str, answer_b: str, *, progress: list[tuple[float, str]],
               prompt_height: int, answer_height: int) -> str:
     """The progress bars, the prompt (in a box of ``prompt_height`` px when long) and answers A and B side by
-    side in equal boxes of ``answer_height`` px that scroll; ``data-item`` carries the item id (what the page's
-    tests wait on)."""
+    side (stacked on a phone) in equal boxes of at most ``answer_height`` px that scroll, each headed by its
+    length and an Expand switch, with one switch to read both full height; ``data-item`` carries the item id
+    (what the page's tests wait on)."""
     long_prompt = len(prompt) > 300 or prompt.count("\n") > 4
     boxes = "".join(
-        f'<div class="pf-col"><h4>{side}</h4><div class="pf-box pf-answer" data-side="{side}">'
-        f"{markdown_html(text)}</div></div>" for side, text in (("A", answer_a), ("B", answer_b)))
+        f'<div class="pf-col"><div class="pf-head"><h4>{side}</h4><span class="pf-len" data-side="{side}">'
+        f'{length_label(text)}</span><span class="pf-pos" data-side="{side}"></span>'
+        f'{_toggle("pf-expand", "Expand", "Collapse")}</div>'
+        f'<div class="pf-box pf-answer" data-side="{side}">{markdown_html(text)}</div></div>'
+        for side, text in (("A", answer_a), ("B", answer_b)))
+    both = _toggle("pf-both", "Read both full height", "Back to side-by-side boxes")
     return (CSS % {"prompt": prompt_height, "answer": answer_height}
             + f'<div class="{PAIR_CLASS}" data-item="{html.escape(item_id, quote=True)}">{_bars(progress)}<h4>Prompt</h4>'
-            + f'<p class="pf-item">Item {html.escape(item_id)}</p>'
+            + f'<p class="pf-item">Item {html.escape(item_id)} · press <kbd>?</kbd> for the keyboard shortcuts</p>'
             + f'<div class="pf-box pf-prompt{" pf-long" if long_prompt else ""}">{markdown_html(prompt)}</div>'
-            + f'<div class="pf-cols">{boxes}</div></div>')
+            + f'<div class="pf-answers">{both}<div class="pf-cols">{boxes}</div></div></div>')

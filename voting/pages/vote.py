@@ -35,6 +35,7 @@ from voting.pages.common import (
 )
 from voting.pages.keyboard import keyboard_queue, undo_countdown
 from voting.pages.pair_html import pair_html, progress_html
+from voting.pages.reading_script import close_sidebar_on_phone, new_pair, show_mine
 from voting.pages.voter_gate import open_rate_checks, voter_gate
 from voting.store import (
     DuplicateVote,
@@ -56,7 +57,9 @@ BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is bette
            ("tie", "Tie", "3", ":material/drag_handle:"), ("bothbad", "Both are bad", "4", ":material/thumb_down:"))
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
 KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
-ANSWER_HEIGHT = 300  # px: both answers in equal boxes that scroll, the vote bar still on a 1280x900 screen
+HELP = [(key, label) for _, label, key, _ in BUTTONS] + [("S", "Skip this pair"), ("U", "Undo the vote (after it)"),
+                                                          ("N", "Next pair (after the vote)"), ("?", "This help")]
+ANSWER_HEIGHT = 300  # px at most: equal boxes that scroll, shorter on short screens (the vote bar stays on screen)
 PAIR = "pair"  # the key of the pair's fragment: Skip, Next and a withdrawn vote rerun it (a vote reruns the bar)
 PROMPT_HEIGHT = 130  # px, for prompts longer than fit in a few lines
 GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: correct, helpful, clear. "
@@ -128,7 +131,8 @@ def _cast(choice: str, round_id: str) -> None:
         st.rerun(scope=PAIR)
     state.pop("round", None)
     state["reason"] = ""
-    state["last_vote"] = dict(id=vote_id, choice=choice, at=time.time(), round=rnd)
+    mine = len(seen_items(get_engine(), state["voter"], rnd["dataset"], cfg.round))  # the bar says it at the vote
+    state["last_vote"] = dict(id=vote_id, choice=choice, at=time.time(), round=rnd, mine=mine)
 
 
 @guarded
@@ -176,7 +180,7 @@ def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object, li
     tallies = vote_tallies(engine, dataset)
     mine = len(seen_items(engine, voter, dataset, cfg.round))
     n = max(len(items), 1)
-    bars = [(min(mine / n, 1.0), f"You: {mine} of {len(items)} items")]
+    bars = [_mine_bar(mine, len(items))]
     total = int(tallies["n"].sum()) if len(tallies) else 0
     if cfg.overlap:
         done = int(votes_per_item(tallies).clip(upper=cfg.overlap).sum()) if total else 0
@@ -186,6 +190,11 @@ def _progress(cfg: AppConfig, dataset: str, voter: str) -> tuple[int, object, li
         covered = tallies["item_id"].nunique() if total else 0
         bars.append((covered / n, f"Dataset: {covered} of {len(items)} items have votes ({total} votes)"))
     return mine, tallies, bars
+
+
+def _mine_bar(mine: int, items: int) -> tuple[float, str]:
+    """The voter's own progress bar: (fraction, label)."""
+    return min(mine / max(items, 1), 1.0), f"You: {mine} of {items} items"
 
 
 def _criteria_sidebar(dataset: str) -> None:
@@ -219,6 +228,9 @@ def _after_vote(cfg: AppConfig, last: dict) -> None:
     rnd = last["round"]
     names = f" **A** was {code_span(rnd['left'])}, **B** was {code_span(rnd['right'])}." if cfg.reveal else ""
     st.success(f"Vote saved: {SAID[last['choice']]}.{names}")
+    if "mine" in last:
+        done, label = _mine_bar(last["mine"], len(cached_items(rnd["dataset"])[0]))
+        show_mine(label, done)
     left = cfg.undo_seconds - (time.time() - last["at"])
     with st.container(horizontal=True, key="after_vote"):
         # the browser counts the window down (no rerun a second); the server decides whether undo is in time
@@ -235,6 +247,7 @@ def _pair(rnd: dict, bars: list) -> None:
     answers = cached_answers(rnd["dataset"], rnd["item_id"])
     st.html(pair_html(rnd["item_id"], rnd["prompt"], answers[rnd["left"]], answers[rnd["right"]], progress=bars,
                       prompt_height=PROMPT_HEIGHT, answer_height=ANSWER_HEIGHT))
+    new_pair(rnd["round_id"], HELP)  # back to the top of the pair when it is a new one
 
 
 def _vote_bar(rnd: dict) -> None:
@@ -265,6 +278,9 @@ def render() -> None:
                    "or run `preflab demo-seed --db URL`.")
         return
     _criteria_sidebar(dataset)
+    if st.session_state.get("shown_dataset", dataset) != dataset:
+        close_sidebar_on_phone(dataset)
+    st.session_state["shown_dataset"] = dataset
     st.fragment(_voting, key=PAIR)(cfg, dataset, voter)
 
 
