@@ -38,6 +38,12 @@ class GateSettings:
     flip_warning: float = 0.20
     level: float = 0.95
 
+    def __post_init__(self) -> None:
+        for flag, value in (("--alpha", self.alpha), ("level", self.level)):
+            if not 0 < value < 1:
+                raise InputError("<options>", None, flag, f"{value:g} is not between 0 and 1",
+                                 "give a probability such as 0.05")
+
 
 @dataclass(frozen=True)
 class DimensionCounts:

@@ -23,7 +23,12 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
     (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
     from arena.power import sign_test_power
     from judge.providers.base import parse_spec, prices
+    from preflab.errors import InputError
 
+    for flag, value, ok in (("--alpha", alpha, 0 < alpha < 1), ("--tie-rate", tie_rate, 0 <= tie_rate < 1)):
+        if not ok:
+            raise InputError("<options>", None, flag, f"{value:g} is out of range",
+                             "give --alpha in (0, 1) and --tie-rate in [0, 1)")
     decisive = int(round(n_prompts * (1 - tie_rate)))
     lo, hi = 0.5, 1.0 - 1e-9
     if decisive == 0 or sign_test_power(decisive, hi, alpha) < power:
