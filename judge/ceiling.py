@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from judge.outcomes import OUTCOMES, UNPARSABLE
+from judge.report_text import format_interval as _fmt
 from judge.stats import clustered_wilson_interval
 
 
@@ -93,10 +94,6 @@ def human_ceiling(ratings: np.ndarray, judge: np.ndarray, n_bootstrap: int = 100
         "reaches_ceiling": status != "below",
         "status": status,
     }
-
-
-def _fmt(d: Mapping) -> str:
-    return f"{d['value']:.3f} [{d['lower']:.3f}, {d['upper']:.3f}]"
 
 
 def ceiling_rows(ceiling: Mapping) -> list[tuple[str, str]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from judge.report_text import format_interval
 from preflab.io import write_output
 
 
@@ -25,16 +26,6 @@ def png(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def fmt_interval(d: Mapping | None, pct: bool = False) -> str:
-    """``0.700 [0.550, 0.820]``; an unknown value is a dash."""
-    if not d or d.get("value") is None or np.isnan(d["value"]):
-        return "—"
-    if d.get("lower") is None:
-        return f"{d['value']:.1%}" if pct else f"{d['value']:.3f}"
-    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:.3f}")
-    return f"{f(d['value'])} [{f(d['lower'])}, {f(d['upper'])}]"
 
 
 def forest_plot(rows: list[Mapping], key: str, label: str, null: float, xlabel: str) -> str | None:
@@ -86,7 +77,7 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
             ["dimension", "wins", "losses", "ties", "position flips", "decisive", "win rate", "p", "p Holm",
              "verdict", "flip rate"],
             [[r["dimension"], str(r["wins"]), str(r["losses"]), str(r["ties"]), str(r["inconsistent"]),
-              str(r["decisive"]), fmt_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+              str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
               r["verdict"], "—" if r["flip_rate"] is None else f"{r['flip_rate']:.0%}"] for r in dims]))
         checks = report.get("checks", {})
         length, ident = checks.get("length", {}), checks.get("identical", {})
@@ -95,7 +86,7 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
             mw = length["mean_words"]
             items.append(f"Length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins "
                          "to the longer answer: " + ", ".join(
-                             f"{d} {fmt_interval(v['share'], pct=True)}" for d, v in length["dimensions"].items()))
+                             f"{d} {format_interval(v['share'], pct=True)}" for d, v in length["dimensions"].items()))
         else:
             items.append(f"Length: {length.get('note', 'not checked')}")
         items.append("Flip rate: " + ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}"
@@ -115,8 +106,8 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
             parts.append(f"<figure><figcaption>lm-eval tasks</figcaption><img alt='task deltas' src='{chart}'></figure>")
         parts.append("<h2>lm-eval tasks</h2>" + _table(
             ["task", "metric", "n", "base", "candidate", "delta", "McNemar p"],
-            [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), fmt_interval(r["base"]),
-              fmt_interval(r["candidate"]), fmt_interval(r["delta"]),
+            [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), format_interval(r["base"]),
+              format_interval(r["candidate"]), format_interval(r["delta"]),
               "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}"] for r in tasks]))
     if report.get("settings"):
         s = report["settings"]

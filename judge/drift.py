@@ -28,6 +28,7 @@ import pandas as pd
 
 from judge import agreement as agr
 from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, column
+from judge.report_text import format_interval
 from judge.stats import mcnemar_exact, wilson_interval, z_value
 
 
@@ -151,15 +152,15 @@ def drift_report(old: pd.DataFrame, new: pd.DataFrame, tolerance: float = 0.05, 
 
 def drift_rows(report: dict) -> list[tuple[str, str]]:
     """(label, value) rows for the CLI."""
-    f = lambda d: "—" if np.isnan(d["value"]) else f"{d['value']:+.3f} [{d['lower']:+.3f}, {d['upper']:+.3f}]"  # noqa: E731
+    def f(d: dict) -> str:
+        return format_interval(d, signed=True)
+
     e, p = report["effects"], report["pairs"]
     rows = [("pairs judged by both runs", f"{p['common']} (only old {p['only_old']}, only new {p['only_new']})"),
-            ("agreement between runs (95%)", f"{report['agreement']['value']:.3f} "
-             f"[{report['agreement']['lower']:.3f}, {report['agreement']['upper']:.3f}]"),
-            ("Cohen's kappa between runs (95% bootstrap)", f"{report['kappa']['value']:.3f} "
-             f"[{report['kappa']['lower']:.3f}, {report['kappa']['upper']:.3f}]"),
-            ("flipped winners (95%; not part of the verdict)", f"{e['flips']['count']} = "
-             f"{e['flips']['value']:.3f} [{e['flips']['lower']:.3f}, {e['flips']['upper']:.3f}]"),
+            ("agreement between runs (95%)", format_interval(report["agreement"])),
+            ("Cohen's kappa between runs (95% bootstrap)", format_interval(report["kappa"])),
+            ("flipped winners (95%; not part of the verdict)",
+             f"{e['flips']['count']} = {format_interval(e['flips'])}"),
             (f"net flips x→y minus y→x ({report['interval_level']:.1%} interval)", f"{f(e['net_flips'])} ({e['net_flips']['x_to_y']} vs "
              f"{e['net_flips']['y_to_x']}, McNemar p {e['net_flips']['mcnemar_p']:.3g})"),
             ("mean P(x wins) shift, new − old", f(e["p_x_shift"])),

@@ -13,6 +13,7 @@ import numpy as np
 from judge import agreement as agr
 from judge.jury import JuryTable, effective_judges, panel_verdicts
 from judge.outcomes import OUTCOME_NAMES, UNPARSABLE
+from judge.report_text import format_interval as _fmt
 from judge.stats import paired_bootstrap, wilson_interval
 from preflab.io import write_output
 
@@ -72,16 +73,6 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
             report["ceiling"] = human_ceiling(table.ratings, panel["panel"], n_bootstrap=n_bootstrap,
                                               level=level, seed=seed)
     return report
-
-
-def _fmt(d: Mapping | None, pct: bool = False) -> str:
-    if not d or d.get("value") is None or np.isnan(d["value"]):
-        return "—"
-    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:.3f}")
-    lo, hi = d.get("lower"), d.get("upper")
-    if lo is None or np.isnan(lo):
-        return f(d["value"])
-    return f"{f(d['value'])} [{f(lo)}, {f(hi)}]"
 
 
 def jury_rows(report: Mapping) -> list[tuple[str, str]]:

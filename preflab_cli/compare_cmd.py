@@ -7,12 +7,12 @@ sign-test power (judge/ never imports arena).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from judge.report_text import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import app, fail, report_console
 
@@ -54,15 +54,6 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
             "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}
 
 
-def _fmt_ci(d: dict | None, signed: bool = False) -> str:
-    if not d or d.get("value") is None or (isinstance(d["value"], float) and math.isnan(d["value"])):
-        return "—"
-    f = "{:+.3f}" if signed else "{:.3f}"
-    if d.get("lower") is None:
-        return f.format(d["value"])
-    return f"{f.format(d['value'])} [{f.format(d['lower'])}, {f.format(d['upper'])}]"
-
-
 def _plain_table(out, header, cells) -> None:
     """Columns padded to their widest cell: one line a row whatever the terminal's width."""
     widths = [max(len(str(c)) for c in col) for col in zip(header, *cells, strict=True)]
@@ -80,7 +71,7 @@ def print_report(report: dict, out) -> None:
                   markup=False, highlight=False, soft_wrap=True)
         header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
         cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
-                  str(r["decisive"]), _fmt_ci(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+                  str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
                   r["verdict"]] for r in report["dimensions"]]
         _plain_table(out, header, cells)
         length = report["checks"]["length"]
@@ -114,8 +105,8 @@ def print_report(report: dict, out) -> None:
         out.print("lm-eval tasks (candidate − base; delta with its 95% paired bootstrap interval)", markup=False,
                   highlight=False, soft_wrap=True)
         _plain_table(out, ("task", "metric", "n", "base [95%]", "candidate [95%]", "delta [95%]", "McNemar p"),
-                     [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), _fmt_ci(r["base"]),
-                       _fmt_ci(r["candidate"]), _fmt_ci(r["delta"], signed=True),
+                     [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), format_interval(r["base"]),
+                       format_interval(r["candidate"]), format_interval(r["delta"], signed=True),
                        "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}"] for r in report["tasks"]])
         for s in report["settings"]:
             if s["differs"]:
