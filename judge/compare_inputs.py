@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from judge.datasets import load_verdicts_jsonl
-from judge.outcomes import TIE, UNPARSABLE, X, Y
+from judge.outcomes import TIE, UNPARSABLE, X, Y, swap_sides
 from judge.pairs import Pair
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, require_rows
@@ -142,14 +142,11 @@ def candidate_codes(verdicts: pd.DataFrame, path: str | Path, base: str, candida
         raise InputError(source, line, "item_id", f"item {item!r} is judged twice (as x-vs-y and y-vs-x)",
                          "judge each prompt's pair once, in both orders")
 
-    def swap(code: np.ndarray) -> np.ndarray:
-        return np.where(code == X, Y, np.where(code == Y, X, code))
-
     xy, yx = verdicts["judge_xy"].to_numpy(float), verdicts["judge_yx"].to_numpy(float)
     back = backward.to_numpy()
     # the candidate was y in a backward row: its "shown first" order is the file's yx
-    cand_first = np.where(back, swap(yx), xy)
-    cand_second = np.where(back, swap(xy), yx)
+    cand_first = np.where(back, swap_sides(yx), xy)
+    cand_second = np.where(back, swap_sides(xy), yx)
     return pd.DataFrame({"item_id": verdicts["item_id"].astype(str).to_numpy(), "judge_xy": cand_first,
                          "judge_yx": cand_second})
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, annotator_columns, column
+from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, annotator_columns, column, swap_sides
 
 RULES = ("majority", "mean", "dawid-skene")
 _K = len(OUTCOMES)  # x, y, tie: codes 0, 1, 2 are their own indices
@@ -56,10 +56,6 @@ def _member_columns(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     code = np.where(np.isin(codes["conservative"], OUTCOMES), codes["conservative"], np.nan)
     probs = np.stack([codes["p_x"], codes["p_y"], codes["p_tie"]], axis=1)
     return code, probs
-
-
-def _flip_code(code: np.ndarray) -> np.ndarray:
-    return np.where(code == X, Y, np.where(code == Y, X, code))
 
 
 def align_members(members: Mapping[str, pd.DataFrame]) -> JuryTable:
@@ -92,18 +88,18 @@ def align_members(members: Mapping[str, pd.DataFrame]) -> JuryTable:
     n, m = len(key_rows), len(names)
     codes, probs = np.full((n, m), np.nan), np.full((n, m, _K), np.nan)
     for j, (rows, flipped, code, p) in enumerate(per_member):
-        codes[rows, j] = np.where(flipped, _flip_code(code), code)
+        codes[rows, j] = np.where(flipped, swap_sides(code), code)
         probs[rows, j] = np.where(flipped[:, None], p[:, [1, 0, 2]], p)
     human, ratings = np.full(n, np.nan), None
     for name, (rows, flipped, _, _) in zip(names, per_member, strict=True):
         pairs = members[name]
         if "human" in pairs and pairs["human"].notna().any():
-            human[rows] = np.where(flipped, _flip_code(column(pairs, "human")), column(pairs, "human"))
+            human[rows] = np.where(flipped, swap_sides(column(pairs, "human")), column(pairs, "human"))
             cols = annotator_columns(pairs)
             if cols:
                 r = pairs[cols].to_numpy(dtype=float)
                 ratings = np.full((n, len(cols)), np.nan)
-                ratings[rows] = np.where(flipped[:, None], _flip_code(r), r)
+                ratings[rows] = np.where(flipped[:, None], swap_sides(r), r)
             break
     return JuryTable(pd.DataFrame(key_rows), names, codes, probs, human, ratings)
 
