@@ -134,7 +134,7 @@ def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> 
     """EM for Dawid & Skene's model. ``votes`` pairs × members (NaN = abstain), ``truth`` the known class
     (NaN = latent). Returns (class prior, confusion [member, true, said]), each smoothed by ``alpha``."""
     n, m = votes.shape
-    said = np.stack([votes == c for c in OUTCOMES], axis=-1).astype(float)  # n × m × K
+    said = _said(votes)
     known = ~np.isnan(truth)
     # Start from the labels where known, the members' majority elsewhere (Dawid & Skene's own start).
     start = np.where(known, truth, majority_panel(votes)[0])
@@ -144,9 +144,7 @@ def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> 
         prior = (post.sum(axis=0) + alpha) / (n + _K * alpha)
         conf = np.einsum("ic,imk->mck", post, said) + alpha
         conf /= conf.sum(axis=-1, keepdims=True)
-        log_lik = np.einsum("imk,mck->ic", said, np.log(conf)) + np.log(prior)
-        new = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
-        new /= new.sum(axis=1, keepdims=True)
+        new = _posterior(said, prior, conf)
         new[known] = post[known]
         if np.allclose(new, post, atol=1e-8):
             break
@@ -154,11 +152,20 @@ def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> 
     return prior, conf
 
 
-def _ds_posterior(votes: np.ndarray, prior: np.ndarray, conf: np.ndarray) -> np.ndarray:
-    said = np.stack([votes == c for c in OUTCOMES], axis=-1).astype(float)
+def _said(votes: np.ndarray) -> np.ndarray:
+    """One-hot votes, pairs × members × outcomes (an abstention is all zeros)."""
+    return np.stack([votes == c for c in OUTCOMES], axis=-1).astype(float)
+
+
+def _posterior(said: np.ndarray, prior: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """P(true outcome | the members' votes) per pair under the fitted prior and confusion matrices."""
     log_post = np.einsum("imk,mck->ic", said, np.log(conf)) + np.log(prior)
     post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
     return post / post.sum(axis=1, keepdims=True)
+
+
+def _ds_posterior(votes: np.ndarray, prior: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    return _posterior(_said(votes), prior, conf)
 
 
 def dawid_skene_panel(codes: np.ndarray, human: np.ndarray | None = None, folds: int = 5, n_iter: int = 200,
