@@ -61,7 +61,7 @@ def _stop(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | N
 
 
 def _sequential_summary(codes: dict[str, pd.DataFrame], stops: dict[str, int | None], seq: SequentialSettings,
-                        alpha: float, judged: int, total: int, cost: float | None, reason: str) -> dict:
+                        judged: int, total: int, cost: float | None, reason: str) -> dict:
     ps, cis = [], []
     for df in codes.values():
         steps = _steps(df)
@@ -104,7 +104,7 @@ def replay_sequential(codes: dict[str, pd.DataFrame], seq: SequentialSettings, a
         reason = "max items reached" if cap < len(order) else "all prompts judged"
     judged = max(len(df) for df in cut.values())
     cost = float(spent[judged - 1]) if costs is not None and judged else (0.0 if costs is not None else None)
-    return cut, _sequential_summary(cut, stops, seq, per_dim, judged, len(items), cost, reason)
+    return cut, _sequential_summary(cut, stops, seq, judged, len(items), cost, reason)
 
 
 def _verdict_costs(path: Path) -> pd.Series:
@@ -174,13 +174,44 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
         done += len(batch)
     for acc in runs.values():
         acc["summary"] = f"{acc['calls']} calls, {acc['cached']} cached, {acc['failed']} failed; cost ${acc['cost']:.4f}"
-    return codes, runs, _sequential_summary(codes, stops, seq, per_dim, done, len(pairs), cost, reason)
+    return codes, runs, _sequential_summary(codes, stops, seq, done, len(pairs), cost, reason)
 
 
 def _dim(rubric: str) -> str:
     from judge.rubrics import load_rubric
 
     return load_rubric(rubric).name
+
+
+def verdict_file_dimensions(request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict[str, Path]]:
+    """Candidate-as-x codes per dimension from ``request.verdicts`` (one file per rubric), and each one's file."""
+    codes: dict[str, pd.DataFrame] = {}
+    sources: dict[str, Path] = {}
+    for path in request.verdicts:
+        dim, c = load_dimension(path, request.base, request.candidate)
+        if dim in codes:
+            raise InputError(str(path), None, "rubric", f"a second verdict file for {dim!r} "
+                             f"(first: {sources[dim]})", "pass one verdict file per rubric")
+        codes[dim], sources[dim] = c, path
+    return codes, sources
+
+
+def check_verdicts_cover_items(codes: dict[str, pd.DataFrame], sources: dict[str, Path], answers: Answers,
+                               request: CompareRequest) -> list[str]:
+    """A verdict on an item the items file lacks is an input error; prompts without a verdict are notes."""
+    known = {p.item_id for p in version_pairs(answers, request.base, request.candidate)}
+    notes = []
+    for dim, c in codes.items():
+        unknown = sorted(set(c["item_id"]) - known)
+        if unknown:
+            line, _ = first_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known else None)
+            raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
+                             f"items of {answers.source} ({len(unknown)} such)",
+                             "pass the items file the verdicts were made from")
+        missing = len(known - set(c["item_id"]))
+        if missing:
+            notes.append(f"{dim}: {missing} of {len(known)} prompts have no verdict (left out)")
+    return notes
 
 
 def run_compare(request: CompareRequest) -> dict:
@@ -192,27 +223,9 @@ def run_compare(request: CompareRequest) -> dict:
     if answers is not None:
         check_versions(answers.models, request.base, request.candidate, answers.source)
     if request.verdicts:
-        codes: dict[str, pd.DataFrame] = {}
-        sources: dict[str, Path] = {}
-        for path in request.verdicts:
-            dim, c = load_dimension(path, request.base, request.candidate)
-            if dim in codes:
-                raise InputError(str(path), None, "rubric", f"a second verdict file for {dim!r} "
-                                 f"(first: {sources[dim]})", "pass one verdict file per rubric")
-            codes[dim], sources[dim] = c, path
+        codes, sources = verdict_file_dimensions(request)
         if answers is not None:
-            known = {p.item_id for p in version_pairs(answers, request.base, request.candidate)}
-            for dim, c in codes.items():
-                unknown = sorted(set(c["item_id"]) - known)
-                if unknown:
-                    line, _ = first_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known
-                                         else None)
-                    raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
-                                     f"items of {answers.source} ({len(unknown)} such)",
-                                     "pass the items file the verdicts were made from")
-                missing = len(known - set(c["item_id"]))
-                if missing:
-                    report["notes"].append(f"{dim}: {missing} of {len(known)} prompts have no verdict (left out)")
+            report["notes"] += check_verdicts_cover_items(codes, sources, answers, request)
         seq = None
         if request.sequential is not None:
             costs = {d: _verdict_costs(sources[d]) for d in codes} if request.sequential.max_cost is not None else None
