@@ -159,8 +159,7 @@ def identical_check(answers: Answers | None, base: str, candidate: str,
     return {"available": True, "identical_pairs": len(same), "dimensions": per_dim}
 
 
-def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: GateSettings) -> list[str]:
-    """The checks' warnings, in words."""
+def _judge_warnings(rows: Sequence[dict], settings: GateSettings) -> list[str]:
     out = []
     for r in rows:
         if r["flip_rate"] is not None and r["flip_rate"] > settings.flip_warning:
@@ -170,20 +169,29 @@ def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: 
             out.append(f"{r['dimension']}: judged in one order only: position flips cannot be seen")
         if r["unjudged"]:
             out.append(f"{r['dimension']}: {r['unjudged']} pairs left out (an order missing or unparsable)")
-    if length.get("available"):
-        for dim, d in length["dimensions"].items():
-            if d["share"]["lower"] is not None and d["share"]["lower"] > 0.5:
-                out.append(f"{dim}: {d['share']['value']:.0%} of decisive wins went to the longer answer: the "
-                           "result may measure length, not quality")
-        mw = length["mean_words"]
-        if mw["candidate"] is not None and any(d.startswith("concis") or d == "terse" for d in length["dimensions"]) \
-                and mw["candidate"] >= mw["base"]:
-            out.append(f"the candidate's answers are not shorter ({mw['candidate']:.1f} vs {mw['base']:.1f} mean "
-                       "words): a conciseness win is not a terser change")
+    return out
+
+
+def _length_warnings(length: dict) -> list[str]:
+    if not length.get("available"):
+        return []
+    out = [f"{dim}: {d['share']['value']:.0%} of decisive wins went to the longer answer: the result may measure "
+           "length, not quality" for dim, d in length["dimensions"].items()
+           if d["share"]["lower"] is not None and d["share"]["lower"] > 0.5]
+    mw = length["mean_words"]
+    conciseness = any(d.startswith("concis") or d == "terse" for d in length["dimensions"])
+    if mw["candidate"] is not None and conciseness and mw["candidate"] >= mw["base"]:
+        out.append(f"the candidate's answers are not shorter ({mw['candidate']:.1f} vs {mw['base']:.1f} mean "
+                   "words): a conciseness win is not a terser change")
+    return out
+
+
+def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: GateSettings) -> list[str]:
+    """The checks' warnings, in words: the judge's flips and left-out pairs, length, identical answers."""
+    out = _judge_warnings(rows, settings) + _length_warnings(length)
     if identical.get("available"):
-        for dim, d in identical["dimensions"].items():
-            if d["not_tied"]:
-                out.append(f"{dim}: {d['not_tied']} of {d['judged']} pairs of identical answers did not tie")
+        out += [f"{dim}: {d['not_tied']} of {d['judged']} pairs of identical answers did not tie"
+                for dim, d in identical["dimensions"].items() if d["not_tied"]]
     return out
 
 
