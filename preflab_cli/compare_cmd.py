@@ -62,38 +62,45 @@ def _plain_table(out, header, cells) -> None:
                   highlight=False, soft_wrap=True)
 
 
+def _print_dimensions(report: dict, out) -> None:
+    """The judged rubrics' table and the three checks with their warnings."""
+    from rich.markup import escape
+
+    out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
+              markup=False, highlight=False, soft_wrap=True)
+    header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
+    cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
+              str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+              r["verdict"]] for r in report["dimensions"]]
+    _plain_table(out, header, cells)
+    length = report["checks"]["length"]
+    if length.get("available"):
+        mw = length["mean_words"]
+        shares = ", ".join(f"{d} {v['share']['value']:.0%}" if v["decisive_with_length_difference"] else f"{d} —"
+                           for d, v in length["dimensions"].items())
+        out.print(f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
+                  f"the longer answer: {shares}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        out.print(f"length: {length['note']}", markup=False, highlight=False, soft_wrap=True)
+    flips = ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in report["checks"]["flip_rate"].items())
+    out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False, soft_wrap=True)
+    ident = report["checks"]["identical"]
+    if ident.get("available"):
+        bad = ", ".join(f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items())
+        out.print(f"identical answers: {ident['identical_pairs']} pairs; not tied: {bad}", markup=False,
+                  highlight=False, soft_wrap=True)
+    else:
+        out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
+    for w in report["checks"]["warnings"]:
+        out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+
+
 def print_report(report: dict, out) -> None:
     """The console tables: dimensions, checks, lm-eval tasks, differing settings, the gate."""
     from rich.markup import escape
 
     if report["dimensions"]:
-        out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
-                  markup=False, highlight=False, soft_wrap=True)
-        header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
-        cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
-                  str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
-                  r["verdict"]] for r in report["dimensions"]]
-        _plain_table(out, header, cells)
-        length = report["checks"]["length"]
-        if length.get("available"):
-            mw = length["mean_words"]
-            shares = ", ".join(f"{d} {v['share']['value']:.0%}" if v["decisive_with_length_difference"] else f"{d} —"
-                               for d, v in length["dimensions"].items())
-            out.print(f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
-                      f"the longer answer: {shares}", markup=False, highlight=False, soft_wrap=True)
-        else:
-            out.print(f"length: {length['note']}", markup=False, highlight=False, soft_wrap=True)
-        flips = ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in report["checks"]["flip_rate"].items())
-        out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False, soft_wrap=True)
-        ident = report["checks"]["identical"]
-        if ident.get("available"):
-            bad = ", ".join(f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items())
-            out.print(f"identical answers: {ident['identical_pairs']} pairs; not tied: {bad}", markup=False,
-                      highlight=False, soft_wrap=True)
-        else:
-            out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
-        for w in report["checks"]["warnings"]:
-            out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+        _print_dimensions(report, out)
     for dim, run in (report.get("judge_runs") or {}).items():
         out.print(f"judge on {dim}: {run['summary']}", markup=False, highlight=False, soft_wrap=True)
     if report.get("sequential"):
@@ -124,6 +131,47 @@ def print_report(report: dict, out) -> None:
         else:
             out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
                       soft_wrap=True)
+
+
+def _print_plan(items: Path | None, rubrics: int, judge: str | None, alpha: float, tie_rate: float,
+                json_out: Path | None, out) -> None:
+    """``--plan``: the power, calls and cost for the items file's prompts; nothing is judged."""
+    from judge.compare_inputs import load_answers
+    from preflab.errors import InputError
+
+    if items is None:
+        raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")
+    answers = load_answers(items)
+    n = len(answers.prompts)
+    chars = sum(len(p) for p in answers.prompts.values()) / max(n, 1) + sum(
+        len(a) for by in answers.answers.values() for a in by.values()) / max(n, 1)
+    res = plan(n, max(rubrics, 1), judge, chars, alpha, tie_rate=tie_rate)
+    mdw = res["min_detectable_win_rate"]
+    out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
+              f"80% power (exact sign test, alpha {alpha}): "
+              + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False,
+              soft_wrap=True)
+    cost = ("unknown (no price for this judge)" if judge and not res["price_known"] else
+            "—" if res["cost"] is None else f"${res['cost']:.4f}")
+    out.print(f"judge calls: {res['judge_calls']} ({res['rubrics']} rubric(s) x 2 orders); cost: {cost}",
+              markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        write_output(json_out, json.dumps(strict_json({"plan": res}), indent=2) + "\n")
+
+
+def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None, out) -> None:
+    """``--json`` (stable keys, ``judge_runs`` last) and ``--report`` (the HTML gate report)."""
+    if json_out:
+        payload = {k: v for k, v in report.items() if k != "judge_runs"} | {"judge_runs": report.get("judge_runs")}
+        where = write_output(json_out, json.dumps(strict_json(payload), indent=2, default=str) + "\n")
+        if not is_stdout(json_out):
+            out.print(f"report -> {where}", markup=False)
+    if report_path:
+        from judge.compare_card import write_gate_report
+
+        write_gate_report(report_path, report)
+        if not is_stdout(report_path):
+            out.print(f"gate report -> {report_path}", markup=False)
 
 
 @app.command("compare")
@@ -175,26 +223,7 @@ def compare_cmd(
     rubrics = tuple(rubric or ())
     try:
         if plan_only:
-            if items is None:
-                raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")
-            from judge.compare_inputs import load_answers
-
-            answers = load_answers(items)
-            n = len(answers.prompts)
-            chars = sum(len(p) for p in answers.prompts.values()) / max(n, 1) + sum(
-                len(a) for by in answers.answers.values() for a in by.values()) / max(n, 1)
-            res = plan(n, max(len(rubrics), 1), judge, chars, alpha, tie_rate=tie_rate)
-            mdw = res["min_detectable_win_rate"]
-            out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
-                      f"80% power (exact sign test, alpha {alpha}): "
-                      + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False, soft_wrap=True)
-            cost = ("unknown (no price for this judge)" if judge and not res["price_known"] else
-                    "—" if res["cost"] is None else f"${res['cost']:.4f}")
-            out.print(f"judge calls: {res['judge_calls']} ({res['rubrics']} rubric(s) x 2 orders); cost: {cost}",
-                      markup=False, highlight=False, soft_wrap=True)
-            if json_out:
-                write_output(json_out, json.dumps(strict_json({"plan": res}), indent=2) + "\n")
-            return
+            return _print_plan(items, len(rubrics), judge, alpha, tie_rate, json_out, out)
         if lm_eval is None and (base is None or candidate is None):
             raise InputError("<options>", None, "--base" if base is None else "--candidate", "missing",
                              "name the two versions with --base and --candidate")
@@ -225,16 +254,6 @@ def compare_cmd(
     except (InputError, ValueError) as e:
         fail(e)
     print_report(report, out)
-    if json_out:
-        payload = {k: v for k, v in report.items() if k != "judge_runs"} | {"judge_runs": report.get("judge_runs")}
-        where = write_output(json_out, json.dumps(strict_json(payload), indent=2, default=str) + "\n")
-        if not is_stdout(json_out):
-            out.print(f"report -> {where}", markup=False)
-    if report_path:
-        from judge.compare_card import write_gate_report
-
-        write_gate_report(report_path, report)
-        if not is_stdout(report_path):
-            out.print(f"gate report -> {report_path}", markup=False)
+    _write_outputs(report, json_out, report_path, out)
     if not report["gate"]["passed"]:
         raise typer.Exit(1)
