@@ -27,14 +27,23 @@ def estimated_input_tokens(request: JudgeRequest) -> int:
 
 
 def known_price(provider: Provider) -> tuple[float, float] | None:
-    """(USD per input token, per output token), or None when the price is unknown.
+    """(USD per input token, per output token), or None when the price is unknown: see :func:`price_or_unknown`
+    (the provider's prices come from the price table's lookup, or an override)."""
+    return price_or_unknown(provider.provider, getattr(provider, "price_in", None), getattr(provider, "price_out", None))
 
-    A local (self-hosted) judge costs nothing per token. For an API judge the provider's prices come from
-    the price table's lookup (or an override); a price that is missing, NaN, or 0 for both directions (how
-    the table marks a model it does not list) is unknown.
-    """
-    p_in, p_out = getattr(provider, "price_in", None), getattr(provider, "price_out", None)
-    if provider.provider == "local":
+
+def spec_price(spec: str) -> tuple[float, float] | None:
+    """The price-table price of a judge spec (``openai:gpt-4.1-mini``) without opening a provider."""
+    from judge.providers.base import parse_spec, prices
+
+    parsed = parse_spec(spec)
+    return price_or_unknown(parsed.provider, *prices(parsed.model))
+
+
+def price_or_unknown(kind: str, p_in: float | None, p_out: float | None) -> tuple[float, float] | None:
+    """A local (self-hosted) judge costs nothing per token. For an API judge a price that is missing, NaN,
+    or 0 for both directions (how the price table marks a model it does not list) is unknown (None)."""
+    if kind == "local":
         return float(p_in or 0.0), float(p_out or 0.0)
     if p_in is None or p_out is None or math.isnan(p_in) or math.isnan(p_out) or (p_in == 0 and p_out == 0):
         return None

@@ -22,7 +22,7 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
     """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
     (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
     from arena.power import sign_test_power
-    from judge.providers.base import parse_spec, prices
+    from judge.budget import spec_price
     from preflab.errors import InputError
 
     for flag, value, ok in (("--alpha", alpha, 0 < alpha < 1), ("--tie-rate", tie_rate, 0 <= tie_rate < 1)):
@@ -40,15 +40,9 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
         mdw = hi
     calls = n_prompts * 2 * rubrics
     tokens_in = calls * (mean_chars / 4 + 150)  # the rubric's instructions are about 150 tokens
-    cost, price_known = None, False
-    if judge:
-        spec = parse_spec(judge)
-        if spec.provider == "local":
-            cost, price_known = 0.0, True
-        else:
-            p_in, p_out = prices(spec.model)
-            price_known = (p_in, p_out) != (0.0, 0.0)
-            cost = tokens_in * p_in + calls * 3 * p_out if price_known else None  # 3 verdict tokens a call
+    price = spec_price(judge) if judge else None
+    price_known = price is not None
+    cost = tokens_in * price[0] + calls * 3 * price[1] if price_known else None  # 3 verdict tokens a call
     return {"prompts": n_prompts, "decisive_assumed": decisive, "tie_rate_assumed": tie_rate, "alpha": alpha,
             "power": power, "min_detectable_win_rate": mdw, "rubrics": rubrics, "judge_calls": calls,
             "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}
