@@ -102,3 +102,10 @@ def test_bad_lm_eval_folders_exit_2(tmp_path, capsys, case, message) -> None:
         b = lm_eval_folder(tmp_path / "b", "t", [1.0, 1.0], metric="f1")
     code, _, err = preflab(capsys, "compare", "--lm-eval", str(a), str(b), *extra)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_folder_of_two_runs_names_both_subfolders(capsys) -> None:
+    # base/smollm2 and candidate/smollm2: both runs' model folders have one name, so name them by path
+    code, _, err = preflab(capsys, "compare", "--lm-eval", str(REAL), str(REAL / "candidate"))
+    assert code == 2, err
+    assert "results of 2 models (base/smollm2, candidate/smollm2). pass one model's folder" in err
