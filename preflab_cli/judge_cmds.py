@@ -241,6 +241,8 @@ def jury_cmd(
         fail(ValueError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}"))
     if len(members) < 2:
         fail(ValueError("a jury needs at least two members"))
+    if n_bootstrap < 1:
+        fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
         tables = {}
         for spec in members:
@@ -282,6 +284,8 @@ def drift_cmd(
 
     if not 0 < alpha < 1 or tolerance < 0:
         fail(ValueError("need 0 < --alpha < 1 and --tolerance >= 0"))
+    if n_bootstrap < 1:
+        fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
         rep = drift_report(load_any(old), load_any(new), tolerance=tolerance, alpha=alpha, n_bootstrap=n_bootstrap)
     except (InputError, ValueError, OSError) as e:

@@ -62,3 +62,11 @@ def test_jury_cli_on_llmfao_gpt3_and_gpt4(shared_data):
     assert res.exit_code == 0, res.output
     assert "member gpt4: agreement / kappa vs humans: 0.435" in res.output
     assert "panel − human agreement" in res.output
+
+
+def test_jury_and_drift_refuse_zero_bootstrap_resamples_with_exit_2(tmp_path):
+    f = write_verdicts(tmp_path / "a.jsonl", [0.9, 0.2], [0.1, 0.7])
+    for command in (["jury", str(f), str(f)], ["drift", str(f), str(f)]):
+        res = CliRunner().invoke(app, [*command, "--bootstrap", "0"])
+        assert res.exit_code == 2, res.output
+        assert "--bootstrap must be at least 1" in res.output and "IndexError" not in res.output
