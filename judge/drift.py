@@ -73,13 +73,16 @@ def _mean_interval(d: np.ndarray, level: float) -> dict:
 
 
 def _net_interval(b: int, c: int, n: int, level: float) -> dict:
-    """(b − c) / n with the Wald interval of a difference of two multinomial shares."""
+    """(b − c) / n with the Agresti–Min interval for matched proportions (Agresti & Min 2005, Statistics in
+    Medicine 24:729–740: the Wald interval after adding ½ to each cell of the 2 × 2 table). The plain Wald
+    interval has zero width when nothing flipped, so a handful of pairs would look like proof of no change."""
     if n == 0:
         return {"value": float("nan"), "lower": float("nan"), "upper": float("nan")}
-    d = (b - c) / n
-    var = ((b + c) / n - d**2) / n
+    b_adj, c_adj, n_adj = b + 0.5, c + 0.5, n + 2
+    d_adj = (b_adj - c_adj) / n_adj
+    var = ((b_adj + c_adj) / n_adj - d_adj**2) / n_adj
     half = z_value(level) * np.sqrt(max(var, 0.0))
-    return {"value": d, "lower": d - half, "upper": d + half}
+    return {"value": (b - c) / n, "lower": d_adj - half, "upper": d_adj + half}
 
 
 def drift_report(old: pd.DataFrame, new: pd.DataFrame, tolerance: float = 0.05, alpha: float = 0.05,
