@@ -47,8 +47,10 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
             same = int(np.sum(table.codes[both, j] == table.codes[both, k]))
             pairwise.append({"members": [table.members[j], table.members[k]], "n": int(both.sum()),
                              "agreement": wilson_interval(same, int(both.sum()), level).as_dict(),
-                             "kappa": agr.cohen_kappa(table.codes[both, j], table.codes[both, k])
-                             if both.any() else float("nan")})
+                             # kappa_interval defines kappa as 1 where both use one class (as drift does)
+                             "kappa": agr.kappa_interval(table.codes[both, j], table.codes[both, k],
+                                                         n_bootstrap=n_bootstrap, level=level,
+                                                         seed=seed).as_dict()})
     report: dict = {
         "rule": rule, "members": members, "n_pairs": len(table.keys), "pairwise": pairwise,
         "panel": {"counts": {OUTCOME_NAMES[c]: int(np.sum(panel["panel"] == c)) for c in (0, 1, 2, -1)},
@@ -95,7 +97,7 @@ def jury_rows(report: Mapping) -> list[tuple[str, str]]:
                  f"{p['abstentions']}{split}; {p['no_member_answered']} pairs with no member answering"))
     for pw in report["pairwise"]:
         rows.append((f"members agree: {pw['members'][0]} vs {pw['members'][1]}",
-                     f"{_fmt(pw['agreement'])} (kappa {pw['kappa']:.3f}, n {pw['n']})"))
+                     f"{_fmt(pw['agreement'])} (kappa {_fmt(pw['kappa'])}, n {pw['n']})"))
     eff = report.get("effective_judges")
     if eff:
         rows.append(("effective number of independent judges",
