@@ -118,7 +118,8 @@ def normalised(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
-def words(text: str) -> int:
+def word_count(text: str) -> int:
+    """Whitespace-separated words: the length check's unit (model-agnostic, no tokenizer)."""
     return len(text.split())
 
 
@@ -128,8 +129,8 @@ def length_check(answers: Answers | None, base: str, candidate: str, outcomes: M
     if answers is None:
         return {"available": False, "note": "no answers given (pass the items file): lengths unknown"}
     items = [i for i, by in answers.answers.items() if base in by and candidate in by]
-    cand = np.array([words(answers.answers[i][candidate]) for i in items], float)
-    base_w = np.array([words(answers.answers[i][base]) for i in items], float)
+    cand = np.array([word_count(answers.answers[i][candidate]) for i in items], float)
+    base_w = np.array([word_count(answers.answers[i][base]) for i in items], float)
     longer_cand = dict(zip(items, cand > base_w, strict=True))
     differ = dict(zip(items, cand != base_w, strict=True))
     per_dim = {}

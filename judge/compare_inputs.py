@@ -114,7 +114,7 @@ def dimension_name(verdicts: pd.DataFrame, path: str | Path) -> str:
     return str(rubric).split("@")[0] if rubric else Path(path).stem
 
 
-def first_line(path: str | Path, bad) -> tuple[int | None, str]:
+def first_bad_line(path: str | Path, bad) -> tuple[int | None, str]:
     """The first line of a verdict file whose pair fails ``bad(row) -> field or None``."""
     for line, row in iter_jsonl(path, "one JSON object per line"):
         field = bad(row)
@@ -132,13 +132,13 @@ def candidate_codes(verdicts: pd.DataFrame, path: str | Path, base: str, candida
     backward = (mx == base) & (my == candidate)
     if not (forward | backward).all():
         models = {base, candidate}
-        line, field = first_line(path, lambda r: None if {str(r.get("model_x")), str(r.get("model_y"))} == models
+        line, field = first_bad_line(path, lambda r: None if {str(r.get("model_x")), str(r.get("model_y"))} == models
                                   else ("model_x" if str(r.get("model_x")) not in models else "model_y"))
         raise InputError(source, line, field, f"a pair that is not {candidate!r} vs {base!r}",
                          "judge the two versions' pairs only (or pass the --base/--candidate the file was made for)")
     if verdicts["item_id"].duplicated().any():
         item = verdicts.loc[verdicts["item_id"].duplicated(), "item_id"].iloc[0]
-        line, _ = first_line(path, lambda r: "item_id" if str(r.get("item_id")) == str(item) else None)
+        line, _ = first_bad_line(path, lambda r: "item_id" if str(r.get("item_id")) == str(item) else None)
         raise InputError(source, line, "item_id", f"item {item!r} is judged twice (as x-vs-y and y-vs-x)",
                          "judge each prompt's pair once, in both orders")
 

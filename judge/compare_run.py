@@ -19,7 +19,7 @@ from judge.compare import GateSettings, compare_dimensions, pair_outcomes
 from judge.compare_inputs import (
     Answers,
     check_versions,
-    first_line,
+    first_bad_line,
     load_answers,
     load_dimension,
     runner_codes,
@@ -48,14 +48,15 @@ class CompareRequest:
     lm_eval_options: dict = field(default_factory=dict)
 
 
-def _steps(codes: pd.DataFrame) -> np.ndarray:
+def _sign_steps(codes: pd.DataFrame) -> np.ndarray:
+    """+1 per candidate win, -1 per loss, 0 per tie or unjudged pair: the sign test's steps, in table order."""
     outcome, _ = pair_outcomes(codes)
     return np.where(outcome == X, 1, np.where(outcome == Y, -1, 0))
 
 
-def _stop(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | None:
+def _decided_after(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | None:
     """Pairs (in the table's order) after which the dimension's test decided, or None."""
-    p = anytime_p_values(_steps(codes), seq.prior)
+    p = anytime_p_values(_sign_steps(codes), seq.prior)
     hit = np.flatnonzero(p <= alpha)
     return int(hit[0]) + 1 if hit.size else None
 
@@ -64,7 +65,7 @@ def _sequential_summary(codes: dict[str, pd.DataFrame], stops: dict[str, int | N
                         judged: int, total: int, cost: float | None, reason: str) -> dict:
     ps, cis = [], []
     for df in codes.values():
-        steps = _steps(df)
+        steps = _sign_steps(df)
         ps.append(float(anytime_p_values(steps, seq.prior)[-1]) if len(steps) else 1.0)
         cis.append(confidence_sequence(int(np.sum(steps > 0)), int(np.sum(steps < 0)), 1 - 0.95, seq.prior))
     return {"p_values": ps, "intervals": cis,
@@ -84,7 +85,7 @@ def replay_sequential(codes: dict[str, pd.DataFrame], seq: SequentialSettings, a
     cap = min(len(order), seq.max_items or len(order))
     per_dim = alpha / len(codes)
     ordered = {d: df.set_index("item_id").loc[order[:cap]].reset_index() for d, df in codes.items()}
-    stops = {d: _stop(df, seq, per_dim) for d, df in ordered.items()}
+    stops = {d: _decided_after(df, seq, per_dim) for d, df in ordered.items()}
     reach = cap  # prompts taken before a cap stops everything
     spent = np.zeros(cap)
     if costs is not None:
@@ -136,8 +137,8 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
         codes = {}
         for name in names:
             result, c = _judge_codes(pairs, name, request)
-            codes[_dim(name)] = c
-            runs[_dim(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
+            codes[_rubric_dimension(name)] = c
+            runs[_rubric_dimension(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
                                 "failed": int(result.verdicts["error"].notna().sum())}
         return codes, runs, None
     seq = request.sequential
@@ -145,11 +146,11 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
     cap = min(len(order), seq.max_items or len(order))
     chunk = max(8, getattr(request.run_config, "concurrency", 8))
     per_dim = request.gate.alpha / len(names)
-    codes = {_dim(n): pd.DataFrame({"item_id": [], "judge_xy": [], "judge_yx": []}) for n in names}
-    stops: dict[str, int | None] = {_dim(n): None for n in names}
+    codes = {_rubric_dimension(n): pd.DataFrame({"item_id": [], "judge_xy": [], "judge_yx": []}) for n in names}
+    stops: dict[str, int | None] = {_rubric_dimension(n): None for n in names}
     cost, done, reason = 0.0, 0, "all prompts judged" if cap == len(order) else "max items reached"
     while done < cap:
-        active = [n for n in names if stops[_dim(n)] is None]
+        active = [n for n in names if stops[_rubric_dimension(n)] is None]
         if not active:
             reason = "every dimension decided"
             break
@@ -161,14 +162,14 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
         for name in active:
             result, c = _judge_codes(batch, name, request)
             cost += result.stats.cost
-            dim = _dim(name)
+            dim = _rubric_dimension(name)
             acc = runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0})
             acc["calls"] += result.stats.calls
             acc["cached"] += result.stats.cache_hits
             acc["cost"] += result.stats.cost
             acc["failed"] += int(result.verdicts["error"].notna().sum())
             codes[dim] = pd.concat([codes[dim], c], ignore_index=True)
-            stops[dim] = _stop(codes[dim], seq, per_dim)
+            stops[dim] = _decided_after(codes[dim], seq, per_dim)
             if stops[dim]:
                 codes[dim] = codes[dim].iloc[:stops[dim]]
         done += len(batch)
@@ -177,7 +178,8 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
     return codes, runs, _sequential_summary(codes, stops, seq, done, len(pairs), cost, reason)
 
 
-def _dim(rubric: str) -> str:
+def _rubric_dimension(rubric: str) -> str:
+    """A rubric's dimension name (its ``name``, so a TOML file's path becomes its rubric's name)."""
     from judge.rubrics import load_rubric
 
     return load_rubric(rubric).name
@@ -204,7 +206,7 @@ def check_verdicts_cover_items(codes: dict[str, pd.DataFrame], sources: dict[str
     for dim, c in codes.items():
         unknown = sorted(set(c["item_id"]) - known)
         if unknown:
-            line, _ = first_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known else None)
+            line, _ = first_bad_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known else None)
             raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
                              f"items of {answers.source} ({len(unknown)} such)",
                              "pass the items file the verdicts were made from")
