@@ -151,10 +151,13 @@ def candidate_codes(verdicts: pd.DataFrame, path: str | Path, base: str, candida
                          "judge_yx": cand_second})
 
 
-def load_dimension(path: str | Path, base: str, candidate: str) -> tuple[str, pd.DataFrame]:
-    """(dimension name, candidate-as-x codes) from one ``preflab judge run`` verdict file."""
-    table = load_verdicts_jsonl(path)
-    return dimension_name(table, path), candidate_codes(table, path, base, candidate)
+def load_dimension(path: str | Path, base: str, candidate: str,
+                   allow_mixed: bool = False) -> tuple[str, pd.DataFrame, list[str]]:
+    """(dimension name, candidate-as-x codes, the reader's notes) from one ``preflab judge run`` verdict file;
+    verdicts of mixed judges, model versions or rubric texts are refused unless ``allow_mixed``."""
+    table = load_verdicts_jsonl(path, allow_mixed)
+    notes = [f"{Path(path).name}: {n}" for n in table.attrs.get("notes", [])]
+    return dimension_name(table, path), candidate_codes(table, path, base, candidate), notes
 
 
 def runner_codes(verdicts: pd.DataFrame) -> pd.DataFrame:

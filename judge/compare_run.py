@@ -46,6 +46,7 @@ class CompareRequest:
     sequential: SequentialSettings | None = None
     lm_eval: tuple[Path, Path] | None = None
     lm_eval_options: dict = field(default_factory=dict)
+    allow_mixed: bool = False  # pool verdict files mixing judges, model versions or rubric texts
 
 
 def _sign_steps(codes: pd.DataFrame) -> np.ndarray:
@@ -185,17 +186,20 @@ def _rubric_dimension(rubric: str) -> str:
     return load_rubric(rubric).name
 
 
-def verdict_file_dimensions(request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict[str, Path]]:
-    """Candidate-as-x codes per dimension from ``request.verdicts`` (one file per rubric), and each one's file."""
+def verdict_file_dimensions(request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict[str, Path], list[str]]:
+    """Candidate-as-x codes per dimension from ``request.verdicts`` (one file per rubric), each one's file,
+    and the files' notes (repeated rows, a mix pooled with ``allow_mixed``)."""
     codes: dict[str, pd.DataFrame] = {}
     sources: dict[str, Path] = {}
+    notes: list[str] = []
     for path in request.verdicts:
-        dim, c = load_dimension(path, request.base, request.candidate)
+        dim, c, file_notes = load_dimension(path, request.base, request.candidate, request.allow_mixed)
+        notes += file_notes
         if dim in codes:
             raise InputError(str(path), None, "rubric", f"a second verdict file for {dim!r} "
                              f"(first: {sources[dim]})", "pass one verdict file per rubric")
         codes[dim], sources[dim] = c, path
-    return codes, sources
+    return codes, sources, notes
 
 
 def check_verdicts_cover_items(codes: dict[str, pd.DataFrame], sources: dict[str, Path], answers: Answers,
@@ -225,7 +229,8 @@ def run_compare(request: CompareRequest) -> dict:
     if answers is not None:
         check_versions(answers.models, request.base, request.candidate, answers.source)
     if request.verdicts:
-        codes, sources = verdict_file_dimensions(request)
+        codes, sources, notes = verdict_file_dimensions(request)
+        report["notes"] += notes
         if answers is not None:
             report["notes"] += check_verdicts_cover_items(codes, sources, answers, request)
         seq = None

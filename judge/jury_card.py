@@ -139,7 +139,7 @@ def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
     return table.keys.assign(winner=[OUTCOME_NAMES[int(c)] for c in panel], rule=rule, **members)
 
 
-def load_member(spec: str, human: str | Path | None = None):
+def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False):
     """One member's judged pairs from ``PATH`` (any :func:`judge.datasets.load_any` layout) or
     ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""
     from judge.datasets import attach_human, load_any
@@ -147,7 +147,7 @@ def load_member(spec: str, human: str | Path | None = None):
     path, judge = spec, None
     if not Path(spec).exists() and "#" in spec:
         path, _, judge = spec.rpartition("#")
-    pairs = load_any(path, "auto", judge)
+    pairs = load_any(path, "auto", judge, allow_mixed)
     return attach_human(pairs, human) if human else pairs
 
 

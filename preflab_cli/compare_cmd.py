@@ -206,6 +206,8 @@ def compare_cmd(
     max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
     report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool verdicts whose judges, model versions "
+                                              "or rubric texts differ (refused otherwise; the notes list the mix).")] = False,
 ) -> None:
     """Is the candidate better than the base, on what, and by how much? Exits 1 when a --guard is significantly worse."""
     from judge.compare import GateSettings
@@ -237,7 +239,8 @@ def compare_cmd(
             sequential=SequentialSettings(alpha=alpha, max_items=max_items, max_cost=max_cost, seed=seed)
             if sequential else None,
             lm_eval=lm_eval, lm_eval_options={"tasks": tasks, "metric": metric, "filter_name": filter_name,
-                                              "allow_prompt_change": allow_prompt_change, "seed": seed})
+                                              "allow_prompt_change": allow_prompt_change, "seed": seed},
+            allow_mixed=allow_mixed)
         if not (request.verdicts or request.judge or request.lm_eval):
             raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
                              "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")

@@ -230,6 +230,8 @@ def jury_cmd(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the jury report as JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Accept a member file whose judges, model "
+                                              "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
     from judge.calibrate import report_json
@@ -246,7 +248,7 @@ def jury_cmd(
     try:
         tables = {}
         for spec in members:
-            pairs = load_member(spec, human)
+            pairs = load_member(spec, human, allow_mixed)
             name = member_name(spec, pairs)
             tables[name if name not in tables else spec] = pairs
     except (InputError, ValueError, OSError) as e:
@@ -257,6 +259,9 @@ def jury_cmd(
         lambda s: typer.echo(s, err=True))
     for k, v in jury_rows(rep):
         say(f"{k}: {v}")
+    for name, pairs in tables.items():
+        for note in pairs.attrs.get("notes", []):
+            say(f"note ({name}): {note}")
     if output:
         write_output(output, panel_frame(table, rule, seed).to_json(orient="records", lines=True, force_ascii=False))
     if json_out:
@@ -273,6 +278,8 @@ def drift_cmd(
     alpha: Annotated[float, typer.Option(help="False-flag rate for an unchanged judge.")] = 0.05,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the drift report as JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for kappa.")] = 1000,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Accept a run whose judges, model versions or "
+                                              "rubric texts differ between rows (refused otherwise).")] = False,
 ) -> None:
     """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
 
@@ -287,12 +294,16 @@ def drift_cmd(
     if n_bootstrap < 1:
         fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
-        rep = drift_report(load_any(old), load_any(new), tolerance=tolerance, alpha=alpha, n_bootstrap=n_bootstrap)
+        runs = {run: load_any(path, allow_mixed=allow_mixed) for run, path in (("old", old), ("new", new))}
+        rep = drift_report(runs["old"], runs["new"], tolerance=tolerance, alpha=alpha, n_bootstrap=n_bootstrap)
     except (InputError, ValueError, OSError) as e:
         fail(e)
     say = (lambda s: typer.echo(s, err=True)) if is_stdout(json_out) else typer.echo
     for k, v in drift_rows(rep):
         say(f"{k}: {v}")
+    for run, pairs in runs.items():
+        for note in pairs.attrs.get("notes", []):
+            say(f"note ({run} run): {note}")
     if json_out:
         write_output(json_out, report_json(rep))
     if rep["verdict"] == "changed":

@@ -70,3 +70,20 @@ def test_jury_and_drift_refuse_zero_bootstrap_resamples_with_exit_2(tmp_path):
         res = CliRunner().invoke(app, [*command, "--bootstrap", "0"])
         assert res.exit_code == 2, res.output
         assert "--bootstrap must be at least 1" in res.output and "IndexError" not in res.output
+
+
+def test_mixed_judges_are_refused_naming_them_and_pooled_with_allow_mixed(tmp_path, capsys):
+    from tests.judge.test_compare import preflab
+
+    a = write_verdicts(tmp_path / "a.jsonl", [0.9, 0.2, 0.7], [0.1, 0.7, 0.4], judge="local:small")
+    b = write_verdicts(tmp_path / "b.jsonl", [0.9, 0.2, 0.7], [0.1, 0.7, 0.4], judge="local:small-q8")
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(a.read_text() + b.read_text())
+    for command in (["judge", "drift", str(mixed), str(a)], ["judge", "jury", str(mixed), str(a)],
+                    ["compare", "--base", "m2", "--candidate", "m1", "--verdicts", str(mixed)]):
+        code, _, err = preflab(capsys, *command, "--bootstrap" if command[0] == "judge" else "--alpha",
+                               "50" if command[0] == "judge" else "0.05")
+        assert code == 2 and "line 7: field 'judge': mixed judges: local:small (6 rows), local:small-q8" in err, err
+        code, out, err = preflab(capsys, *command, "--allow-mixed")
+        assert code in (0, 1), err  # drift may exit 1 ("changed")
+        assert "pooled with --allow-mixed; mixed judges" in out + err
