@@ -201,5 +201,7 @@ def compare_lm_eval(base_dir: str | Path, candidate_dir: str | Path, tasks: list
         m, f = metric_for(t, base.results, metric, filter_name)
         rows.append(compare_task(t, base, cand, m, f, allow_prompt_change, n_bootstrap, seed))
     only = sorted(set(base.samples) ^ set(cand.samples))
-    return {"tasks": rows, "settings": settings_table(base, cand),
-            "notes": [f"tasks in one run only, not compared: {', '.join(only)}"] if only and not tasks else []}
+    notes = [f"tasks in one run only, not compared: {', '.join(only)}"] if only and not tasks else []
+    notes += [f"{r['task']}: documents in one run only, left out: {r['unpaired']['base']} of the base run, "
+              f"{r['unpaired']['candidate']} of the candidate's" for r in rows if any(r["unpaired"].values())]
+    return {"tasks": rows, "settings": settings_table(base, cand), "notes": notes}
