@@ -196,6 +196,28 @@ def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: 
     return out
 
 
+def check_lines(checks: Mapping) -> list[str]:
+    """The three checks in words, one line each: the console report and the gate report print these."""
+    from judge.report_text import format_interval
+
+    length, ident = checks.get("length", {}), checks.get("identical", {})
+    if length.get("available"):
+        mw = length["mean_words"]
+        shares = ", ".join(f"{d} {format_interval(v['share'], pct=True)}" for d, v in length["dimensions"].items())
+        lines = [f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
+                 f"the longer answer: {shares}"]
+    else:
+        lines = [f"length: {length.get('note', 'not checked')}"]
+    lines.append("flip rate (orders disagree): " + ", ".join(
+        f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in checks.get("flip_rate", {}).items()))
+    if ident.get("available"):
+        lines.append(f"identical answers: {ident['identical_pairs']} pairs; not tied: " + ", ".join(
+            f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items()))
+    else:
+        lines.append(f"identical answers: {ident.get('note', 'not checked')}")
+    return lines
+
+
 def gate(rows: Sequence[dict], settings: GateSettings) -> dict:
     """Which guards were checked and which failed (significantly worse after Holm)."""
     names = [r["dimension"] for r in rows]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from judge.compare import check_lines
 from judge.report_text import format_interval
 from preflab.io import write_output
 
@@ -80,22 +81,7 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
               str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
               r["verdict"], "—" if r["flip_rate"] is None else f"{r['flip_rate']:.0%}"] for r in dims]))
         checks = report.get("checks", {})
-        length, ident = checks.get("length", {}), checks.get("identical", {})
-        items = []
-        if length.get("available"):
-            mw = length["mean_words"]
-            items.append(f"Length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins "
-                         "to the longer answer: " + ", ".join(
-                             f"{d} {format_interval(v['share'], pct=True)}" for d, v in length["dimensions"].items()))
-        else:
-            items.append(f"Length: {length.get('note', 'not checked')}")
-        items.append("Flip rate: " + ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}"
-                                               for d, v in checks.get("flip_rate", {}).items()))
-        if ident.get("available"):
-            items.append(f"Identical answers: {ident['identical_pairs']} pairs; not tied: " + ", ".join(
-                f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items()))
-        else:
-            items.append(f"Identical answers: {ident.get('note', 'not checked')}")
+        items = check_lines(checks)
         warn = "".join(f"<li class='warn'>{escape(w)}</li>" for w in checks.get("warnings", []))
         parts.append("<h2>Checks</h2><ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + warn + "</ul>")
     if report.get("sequential"):

@@ -60,6 +60,8 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
+    from judge.compare import check_lines
+
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
     header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
@@ -67,24 +69,8 @@ def _print_dimensions(report: dict, out) -> None:
               str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
               r["verdict"]] for r in report["dimensions"]]
     _plain_table(out, header, cells)
-    length = report["checks"]["length"]
-    if length.get("available"):
-        mw = length["mean_words"]
-        shares = ", ".join(f"{d} {v['share']['value']:.0%}" if v["decisive_with_length_difference"] else f"{d} —"
-                           for d, v in length["dimensions"].items())
-        out.print(f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
-                  f"the longer answer: {shares}", markup=False, highlight=False, soft_wrap=True)
-    else:
-        out.print(f"length: {length['note']}", markup=False, highlight=False, soft_wrap=True)
-    flips = ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in report["checks"]["flip_rate"].items())
-    out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False, soft_wrap=True)
-    ident = report["checks"]["identical"]
-    if ident.get("available"):
-        bad = ", ".join(f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items())
-        out.print(f"identical answers: {ident['identical_pairs']} pairs; not tied: {bad}", markup=False,
-                  highlight=False, soft_wrap=True)
-    else:
-        out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
+    for line in check_lines(report["checks"]):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
     for w in report["checks"]["warnings"]:
         out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
 

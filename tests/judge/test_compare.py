@@ -198,3 +198,20 @@ def test_out_of_range_options_exit_2_naming_the_option(tmp_path, capsys, options
                            "--verdicts", str(verdicts), *options)
     assert code == 2, err
     assert f"field '{field}'" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_console_and_gate_report_print_the_same_check_lines(tmp_path, capsys) -> None:
+    from html import escape
+
+    from judge.compare import check_lines
+
+    items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": ("short", "a longer answer here") for i in range(30)})
+    verdicts = verdict_file(tmp_path / "v.jsonl", counts_specs(20, 6, 2, 2), "concise")
+    html = tmp_path / "gate.html"
+    code, out, err = preflab(capsys, "compare", str(items), "--base", "old", "--candidate", "new", "--verdicts",
+                             str(verdicts), "--report", str(html), "--json", str(tmp_path / "r.json"))
+    assert code == 0, err
+    lines = check_lines(json.loads((tmp_path / "r.json").read_text())["checks"])
+    assert lines[0].startswith("length: mean words base 4.0, candidate 1.0") and "concise 23.1% [" in lines[0]  # 6 of 26
+    page = html.read_text()
+    assert all(line in out and escape(line) in page for line in lines)
