@@ -151,6 +151,17 @@ def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = 
     return attach_human(pairs, human) if human else pairs
 
 
+def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False) -> dict:
+    """Each member's judged pairs (:func:`load_member`) by display name (:func:`member_name`; the spec itself
+    when two members would share a name)."""
+    tables: dict = {}
+    for spec in specs:
+        pairs = load_member(spec, human, allow_mixed)
+        name = member_name(spec, pairs)
+        tables[name if name not in tables else spec] = pairs
+    return tables
+
+
 def member_name(spec: str, pairs) -> str:
     """A member's display name: the judge recorded in its verdicts, else the spec."""
     if not Path(spec).exists() and "#" in spec:

@@ -236,7 +236,7 @@ def jury_cmd(
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
     from judge.calibrate import report_json
     from judge.jury import RULES, align_members
-    from judge.jury_card import jury_report, jury_rows, load_member, member_name, panel_frame, write_jury_card
+    from judge.jury_card import jury_report, jury_rows, load_members, panel_frame, write_jury_card
     from preflab.errors import InputError
 
     if rule not in RULES:
@@ -246,28 +246,29 @@ def jury_cmd(
     if n_bootstrap < 1:
         fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
-        tables = {}
-        for spec in members:
-            pairs = load_member(spec, human, allow_mixed)
-            name = member_name(spec, pairs)
-            tables[name if name not in tables else spec] = pairs
+        tables = load_members(members, human, allow_mixed)
     except (InputError, ValueError, OSError) as e:
         fail(e)
     table = align_members(tables)
     rep = jury_report(table, rule, n_bootstrap=n_bootstrap, seed=seed)
     say = typer.echo if not any(is_stdout(p) for p in (output, report, json_out)) else (
         lambda s: typer.echo(s, err=True))
-    for k, v in jury_rows(rep):
-        say(f"{k}: {v}")
-    for name, pairs in tables.items():
-        for note in pairs.attrs.get("notes", []):
-            say(f"note ({name}): {note}")
+    _say_rows_and_notes(jury_rows(rep), tables, say)
     if output:
         write_output(output, panel_frame(table, rule, seed).to_json(orient="records", lines=True, force_ascii=False))
     if json_out:
         write_output(json_out, report_json(rep))
     if report:
         write_jury_card(report, rep, title="Jury card: " + ", ".join(table.members))
+
+
+def _say_rows_and_notes(rows, tables: dict, say) -> None:
+    """``label: value`` per row, then each input's reader notes (repeated rows, a mix pooled with --allow-mixed)."""
+    for k, v in rows:
+        say(f"{k}: {v}")
+    for name, pairs in tables.items():
+        for note in pairs.attrs.get("notes", []):
+            say(f"note ({name}): {note}")
 
 
 @app.command("drift")
@@ -299,11 +300,7 @@ def drift_cmd(
     except (InputError, ValueError, OSError) as e:
         fail(e)
     say = (lambda s: typer.echo(s, err=True)) if is_stdout(json_out) else typer.echo
-    for k, v in drift_rows(rep):
-        say(f"{k}: {v}")
-    for run, pairs in runs.items():
-        for note in pairs.attrs.get("notes", []):
-            say(f"note ({run} run): {note}")
+    _say_rows_and_notes(drift_rows(rep), {f"{run} run": pairs for run, pairs in runs.items()}, say)
     if json_out:
         write_output(json_out, report_json(rep))
     if rep["verdict"] == "changed":
