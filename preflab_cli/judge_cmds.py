@@ -48,12 +48,11 @@ def run_cmd(
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
     from rich.console import Console
-    from rich.markup import escape
 
     from judge.pairs import PairsError, combine_orders, load_pairs
     from judge.providers.base import ProviderError
     from judge.rubrics import RubricError, load_rubric
-    from judge.run import RunConfig, failure_summary, run_judge
+    from judge.run import RunConfig, run_judge
 
     err = Console(stderr=True)
     try:
@@ -64,11 +63,7 @@ def run_cmd(
         if max_cost is not None and max_cost <= 0:
             raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
         if dry_run:
-            from judge.budget import dry_run as plan
-
-            for spec in judge:
-                typer.echo(plan(pairs, spec, config, None if no_cache else cache).summary())
-            return
+            return _print_dry_runs(pairs, judge, config, None if no_cache else cache)
         if len(judge) > 1:
             if batch:
                 raise ValueError("--batch takes one --judge; run each member's batch on its own")
@@ -98,7 +93,25 @@ def run_cmd(
                    + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
         if combined is not None:
             write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
-    failed = int(df["error"].notna().sum()) if "error" in df else result.stats.failed
+    _exit_for_failures(df, result.stats.failed, output, max_cost, allow_failures, err)
+
+
+def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
+    """``--dry-run``: each judge's planned calls, tokens and cost; nothing is sent."""
+    from judge.budget import dry_run
+
+    for spec in specs:
+        typer.echo(dry_run(pairs, spec, config, cache).summary())
+
+
+def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | None, allow_failures: int, err) -> None:
+    """Exit 1 when the --max-cost cap left verdicts unsent or more than --allow-failures verdicts failed;
+    warn (and return) for accepted failures."""
+    from rich.markup import escape
+
+    from judge.run import failure_summary
+
+    failed = int(df["error"].notna().sum()) if "error" in df else failed_calls
     unsent = int(df["error"].astype(str).str.startswith("not sent: the --max-cost").sum()) if "error" in df else 0
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {len(df)} verdicts not sent (rows kept in "
