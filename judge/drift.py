@@ -33,8 +33,11 @@ from judge.stats import mcnemar_exact, wilson_interval, z_value
 
 
 def _key(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["item_id"].astype(str) + "\x1f" + pairs.get("model_x", "").astype(str) + "\x1f" + \
-        pairs.get("model_y", "").astype(str)
+    """(item, model_x, model_y) as one string; a layout without model names (judge_labels.csv) keys by item."""
+    def names(col: str) -> pd.Series | str:
+        return pairs[col].astype(str) if col in pairs else ""
+
+    return pairs["item_id"].astype(str) + "\x1f" + names("model_x") + "\x1f" + names("model_y")
 
 
 def matched(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:

@@ -153,12 +153,13 @@ def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = 
 
 def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False) -> dict:
     """Each member's judged pairs (:func:`load_member`) by display name (:func:`member_name`; the spec itself
-    when two members would share a name)."""
+    when two members would share a name, numbered when even that repeats)."""
     tables: dict = {}
-    for spec in specs:
+    for k, spec in enumerate(specs, start=1):
         pairs = load_member(spec, human, allow_mixed)
         name = member_name(spec, pairs)
-        tables[name if name not in tables else spec] = pairs
+        name = name if name not in tables else spec if spec not in tables else f"{k}:{spec}"
+        tables[name] = pairs
     return tables
 
 

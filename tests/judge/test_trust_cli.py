@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from typer.testing import CliRunner
@@ -87,3 +88,17 @@ def test_mixed_judges_are_refused_naming_them_and_pooled_with_allow_mixed(tmp_pa
         code, out, err = preflab(capsys, *command, "--allow-mixed")
         assert code in (0, 1), err  # drift may exit 1 ("changed")
         assert "pooled with --allow-mixed; mixed judges" in out + err
+
+
+def test_drift_and_jury_read_the_labels_layout_without_model_names(tmp_path, monkeypatch):
+    # judge_labels.csv has no model_x / model_y; the same file twice is two runs (drift) or two members (jury)
+    monkeypatch.chdir(tmp_path)
+    labels = Path("judge_labels.csv")
+    labels.write_text("item_id,verdict_ab,verdict_ba,human\n" + "".join(
+        f"q{i},{'A' if i % 3 else 'B'},{'A' if i % 2 else 'B'},A\n" for i in range(30)))
+    res = CliRunner().invoke(app, ["drift", str(labels), str(labels), "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert "pairs judged by both runs: 30 (only old 0, only new 0)" in res.output
+    res = CliRunner().invoke(app, ["jury", str(labels), str(labels), "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert "member judge_labels.csv:" in res.output and "member 2:judge_labels.csv:" in res.output
