@@ -81,6 +81,13 @@ def _kappa_from_confusion(conf: np.ndarray, w: np.ndarray) -> np.ndarray:
         return 1.0 - (w * conf).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
 
 
+def kappa_from_confusion(conf: np.ndarray, weights: str | None = None) -> float:
+    """Cohen's kappa of one confusion table of counts (or of weighted counts, e.g. bootstrap multiplicities);
+    NaN when chance agreement is 1 (one class on both sides)."""
+    conf = np.asarray(conf, dtype=float)
+    return float(_kappa_from_confusion(conf, _weight_matrix(conf.shape[0], weights)))
+
+
 def _encode(a: np.ndarray, b: np.ndarray, labels: Sequence[float] | None) -> tuple[np.ndarray, np.ndarray, int]:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     labels = np.unique(np.concatenate([a, b])) if labels is None else np.asarray(labels, dtype=float)

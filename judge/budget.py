@@ -16,12 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.cache import CallCache
-from judge.providers.base import Provider
+from judge.prices import price_for
+from judge.providers.base import Provider, parse_spec
 from judge.run import open_provider, plan_calls
 from judge.spend import BudgetReached, SpendMeter, estimated_input_tokens, known_price
 
 __all__ = ["BudgetReached", "RunEstimate", "SpendMeter", "dry_run", "estimate_run", "estimated_input_tokens",
-           "known_price"]
+           "known_price", "spec_price"]
+
+
+def spec_price(spec: str) -> tuple[float, float] | None:
+    """(USD per input token, per output token) of a judge spec (``openai:gpt-4.1-mini``) without opening a
+    provider: a local server is free, a model the price table does not list is unknown (None)."""
+    parsed = parse_spec(spec)
+    if parsed.provider == "local":
+        return 0.0, 0.0
+    price = price_for(parsed.model)
+    return None if price is None else (price.input / 1e6, price.output / 1e6)
 
 
 @dataclass(frozen=True)

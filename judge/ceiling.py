@@ -14,7 +14,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from judge.agreement import kappa_from_confusion
 from judge.outcomes import OUTCOMES, UNPARSABLE
+from judge.report_text import format_interval as _fmt
 from judge.stats import clustered_wilson_interval
 
 
@@ -44,11 +46,10 @@ def _kappa(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
     cats = 4  # x, y, tie, unparsable
     ia, ib = np.where(a == UNPARSABLE, 3, a).astype(int), np.where(b == UNPARSABLE, 3, b).astype(int)
     conf = np.bincount(ia * cats + ib, weights=w, minlength=cats * cats).reshape(cats, cats)
-    n = conf.sum()
-    if n == 0:
+    if conf.sum() == 0:
         return float("nan")
-    p_o, p_e = np.trace(conf) / n, float(conf.sum(0) @ conf.sum(1)) / n**2
-    return 1.0 if p_e == 1 else float((p_o - p_e) / (1 - p_e))
+    kappa = kappa_from_confusion(conf)
+    return 1.0 if np.isnan(kappa) else kappa  # one class on both sides: perfect agreement (as kappa_interval)
 
 
 def human_ceiling(ratings: np.ndarray, judge: np.ndarray, n_bootstrap: int = 1000, level: float = 0.95,
@@ -93,10 +94,6 @@ def human_ceiling(ratings: np.ndarray, judge: np.ndarray, n_bootstrap: int = 100
         "reaches_ceiling": status != "below",
         "status": status,
     }
-
-
-def _fmt(d: Mapping) -> str:
-    return f"{d['value']:.3f} [{d['lower']:.3f}, {d['upper']:.3f}]"
 
 
 def ceiling_rows(ceiling: Mapping) -> list[tuple[str, str]]:

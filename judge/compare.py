@@ -38,6 +38,12 @@ class GateSettings:
     flip_warning: float = 0.20
     level: float = 0.95
 
+    def __post_init__(self) -> None:
+        for flag, value in (("--alpha", self.alpha), ("level", self.level)):
+            if not 0 < value < 1:
+                raise InputError("<options>", None, flag, f"{value:g} is not between 0 and 1",
+                                 "give a probability such as 0.05")
+
 
 @dataclass(frozen=True)
 class DimensionCounts:
@@ -112,7 +118,8 @@ def normalised(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
-def words(text: str) -> int:
+def word_count(text: str) -> int:
+    """Whitespace-separated words: the length check's unit (model-agnostic, no tokenizer)."""
     return len(text.split())
 
 
@@ -122,8 +129,8 @@ def length_check(answers: Answers | None, base: str, candidate: str, outcomes: M
     if answers is None:
         return {"available": False, "note": "no answers given (pass the items file): lengths unknown"}
     items = [i for i, by in answers.answers.items() if base in by and candidate in by]
-    cand = np.array([words(answers.answers[i][candidate]) for i in items], float)
-    base_w = np.array([words(answers.answers[i][base]) for i in items], float)
+    cand = np.array([word_count(answers.answers[i][candidate]) for i in items], float)
+    base_w = np.array([word_count(answers.answers[i][base]) for i in items], float)
     longer_cand = dict(zip(items, cand > base_w, strict=True))
     differ = dict(zip(items, cand != base_w, strict=True))
     per_dim = {}
@@ -153,8 +160,7 @@ def identical_check(answers: Answers | None, base: str, candidate: str,
     return {"available": True, "identical_pairs": len(same), "dimensions": per_dim}
 
 
-def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: GateSettings) -> list[str]:
-    """The checks' warnings, in words."""
+def _judge_warnings(rows: Sequence[dict], settings: GateSettings) -> list[str]:
     out = []
     for r in rows:
         if r["flip_rate"] is not None and r["flip_rate"] > settings.flip_warning:
@@ -164,21 +170,52 @@ def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: 
             out.append(f"{r['dimension']}: judged in one order only: position flips cannot be seen")
         if r["unjudged"]:
             out.append(f"{r['dimension']}: {r['unjudged']} pairs left out (an order missing or unparsable)")
-    if length.get("available"):
-        for dim, d in length["dimensions"].items():
-            if d["share"]["lower"] is not None and d["share"]["lower"] > 0.5:
-                out.append(f"{dim}: {d['share']['value']:.0%} of decisive wins went to the longer answer: the "
-                           "result may measure length, not quality")
-        mw = length["mean_words"]
-        if mw["candidate"] is not None and any(d.startswith("concis") or d == "terse" for d in length["dimensions"]) \
-                and mw["candidate"] >= mw["base"]:
-            out.append(f"the candidate's answers are not shorter ({mw['candidate']:.1f} vs {mw['base']:.1f} mean "
-                       "words): a conciseness win is not a terser change")
-    if identical.get("available"):
-        for dim, d in identical["dimensions"].items():
-            if d["not_tied"]:
-                out.append(f"{dim}: {d['not_tied']} of {d['judged']} pairs of identical answers did not tie")
     return out
+
+
+def _length_warnings(length: dict) -> list[str]:
+    if not length.get("available"):
+        return []
+    out = [f"{dim}: {d['share']['value']:.0%} of decisive wins went to the longer answer: the result may measure "
+           "length, not quality" for dim, d in length["dimensions"].items()
+           if d["share"]["lower"] is not None and d["share"]["lower"] > 0.5]
+    mw = length["mean_words"]
+    conciseness = any(d.startswith("concis") or d == "terse" for d in length["dimensions"])
+    if mw["candidate"] is not None and conciseness and mw["candidate"] >= mw["base"]:
+        out.append(f"the candidate's answers are not shorter ({mw['candidate']:.1f} vs {mw['base']:.1f} mean "
+                   "words): a conciseness win is not a terser change")
+    return out
+
+
+def warnings_for(rows: Sequence[dict], length: dict, identical: dict, settings: GateSettings) -> list[str]:
+    """The checks' warnings, in words: the judge's flips and left-out pairs, length, identical answers."""
+    out = _judge_warnings(rows, settings) + _length_warnings(length)
+    if identical.get("available"):
+        out += [f"{dim}: {d['not_tied']} of {d['judged']} pairs of identical answers did not tie"
+                for dim, d in identical["dimensions"].items() if d["not_tied"]]
+    return out
+
+
+def check_lines(checks: Mapping) -> list[str]:
+    """The three checks in words, one line each: the console report and the gate report print these."""
+    from judge.report_text import format_interval
+
+    length, ident = checks.get("length", {}), checks.get("identical", {})
+    if length.get("available"):
+        mw = length["mean_words"]
+        shares = ", ".join(f"{d} {format_interval(v['share'], pct=True)}" for d, v in length["dimensions"].items())
+        lines = [f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
+                 f"the longer answer: {shares}"]
+    else:
+        lines = [f"length: {length.get('note', 'not checked')}"]
+    lines.append("flip rate (orders disagree): " + ", ".join(
+        f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in checks.get("flip_rate", {}).items()))
+    if ident.get("available"):
+        lines.append(f"identical answers: {ident['identical_pairs']} pairs; not tied: " + ", ".join(
+            f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items()))
+    else:
+        lines.append(f"identical answers: {ident.get('note', 'not checked')}")
+    return lines
 
 
 def gate(rows: Sequence[dict], settings: GateSettings) -> dict:

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from judge.compare import check_lines
+from judge.report_text import format_interval
 from preflab.io import write_output
 
 
@@ -25,16 +27,6 @@ def png(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def fmt_interval(d: Mapping | None, pct: bool = False) -> str:
-    """``0.700 [0.550, 0.820]``; an unknown value is a dash."""
-    if not d or d.get("value") is None or np.isnan(d["value"]):
-        return "—"
-    if d.get("lower") is None:
-        return f"{d['value']:.1%}" if pct else f"{d['value']:.3f}"
-    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:.3f}")
-    return f"{f(d['value'])} [{f(d['lower'])}, {f(d['upper'])}]"
 
 
 def forest_plot(rows: list[Mapping], key: str, label: str, null: float, xlabel: str) -> str | None:
@@ -86,25 +78,10 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
             ["dimension", "wins", "losses", "ties", "position flips", "decisive", "win rate", "p", "p Holm",
              "verdict", "flip rate"],
             [[r["dimension"], str(r["wins"]), str(r["losses"]), str(r["ties"]), str(r["inconsistent"]),
-              str(r["decisive"]), fmt_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+              str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
               r["verdict"], "—" if r["flip_rate"] is None else f"{r['flip_rate']:.0%}"] for r in dims]))
         checks = report.get("checks", {})
-        length, ident = checks.get("length", {}), checks.get("identical", {})
-        items = []
-        if length.get("available"):
-            mw = length["mean_words"]
-            items.append(f"Length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins "
-                         "to the longer answer: " + ", ".join(
-                             f"{d} {fmt_interval(v['share'], pct=True)}" for d, v in length["dimensions"].items()))
-        else:
-            items.append(f"Length: {length.get('note', 'not checked')}")
-        items.append("Flip rate: " + ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}"
-                                               for d, v in checks.get("flip_rate", {}).items()))
-        if ident.get("available"):
-            items.append(f"Identical answers: {ident['identical_pairs']} pairs; not tied: " + ", ".join(
-                f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items()))
-        else:
-            items.append(f"Identical answers: {ident.get('note', 'not checked')}")
+        items = check_lines(checks)
         warn = "".join(f"<li class='warn'>{escape(w)}</li>" for w in checks.get("warnings", []))
         parts.append("<h2>Checks</h2><ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + warn + "</ul>")
     if report.get("sequential"):
@@ -115,8 +92,8 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
             parts.append(f"<figure><figcaption>lm-eval tasks</figcaption><img alt='task deltas' src='{chart}'></figure>")
         parts.append("<h2>lm-eval tasks</h2>" + _table(
             ["task", "metric", "n", "base", "candidate", "delta", "McNemar p"],
-            [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), fmt_interval(r["base"]),
-              fmt_interval(r["candidate"]), fmt_interval(r["delta"]),
+            [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), format_interval(r["base"]),
+              format_interval(r["candidate"]), format_interval(r["delta"]),
               "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}"] for r in tasks]))
     if report.get("settings"):
         s = report["settings"]

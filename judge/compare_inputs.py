@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from judge.datasets import load_verdicts_jsonl
-from judge.outcomes import TIE, UNPARSABLE, X, Y
+from judge.outcomes import TIE, UNPARSABLE, X, Y, swap_sides
 from judge.pairs import Pair
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, require_rows
@@ -114,7 +114,7 @@ def dimension_name(verdicts: pd.DataFrame, path: str | Path) -> str:
     return str(rubric).split("@")[0] if rubric else Path(path).stem
 
 
-def first_line(path: str | Path, bad) -> tuple[int | None, str]:
+def first_bad_line(path: str | Path, bad) -> tuple[int | None, str]:
     """The first line of a verdict file whose pair fails ``bad(row) -> field or None``."""
     for line, row in iter_jsonl(path, "one JSON object per line"):
         field = bad(row)
@@ -132,32 +132,32 @@ def candidate_codes(verdicts: pd.DataFrame, path: str | Path, base: str, candida
     backward = (mx == base) & (my == candidate)
     if not (forward | backward).all():
         models = {base, candidate}
-        line, field = first_line(path, lambda r: None if {str(r.get("model_x")), str(r.get("model_y"))} == models
+        line, field = first_bad_line(path, lambda r: None if {str(r.get("model_x")), str(r.get("model_y"))} == models
                                   else ("model_x" if str(r.get("model_x")) not in models else "model_y"))
         raise InputError(source, line, field, f"a pair that is not {candidate!r} vs {base!r}",
                          "judge the two versions' pairs only (or pass the --base/--candidate the file was made for)")
     if verdicts["item_id"].duplicated().any():
         item = verdicts.loc[verdicts["item_id"].duplicated(), "item_id"].iloc[0]
-        line, _ = first_line(path, lambda r: "item_id" if str(r.get("item_id")) == str(item) else None)
+        line, _ = first_bad_line(path, lambda r: "item_id" if str(r.get("item_id")) == str(item) else None)
         raise InputError(source, line, "item_id", f"item {item!r} is judged twice (as x-vs-y and y-vs-x)",
                          "judge each prompt's pair once, in both orders")
-
-    def swap(code: np.ndarray) -> np.ndarray:
-        return np.where(code == X, Y, np.where(code == Y, X, code))
 
     xy, yx = verdicts["judge_xy"].to_numpy(float), verdicts["judge_yx"].to_numpy(float)
     back = backward.to_numpy()
     # the candidate was y in a backward row: its "shown first" order is the file's yx
-    cand_first = np.where(back, swap(yx), xy)
-    cand_second = np.where(back, swap(xy), yx)
+    cand_first = np.where(back, swap_sides(yx), xy)
+    cand_second = np.where(back, swap_sides(xy), yx)
     return pd.DataFrame({"item_id": verdicts["item_id"].astype(str).to_numpy(), "judge_xy": cand_first,
                          "judge_yx": cand_second})
 
 
-def load_dimension(path: str | Path, base: str, candidate: str) -> tuple[str, pd.DataFrame]:
-    """(dimension name, candidate-as-x codes) from one ``preflab judge run`` verdict file."""
-    table = load_verdicts_jsonl(path)
-    return dimension_name(table, path), candidate_codes(table, path, base, candidate)
+def load_dimension(path: str | Path, base: str, candidate: str,
+                   allow_mixed: bool = False) -> tuple[str, pd.DataFrame, list[str]]:
+    """(dimension name, candidate-as-x codes, the reader's notes) from one ``preflab judge run`` verdict file;
+    verdicts of mixed judges, model versions or rubric texts are refused unless ``allow_mixed``."""
+    table = load_verdicts_jsonl(path, allow_mixed)
+    notes = [f"{Path(path).name}: {n}" for n in table.attrs.get("notes", [])]
+    return dimension_name(table, path), candidate_codes(table, path, base, candidate), notes
 
 
 def runner_codes(verdicts: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from judge.compare import GateSettings, compare_dimensions, pair_outcomes
 from judge.compare_inputs import (
     Answers,
     check_versions,
-    first_line,
+    first_bad_line,
     load_answers,
     load_dimension,
     runner_codes,
@@ -46,25 +46,27 @@ class CompareRequest:
     sequential: SequentialSettings | None = None
     lm_eval: tuple[Path, Path] | None = None
     lm_eval_options: dict = field(default_factory=dict)
+    allow_mixed: bool = False  # pool verdict files mixing judges, model versions or rubric texts
 
 
-def _steps(codes: pd.DataFrame) -> np.ndarray:
+def _sign_steps(codes: pd.DataFrame) -> np.ndarray:
+    """+1 per candidate win, -1 per loss, 0 per tie or unjudged pair: the sign test's steps, in table order."""
     outcome, _ = pair_outcomes(codes)
     return np.where(outcome == X, 1, np.where(outcome == Y, -1, 0))
 
 
-def _stop(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | None:
+def _decided_after(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | None:
     """Pairs (in the table's order) after which the dimension's test decided, or None."""
-    p = anytime_p_values(_steps(codes), seq.prior)
+    p = anytime_p_values(_sign_steps(codes), seq.prior)
     hit = np.flatnonzero(p <= alpha)
     return int(hit[0]) + 1 if hit.size else None
 
 
 def _sequential_summary(codes: dict[str, pd.DataFrame], stops: dict[str, int | None], seq: SequentialSettings,
-                        alpha: float, judged: int, total: int, cost: float | None, reason: str) -> dict:
+                        judged: int, total: int, cost: float | None, reason: str) -> dict:
     ps, cis = [], []
     for df in codes.values():
-        steps = _steps(df)
+        steps = _sign_steps(df)
         ps.append(float(anytime_p_values(steps, seq.prior)[-1]) if len(steps) else 1.0)
         cis.append(confidence_sequence(int(np.sum(steps > 0)), int(np.sum(steps < 0)), 1 - 0.95, seq.prior))
     return {"p_values": ps, "intervals": cis,
@@ -84,7 +86,7 @@ def replay_sequential(codes: dict[str, pd.DataFrame], seq: SequentialSettings, a
     cap = min(len(order), seq.max_items or len(order))
     per_dim = alpha / len(codes)
     ordered = {d: df.set_index("item_id").loc[order[:cap]].reset_index() for d, df in codes.items()}
-    stops = {d: _stop(df, seq, per_dim) for d, df in ordered.items()}
+    stops = {d: _decided_after(df, seq, per_dim) for d, df in ordered.items()}
     reach = cap  # prompts taken before a cap stops everything
     spent = np.zeros(cap)
     if costs is not None:
@@ -104,7 +106,7 @@ def replay_sequential(codes: dict[str, pd.DataFrame], seq: SequentialSettings, a
         reason = "max items reached" if cap < len(order) else "all prompts judged"
     judged = max(len(df) for df in cut.values())
     cost = float(spent[judged - 1]) if costs is not None and judged else (0.0 if costs is not None else None)
-    return cut, _sequential_summary(cut, stops, seq, per_dim, judged, len(items), cost, reason)
+    return cut, _sequential_summary(cut, stops, seq, judged, len(items), cost, reason)
 
 
 def _verdict_costs(path: Path) -> pd.Series:
@@ -136,8 +138,8 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
         codes = {}
         for name in names:
             result, c = _judge_codes(pairs, name, request)
-            codes[_dim(name)] = c
-            runs[_dim(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
+            codes[_rubric_dimension(name)] = c
+            runs[_rubric_dimension(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
                                 "failed": int(result.verdicts["error"].notna().sum())}
         return codes, runs, None
     seq = request.sequential
@@ -145,11 +147,11 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
     cap = min(len(order), seq.max_items or len(order))
     chunk = max(8, getattr(request.run_config, "concurrency", 8))
     per_dim = request.gate.alpha / len(names)
-    codes = {_dim(n): pd.DataFrame({"item_id": [], "judge_xy": [], "judge_yx": []}) for n in names}
-    stops: dict[str, int | None] = {_dim(n): None for n in names}
+    codes = {_rubric_dimension(n): pd.DataFrame({"item_id": [], "judge_xy": [], "judge_yx": []}) for n in names}
+    stops: dict[str, int | None] = {_rubric_dimension(n): None for n in names}
     cost, done, reason = 0.0, 0, "all prompts judged" if cap == len(order) else "max items reached"
     while done < cap:
-        active = [n for n in names if stops[_dim(n)] is None]
+        active = [n for n in names if stops[_rubric_dimension(n)] is None]
         if not active:
             reason = "every dimension decided"
             break
@@ -161,26 +163,61 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
         for name in active:
             result, c = _judge_codes(batch, name, request)
             cost += result.stats.cost
-            dim = _dim(name)
+            dim = _rubric_dimension(name)
             acc = runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0})
             acc["calls"] += result.stats.calls
             acc["cached"] += result.stats.cache_hits
             acc["cost"] += result.stats.cost
             acc["failed"] += int(result.verdicts["error"].notna().sum())
             codes[dim] = pd.concat([codes[dim], c], ignore_index=True)
-            stops[dim] = _stop(codes[dim], seq, per_dim)
+            stops[dim] = _decided_after(codes[dim], seq, per_dim)
             if stops[dim]:
                 codes[dim] = codes[dim].iloc[:stops[dim]]
         done += len(batch)
     for acc in runs.values():
         acc["summary"] = f"{acc['calls']} calls, {acc['cached']} cached, {acc['failed']} failed; cost ${acc['cost']:.4f}"
-    return codes, runs, _sequential_summary(codes, stops, seq, per_dim, done, len(pairs), cost, reason)
+    return codes, runs, _sequential_summary(codes, stops, seq, done, len(pairs), cost, reason)
 
 
-def _dim(rubric: str) -> str:
+def _rubric_dimension(rubric: str) -> str:
+    """A rubric's dimension name (its ``name``, so a TOML file's path becomes its rubric's name)."""
     from judge.rubrics import load_rubric
 
     return load_rubric(rubric).name
+
+
+def verdict_file_dimensions(request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict[str, Path], list[str]]:
+    """Candidate-as-x codes per dimension from ``request.verdicts`` (one file per rubric), each one's file,
+    and the files' notes (repeated rows, a mix pooled with ``allow_mixed``)."""
+    codes: dict[str, pd.DataFrame] = {}
+    sources: dict[str, Path] = {}
+    notes: list[str] = []
+    for path in request.verdicts:
+        dim, c, file_notes = load_dimension(path, request.base, request.candidate, request.allow_mixed)
+        notes += file_notes
+        if dim in codes:
+            raise InputError(str(path), None, "rubric", f"a second verdict file for {dim!r} "
+                             f"(first: {sources[dim]})", "pass one verdict file per rubric")
+        codes[dim], sources[dim] = c, path
+    return codes, sources, notes
+
+
+def check_verdicts_cover_items(codes: dict[str, pd.DataFrame], sources: dict[str, Path], answers: Answers,
+                               request: CompareRequest) -> list[str]:
+    """A verdict on an item the items file lacks is an input error; prompts without a verdict are notes."""
+    known = {p.item_id for p in version_pairs(answers, request.base, request.candidate)}
+    notes = []
+    for dim, c in codes.items():
+        unknown = sorted(set(c["item_id"]) - known)
+        if unknown:
+            line, _ = first_bad_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known else None)
+            raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
+                             f"items of {answers.source} ({len(unknown)} such)",
+                             "pass the items file the verdicts were made from")
+        missing = len(known - set(c["item_id"]))
+        if missing:
+            notes.append(f"{dim}: {missing} of {len(known)} prompts have no verdict (left out)")
+    return notes
 
 
 def run_compare(request: CompareRequest) -> dict:
@@ -192,27 +229,10 @@ def run_compare(request: CompareRequest) -> dict:
     if answers is not None:
         check_versions(answers.models, request.base, request.candidate, answers.source)
     if request.verdicts:
-        codes: dict[str, pd.DataFrame] = {}
-        sources: dict[str, Path] = {}
-        for path in request.verdicts:
-            dim, c = load_dimension(path, request.base, request.candidate)
-            if dim in codes:
-                raise InputError(str(path), None, "rubric", f"a second verdict file for {dim!r} "
-                                 f"(first: {sources[dim]})", "pass one verdict file per rubric")
-            codes[dim], sources[dim] = c, path
+        codes, sources, notes = verdict_file_dimensions(request)
+        report["notes"] += notes
         if answers is not None:
-            known = {p.item_id for p in version_pairs(answers, request.base, request.candidate)}
-            for dim, c in codes.items():
-                unknown = sorted(set(c["item_id"]) - known)
-                if unknown:
-                    line, _ = first_line(sources[dim], lambda r: "item_id" if str(r.get("item_id")) not in known
-                                         else None)
-                    raise InputError(str(sources[dim]), line, "item_id", f"item {unknown[0]!r} is not among the "
-                                     f"items of {answers.source} ({len(unknown)} such)",
-                                     "pass the items file the verdicts were made from")
-                missing = len(known - set(c["item_id"]))
-                if missing:
-                    report["notes"].append(f"{dim}: {missing} of {len(known)} prompts have no verdict (left out)")
+            report["notes"] += check_verdicts_cover_items(codes, sources, answers, request)
         seq = None
         if request.sequential is not None:
             costs = {d: _verdict_costs(sources[d]) for d in codes} if request.sequential.max_cost is not None else None

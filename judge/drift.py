@@ -28,12 +28,16 @@ import pandas as pd
 
 from judge import agreement as agr
 from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, column
+from judge.report_text import format_interval
 from judge.stats import mcnemar_exact, wilson_interval, z_value
 
 
 def _key(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["item_id"].astype(str) + "\x1f" + pairs.get("model_x", "").astype(str) + "\x1f" + \
-        pairs.get("model_y", "").astype(str)
+    """(item, model_x, model_y) as one string; a layout without model names (judge_labels.csv) keys by item."""
+    def names(col: str) -> pd.Series | str:
+        return pairs[col].astype(str) if col in pairs else ""
+
+    return pairs["item_id"].astype(str) + "\x1f" + names("model_x") + "\x1f" + names("model_y")
 
 
 def matched(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
@@ -72,13 +76,16 @@ def _mean_interval(d: np.ndarray, level: float) -> dict:
 
 
 def _net_interval(b: int, c: int, n: int, level: float) -> dict:
-    """(b − c) / n with the Wald interval of a difference of two multinomial shares."""
+    """(b − c) / n with the Agresti–Min interval for matched proportions (Agresti & Min 2005, Statistics in
+    Medicine 24:729–740: the Wald interval after adding ½ to each cell of the 2 × 2 table). The plain Wald
+    interval has zero width when nothing flipped, so a handful of pairs would look like proof of no change."""
     if n == 0:
         return {"value": float("nan"), "lower": float("nan"), "upper": float("nan")}
-    d = (b - c) / n
-    var = ((b + c) / n - d**2) / n
+    b_adj, c_adj, n_adj = b + 0.5, c + 0.5, n + 2
+    d_adj = (b_adj - c_adj) / n_adj
+    var = ((b_adj + c_adj) / n_adj - d_adj**2) / n_adj
     half = z_value(level) * np.sqrt(max(var, 0.0))
-    return {"value": d, "lower": d - half, "upper": d + half}
+    return {"value": (b - c) / n, "lower": d_adj - half, "upper": d_adj + half}
 
 
 def drift_report(old: pd.DataFrame, new: pd.DataFrame, tolerance: float = 0.05, alpha: float = 0.05,
@@ -151,15 +158,15 @@ def drift_report(old: pd.DataFrame, new: pd.DataFrame, tolerance: float = 0.05, 
 
 def drift_rows(report: dict) -> list[tuple[str, str]]:
     """(label, value) rows for the CLI."""
-    f = lambda d: "—" if np.isnan(d["value"]) else f"{d['value']:+.3f} [{d['lower']:+.3f}, {d['upper']:+.3f}]"  # noqa: E731
+    def f(d: dict) -> str:
+        return format_interval(d, signed=True)
+
     e, p = report["effects"], report["pairs"]
     rows = [("pairs judged by both runs", f"{p['common']} (only old {p['only_old']}, only new {p['only_new']})"),
-            ("agreement between runs (95%)", f"{report['agreement']['value']:.3f} "
-             f"[{report['agreement']['lower']:.3f}, {report['agreement']['upper']:.3f}]"),
-            ("Cohen's kappa between runs (95% bootstrap)", f"{report['kappa']['value']:.3f} "
-             f"[{report['kappa']['lower']:.3f}, {report['kappa']['upper']:.3f}]"),
-            ("flipped winners (95%; not part of the verdict)", f"{e['flips']['count']} = "
-             f"{e['flips']['value']:.3f} [{e['flips']['lower']:.3f}, {e['flips']['upper']:.3f}]"),
+            ("agreement between runs (95%)", format_interval(report["agreement"])),
+            ("Cohen's kappa between runs (95% bootstrap)", format_interval(report["kappa"])),
+            ("flipped winners (95%; not part of the verdict)",
+             f"{e['flips']['count']} = {format_interval(e['flips'])}"),
             (f"net flips x→y minus y→x ({report['interval_level']:.1%} interval)", f"{f(e['net_flips'])} ({e['net_flips']['x_to_y']} vs "
              f"{e['net_flips']['y_to_x']}, McNemar p {e['net_flips']['mcnemar_p']:.3g})"),
             ("mean P(x wins) shift, new − old", f(e["p_x_shift"])),

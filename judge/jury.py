@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, annotator_columns, column
+from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, annotator_columns, column, swap_sides
 
 RULES = ("majority", "mean", "dawid-skene")
 _K = len(OUTCOMES)  # x, y, tie: codes 0, 1, 2 are their own indices
@@ -56,10 +56,6 @@ def _member_columns(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     code = np.where(np.isin(codes["conservative"], OUTCOMES), codes["conservative"], np.nan)
     probs = np.stack([codes["p_x"], codes["p_y"], codes["p_tie"]], axis=1)
     return code, probs
-
-
-def _flip_code(code: np.ndarray) -> np.ndarray:
-    return np.where(code == X, Y, np.where(code == Y, X, code))
 
 
 def align_members(members: Mapping[str, pd.DataFrame]) -> JuryTable:
@@ -92,18 +88,18 @@ def align_members(members: Mapping[str, pd.DataFrame]) -> JuryTable:
     n, m = len(key_rows), len(names)
     codes, probs = np.full((n, m), np.nan), np.full((n, m, _K), np.nan)
     for j, (rows, flipped, code, p) in enumerate(per_member):
-        codes[rows, j] = np.where(flipped, _flip_code(code), code)
+        codes[rows, j] = np.where(flipped, swap_sides(code), code)
         probs[rows, j] = np.where(flipped[:, None], p[:, [1, 0, 2]], p)
     human, ratings = np.full(n, np.nan), None
     for name, (rows, flipped, _, _) in zip(names, per_member, strict=True):
         pairs = members[name]
         if "human" in pairs and pairs["human"].notna().any():
-            human[rows] = np.where(flipped, _flip_code(column(pairs, "human")), column(pairs, "human"))
+            human[rows] = np.where(flipped, swap_sides(column(pairs, "human")), column(pairs, "human"))
             cols = annotator_columns(pairs)
             if cols:
                 r = pairs[cols].to_numpy(dtype=float)
                 ratings = np.full((n, len(cols)), np.nan)
-                ratings[rows] = np.where(flipped[:, None], _flip_code(r), r)
+                ratings[rows] = np.where(flipped[:, None], swap_sides(r), r)
             break
     return JuryTable(pd.DataFrame(key_rows), names, codes, probs, human, ratings)
 
@@ -138,7 +134,7 @@ def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> 
     """EM for Dawid & Skene's model. ``votes`` pairs × members (NaN = abstain), ``truth`` the known class
     (NaN = latent). Returns (class prior, confusion [member, true, said]), each smoothed by ``alpha``."""
     n, m = votes.shape
-    said = np.stack([votes == c for c in OUTCOMES], axis=-1).astype(float)  # n × m × K
+    said = _said(votes)
     known = ~np.isnan(truth)
     # Start from the labels where known, the members' majority elsewhere (Dawid & Skene's own start).
     start = np.where(known, truth, majority_panel(votes)[0])
@@ -148,9 +144,7 @@ def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> 
         prior = (post.sum(axis=0) + alpha) / (n + _K * alpha)
         conf = np.einsum("ic,imk->mck", post, said) + alpha
         conf /= conf.sum(axis=-1, keepdims=True)
-        log_lik = np.einsum("imk,mck->ic", said, np.log(conf)) + np.log(prior)
-        new = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
-        new /= new.sum(axis=1, keepdims=True)
+        new = _posterior(said, prior, conf)
         new[known] = post[known]
         if np.allclose(new, post, atol=1e-8):
             break
@@ -158,11 +152,20 @@ def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> 
     return prior, conf
 
 
-def _ds_posterior(votes: np.ndarray, prior: np.ndarray, conf: np.ndarray) -> np.ndarray:
-    said = np.stack([votes == c for c in OUTCOMES], axis=-1).astype(float)
+def _said(votes: np.ndarray) -> np.ndarray:
+    """One-hot votes, pairs × members × outcomes (an abstention is all zeros)."""
+    return np.stack([votes == c for c in OUTCOMES], axis=-1).astype(float)
+
+
+def _posterior(said: np.ndarray, prior: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """P(true outcome | the members' votes) per pair under the fitted prior and confusion matrices."""
     log_post = np.einsum("imk,mck->ic", said, np.log(conf)) + np.log(prior)
     post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
     return post / post.sum(axis=1, keepdims=True)
+
+
+def _ds_posterior(votes: np.ndarray, prior: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    return _posterior(_said(votes), prior, conf)
 
 
 def dawid_skene_panel(codes: np.ndarray, human: np.ndarray | None = None, folds: int = 5, n_iter: int = 200,

@@ -13,6 +13,7 @@ import numpy as np
 from judge import agreement as agr
 from judge.jury import JuryTable, effective_judges, panel_verdicts
 from judge.outcomes import OUTCOME_NAMES, UNPARSABLE
+from judge.report_text import format_interval as _fmt
 from judge.stats import paired_bootstrap, wilson_interval
 from preflab.io import write_output
 
@@ -46,8 +47,10 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
             same = int(np.sum(table.codes[both, j] == table.codes[both, k]))
             pairwise.append({"members": [table.members[j], table.members[k]], "n": int(both.sum()),
                              "agreement": wilson_interval(same, int(both.sum()), level).as_dict(),
-                             "kappa": agr.cohen_kappa(table.codes[both, j], table.codes[both, k])
-                             if both.any() else float("nan")})
+                             # kappa_interval defines kappa as 1 where both use one class (as drift does)
+                             "kappa": agr.kappa_interval(table.codes[both, j], table.codes[both, k],
+                                                         n_bootstrap=n_bootstrap, level=level,
+                                                         seed=seed).as_dict()})
     report: dict = {
         "rule": rule, "members": members, "n_pairs": len(table.keys), "pairwise": pairwise,
         "panel": {"counts": {OUTCOME_NAMES[c]: int(np.sum(panel["panel"] == c)) for c in (0, 1, 2, -1)},
@@ -74,16 +77,6 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
     return report
 
 
-def _fmt(d: Mapping | None, pct: bool = False) -> str:
-    if not d or d.get("value") is None or np.isnan(d["value"]):
-        return "—"
-    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:.3f}")
-    lo, hi = d.get("lower"), d.get("upper")
-    if lo is None or np.isnan(lo):
-        return f(d["value"])
-    return f"{f(d['value'])} [{f(lo)}, {f(hi)}]"
-
-
 def jury_rows(report: Mapping) -> list[tuple[str, str]]:
     """(label, value) rows for the CLI table and the card."""
     rows = [("pairs", str(report["n_pairs"])), ("panel rule", report["rule"])]
@@ -104,7 +97,7 @@ def jury_rows(report: Mapping) -> list[tuple[str, str]]:
                  f"{p['abstentions']}{split}; {p['no_member_answered']} pairs with no member answering"))
     for pw in report["pairwise"]:
         rows.append((f"members agree: {pw['members'][0]} vs {pw['members'][1]}",
-                     f"{_fmt(pw['agreement'])} (kappa {pw['kappa']:.3f}, n {pw['n']})"))
+                     f"{_fmt(pw['agreement'])} (kappa {_fmt(pw['kappa'])}, n {pw['n']})"))
     eff = report.get("effective_judges")
     if eff:
         rows.append(("effective number of independent judges",
@@ -146,7 +139,7 @@ def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
     return table.keys.assign(winner=[OUTCOME_NAMES[int(c)] for c in panel], rule=rule, **members)
 
 
-def load_member(spec: str, human: str | Path | None = None):
+def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False):
     """One member's judged pairs from ``PATH`` (any :func:`judge.datasets.load_any` layout) or
     ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""
     from judge.datasets import attach_human, load_any
@@ -154,8 +147,20 @@ def load_member(spec: str, human: str | Path | None = None):
     path, judge = spec, None
     if not Path(spec).exists() and "#" in spec:
         path, _, judge = spec.rpartition("#")
-    pairs = load_any(path, "auto", judge)
+    pairs = load_any(path, "auto", judge, allow_mixed)
     return attach_human(pairs, human) if human else pairs
+
+
+def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False) -> dict:
+    """Each member's judged pairs (:func:`load_member`) by display name (:func:`member_name`; the spec itself
+    when two members would share a name, numbered when even that repeats)."""
+    tables: dict = {}
+    for k, spec in enumerate(specs, start=1):
+        pairs = load_member(spec, human, allow_mixed)
+        name = member_name(spec, pairs)
+        name = name if name not in tables else spec if spec not in tables else f"{k}:{spec}"
+        tables[name] = pairs
+    return tables
 
 
 def member_name(spec: str, pairs) -> str:

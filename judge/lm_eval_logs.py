@@ -67,7 +67,7 @@ def load_run(folder: str | Path) -> Run:
     models = {p.parent for p in results}
     if len(models) > 1:
         raise InputError(str(folder), None, "results_*.json", f"results of {len(models)} models "
-                         f"({', '.join(sorted(p.name for p in models))})", "pass one model's folder")
+                         f"({', '.join(sorted(str(p.relative_to(folder)) for p in models))})", "pass one model's folder")
     results_path = _latest(results)
     data = load_json(results_path, "lm-eval writes this file; do not edit it")
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
@@ -201,5 +201,7 @@ def compare_lm_eval(base_dir: str | Path, candidate_dir: str | Path, tasks: list
         m, f = metric_for(t, base.results, metric, filter_name)
         rows.append(compare_task(t, base, cand, m, f, allow_prompt_change, n_bootstrap, seed))
     only = sorted(set(base.samples) ^ set(cand.samples))
-    return {"tasks": rows, "settings": settings_table(base, cand),
-            "notes": [f"tasks in one run only, not compared: {', '.join(only)}"] if only and not tasks else []}
+    notes = [f"tasks in one run only, not compared: {', '.join(only)}"] if only and not tasks else []
+    notes += [f"{r['task']}: documents in one run only, left out: {r['unpaired']['base']} of the base run, "
+              f"{r['unpaired']['candidate']} of the candidate's" for r in rows if any(r["unpaired"].values())]
+    return {"tasks": rows, "settings": settings_table(base, cand), "notes": notes}

@@ -52,3 +52,10 @@ def p_x_single(pairs: pd.DataFrame) -> np.ndarray:
     stacked = np.vstack([column(pairs, "p_xy"), column(pairs, "p_yx")])
     counts = np.sum(~np.isnan(stacked), axis=0)
     return np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
+
+
+def swap_sides(codes: np.ndarray) -> np.ndarray:
+    """Codes seen with x and y exchanged (x wins ↔ y wins; ties, unparsable and NaN stay): the array form of
+    :func:`preflab.outcomes.swapped`, for a pair listed the other way round."""
+    codes = np.asarray(codes, dtype=float)
+    return np.where(codes == X, Y, np.where(codes == Y, X, codes))

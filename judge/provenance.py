@@ -21,6 +21,8 @@ MIX_FIELDS: dict[str, str] = {"judge": "judges", "model_version": "model version
 CARD_FIELDS: dict[str, str] = {"model version": "model_version", "system fingerprint": "system_fingerprint",
                                "rubric hash": "rubric_hash", "method": "method", "preflab version": "preflab_version"}
 NOT_RECORDED = "not recorded"
+#: Row fields read from the API's response (a row without a response has none).
+SERVED_FIELDS = ("model_version", "system_fingerprint")
 
 
 def rubric_text_hash(rubric) -> str:
@@ -78,9 +80,14 @@ class ProvenanceTally:
     first_line: dict[str, dict[str | None, int | None]] = field(default_factory=dict)
 
     def add(self, rec: Mapping, line: int | None) -> None:
+        # A call that failed (or was never sent) got no response, so nothing says what served it: its empty
+        # served fields are not a second model version, only missing.
+        no_response = rec.get("error") not in (None, "")
         for name in (*MIX_FIELDS, *CARD_FIELDS.values()):
             v = rec.get(name)
             v = None if v in (None, "") else str(v)
+            if v is None and no_response and name in SERVED_FIELDS:
+                continue
             counts = self.values.setdefault(name, {})
             counts[v] = counts.get(v, 0) + 1
             self.first_line.setdefault(name, {}).setdefault(v, line)

@@ -24,6 +24,7 @@ from scipy import optimize, stats
 from scipy.special import betaln
 
 from judge.stats import Interval
+from preflab.errors import InputError
 
 #: Beta(a, a) prior of the mixture: a = 5 (standard deviation 0.15) puts its mass on win rates within about
 #: ±0.3 of 1/2, where comparisons of two versions of one model live (docs/compare.md has its stopping times).
@@ -40,6 +41,19 @@ class SequentialSettings:
     max_items: int | None = None
     max_cost: float | None = None
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise InputError("<options>", None, "--alpha", f"{self.alpha:g} is not between 0 and 1",
+                             "give a probability such as 0.05")
+        if self.prior <= 0:
+            raise InputError("<options>", None, "prior", f"{self.prior:g} is not positive", "give a Beta prior > 0")
+        if self.max_items is not None and self.max_items < 1:
+            raise InputError("<options>", None, "--max-items", f"{self.max_items} is not a positive count",
+                             "give the most prompts to judge, or leave it out")
+        if self.max_cost is not None and not self.max_cost > 0:
+            raise InputError("<options>", None, "--max-cost", f"{self.max_cost:g} is not a positive amount",
+                             "give the most USD to spend, or leave it out")
 
 
 def log_e_value(wins: np.ndarray, losses: np.ndarray, prior: float = DEFAULT_PRIOR) -> np.ndarray:

@@ -7,12 +7,12 @@ sign-test power (judge/ never imports arena).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from judge.report_text import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import app, fail, report_console
 
@@ -22,9 +22,13 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
     """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
     (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
     from arena.power import sign_test_power
-    from judge.prices import price_for
-    from judge.providers.base import parse_spec
+    from judge.budget import spec_price
+    from preflab.errors import InputError
 
+    for flag, value, ok in (("--alpha", alpha, 0 < alpha < 1), ("--tie-rate", tie_rate, 0 <= tie_rate < 1)):
+        if not ok:
+            raise InputError("<options>", None, flag, f"{value:g} is out of range",
+                             "give --alpha in (0, 1) and --tie-rate in [0, 1)")
     decisive = int(round(n_prompts * (1 - tie_rate)))
     lo, hi = 0.5, 1.0 - 1e-9
     if decisive == 0 or sign_test_power(decisive, hi, alpha) < power:
@@ -36,27 +40,12 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
         mdw = hi
     calls = n_prompts * 2 * rubrics
     tokens_in = calls * (mean_chars / 4 + 150)  # the rubric's instructions are about 150 tokens
-    cost, price_known = None, False
-    if judge:
-        spec = parse_spec(judge)
-        if spec.provider == "local":
-            cost, price_known = 0.0, True
-        else:
-            price = price_for(spec.model)
-            price_known = price is not None
-            cost = price.cost(tokens_in, calls * 3) if price_known else None  # 3 verdict tokens a call
+    price = spec_price(judge) if judge else None
+    price_known = price is not None
+    cost = tokens_in * price[0] + calls * 3 * price[1] if price_known else None  # 3 verdict tokens a call
     return {"prompts": n_prompts, "decisive_assumed": decisive, "tie_rate_assumed": tie_rate, "alpha": alpha,
             "power": power, "min_detectable_win_rate": mdw, "rubrics": rubrics, "judge_calls": calls,
             "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}
-
-
-def _fmt_ci(d: dict | None, signed: bool = False) -> str:
-    if not d or d.get("value") is None or (isinstance(d["value"], float) and math.isnan(d["value"])):
-        return "—"
-    f = "{:+.3f}" if signed else "{:.3f}"
-    if d.get("lower") is None:
-        return f.format(d["value"])
-    return f"{f.format(d['value'])} [{f.format(d['lower'])}, {f.format(d['upper'])}]"
 
 
 def _plain_table(out, header, cells) -> None:
@@ -67,38 +56,31 @@ def _plain_table(out, header, cells) -> None:
                   highlight=False, soft_wrap=True)
 
 
+def _print_dimensions(report: dict, out) -> None:
+    """The judged rubrics' table and the three checks with their warnings."""
+    from rich.markup import escape
+
+    from judge.compare import check_lines
+
+    out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
+              markup=False, highlight=False, soft_wrap=True)
+    header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
+    cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
+              str(r["decisive"]), format_interval(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+              r["verdict"]] for r in report["dimensions"]]
+    _plain_table(out, header, cells)
+    for line in check_lines(report["checks"]):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    for w in report["checks"]["warnings"]:
+        out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+
+
 def print_report(report: dict, out) -> None:
     """The console tables: dimensions, checks, lm-eval tasks, differing settings, the gate."""
     from rich.markup import escape
 
     if report["dimensions"]:
-        out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
-                  markup=False, highlight=False, soft_wrap=True)
-        header = ("dimension", "wins", "losses", "ties (flips)", "decisive", "win rate [95%]", "p", "p Holm", "verdict")
-        cells = [[r["dimension"], str(r["wins"]), str(r["losses"]), f"{r['ties']} ({r['inconsistent']})",
-                  str(r["decisive"]), _fmt_ci(r["win_rate"]), f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
-                  r["verdict"]] for r in report["dimensions"]]
-        _plain_table(out, header, cells)
-        length = report["checks"]["length"]
-        if length.get("available"):
-            mw = length["mean_words"]
-            shares = ", ".join(f"{d} {v['share']['value']:.0%}" if v["decisive_with_length_difference"] else f"{d} —"
-                               for d, v in length["dimensions"].items())
-            out.print(f"length: mean words base {mw['base']:.1f}, candidate {mw['candidate']:.1f}; decisive wins to "
-                      f"the longer answer: {shares}", markup=False, highlight=False, soft_wrap=True)
-        else:
-            out.print(f"length: {length['note']}", markup=False, highlight=False, soft_wrap=True)
-        flips = ", ".join(f"{d} {'—' if v is None else f'{v:.0%}'}" for d, v in report["checks"]["flip_rate"].items())
-        out.print(f"flip rate (orders disagree): {flips}", markup=False, highlight=False, soft_wrap=True)
-        ident = report["checks"]["identical"]
-        if ident.get("available"):
-            bad = ", ".join(f"{d} {v['not_tied']} of {v['judged']}" for d, v in ident["dimensions"].items())
-            out.print(f"identical answers: {ident['identical_pairs']} pairs; not tied: {bad}", markup=False,
-                      highlight=False, soft_wrap=True)
-        else:
-            out.print(f"identical answers: {ident['note']}", markup=False, highlight=False, soft_wrap=True)
-        for w in report["checks"]["warnings"]:
-            out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+        _print_dimensions(report, out)
     for dim, run in (report.get("judge_runs") or {}).items():
         out.print(f"judge on {dim}: {run['summary']}", markup=False, highlight=False, soft_wrap=True)
     if report.get("sequential"):
@@ -110,8 +92,8 @@ def print_report(report: dict, out) -> None:
         out.print("lm-eval tasks (candidate − base; delta with its 95% paired bootstrap interval)", markup=False,
                   highlight=False, soft_wrap=True)
         _plain_table(out, ("task", "metric", "n", "base [95%]", "candidate [95%]", "delta [95%]", "McNemar p"),
-                     [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), _fmt_ci(r["base"]),
-                       _fmt_ci(r["candidate"]), _fmt_ci(r["delta"], signed=True),
+                     [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), format_interval(r["base"]),
+                       format_interval(r["candidate"]), format_interval(r["delta"], signed=True),
                        "—" if r["mcnemar_p"] is None else f"{r['mcnemar_p']:.4f}"] for r in report["tasks"]])
         for s in report["settings"]:
             if s["differs"]:
@@ -129,6 +111,47 @@ def print_report(report: dict, out) -> None:
         else:
             out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
                       soft_wrap=True)
+
+
+def _print_plan(items: Path | None, rubrics: int, judge: str | None, alpha: float, tie_rate: float,
+                json_out: Path | None, out) -> None:
+    """``--plan``: the power, calls and cost for the items file's prompts; nothing is judged."""
+    from judge.compare_inputs import load_answers
+    from preflab.errors import InputError
+
+    if items is None:
+        raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")
+    answers = load_answers(items)
+    n = len(answers.prompts)
+    chars = sum(len(p) for p in answers.prompts.values()) / max(n, 1) + sum(
+        len(a) for by in answers.answers.values() for a in by.values()) / max(n, 1)
+    res = plan(n, max(rubrics, 1), judge, chars, alpha, tie_rate=tie_rate)
+    mdw = res["min_detectable_win_rate"]
+    out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
+              f"80% power (exact sign test, alpha {alpha}): "
+              + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False,
+              soft_wrap=True)
+    cost = ("unknown (no price for this judge)" if judge and not res["price_known"] else
+            "—" if res["cost"] is None else f"${res['cost']:.4f}")
+    out.print(f"judge calls: {res['judge_calls']} ({res['rubrics']} rubric(s) x 2 orders); cost: {cost}",
+              markup=False, highlight=False, soft_wrap=True)
+    if json_out:
+        write_output(json_out, json.dumps(strict_json({"plan": res}), indent=2) + "\n")
+
+
+def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None, out) -> None:
+    """``--json`` (stable keys, ``judge_runs`` last) and ``--report`` (the HTML gate report)."""
+    if json_out:
+        payload = {k: v for k, v in report.items() if k != "judge_runs"} | {"judge_runs": report.get("judge_runs")}
+        where = write_output(json_out, json.dumps(strict_json(payload), indent=2, default=str) + "\n")
+        if not is_stdout(json_out):
+            out.print(f"report -> {where}", markup=False)
+    if report_path:
+        from judge.compare_card import write_gate_report
+
+        write_gate_report(report_path, report)
+        if not is_stdout(report_path):
+            out.print(f"gate report -> {report_path}", markup=False)
 
 
 @app.command("compare")
@@ -169,6 +192,8 @@ def compare_cmd(
     max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
     report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool verdicts whose judges, model versions "
+                                              "or rubric texts differ (refused otherwise; the notes list the mix).")] = False,
 ) -> None:
     """Is the candidate better than the base, on what, and by how much? Exits 1 when a --guard is significantly worse."""
     from judge.compare import GateSettings
@@ -180,26 +205,7 @@ def compare_cmd(
     rubrics = tuple(rubric or ())
     try:
         if plan_only:
-            if items is None:
-                raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")
-            from judge.compare_inputs import load_answers
-
-            answers = load_answers(items)
-            n = len(answers.prompts)
-            chars = sum(len(p) for p in answers.prompts.values()) / max(n, 1) + sum(
-                len(a) for by in answers.answers.values() for a in by.values()) / max(n, 1)
-            res = plan(n, max(len(rubrics), 1), judge, chars, alpha, tie_rate=tie_rate)
-            mdw = res["min_detectable_win_rate"]
-            out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
-                      f"80% power (exact sign test, alpha {alpha}): "
-                      + ("none (too few prompts)" if mdw is None else f"{mdw:.3f}"), markup=False, highlight=False, soft_wrap=True)
-            cost = ("unknown (no price for this judge)" if judge and not res["price_known"] else
-                    "—" if res["cost"] is None else f"${res['cost']:.4f}")
-            out.print(f"judge calls: {res['judge_calls']} ({res['rubrics']} rubric(s) x 2 orders); cost: {cost}",
-                      markup=False, highlight=False, soft_wrap=True)
-            if json_out:
-                write_output(json_out, json.dumps(strict_json({"plan": res}), indent=2) + "\n")
-            return
+            return _print_plan(items, len(rubrics), judge, alpha, tie_rate, json_out, out)
         if lm_eval is None and (base is None or candidate is None):
             raise InputError("<options>", None, "--base" if base is None else "--candidate", "missing",
                              "name the two versions with --base and --candidate")
@@ -219,7 +225,8 @@ def compare_cmd(
             sequential=SequentialSettings(alpha=alpha, max_items=max_items, max_cost=max_cost, seed=seed)
             if sequential else None,
             lm_eval=lm_eval, lm_eval_options={"tasks": tasks, "metric": metric, "filter_name": filter_name,
-                                              "allow_prompt_change": allow_prompt_change, "seed": seed})
+                                              "allow_prompt_change": allow_prompt_change, "seed": seed},
+            allow_mixed=allow_mixed)
         if not (request.verdicts or request.judge or request.lm_eval):
             raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
                              "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
@@ -230,16 +237,6 @@ def compare_cmd(
     except (InputError, ValueError) as e:
         fail(e)
     print_report(report, out)
-    if json_out:
-        payload = {k: v for k, v in report.items() if k != "judge_runs"} | {"judge_runs": report.get("judge_runs")}
-        where = write_output(json_out, json.dumps(strict_json(payload), indent=2, default=str) + "\n")
-        if not is_stdout(json_out):
-            out.print(f"report -> {where}", markup=False)
-    if report_path:
-        from judge.compare_card import write_gate_report
-
-        write_gate_report(report_path, report)
-        if not is_stdout(report_path):
-            out.print(f"gate report -> {report_path}", markup=False)
+    _write_outputs(report, json_out, report_path, out)
     if not report["gate"]["passed"]:
         raise typer.Exit(1)

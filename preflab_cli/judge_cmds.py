@@ -54,14 +54,13 @@ def run_cmd(
 
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
-    from rich.markup import escape
 
     from judge.pairs import PairsError, combine_orders, load_pairs
     from judge.prices import parse_price
     from judge.providers import parse_spec
     from judge.providers.base import ProviderError
     from judge.rubrics import RubricError, load_rubric
-    from judge.run import RunConfig, failure_summary, run_judge
+    from judge.run import RunConfig, run_judge
     from preflab_cli.common import make_console
 
     err = make_console(stderr=True)
@@ -75,11 +74,7 @@ def run_cmd(
         if max_cost is not None and max_cost <= 0:
             raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
         if dry_run:
-            from judge.budget import dry_run as plan
-
-            for spec in judge:
-                typer.echo(plan(pairs, spec, config, None if no_cache else cache).summary())
-            return
+            return _print_dry_runs(pairs, judge, config, None if no_cache else cache)
         if len(judge) > 1:
             if batch:
                 raise ValueError("--batch takes one --judge; run each member's batch on its own")
@@ -110,7 +105,25 @@ def run_cmd(
                    + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
         if combined is not None:
             write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
-    failed = int(df["error"].notna().sum()) if "error" in df else result.stats.failed
+    _exit_for_failures(df, result.stats.failed, output, max_cost, allow_failures, err)
+
+
+def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
+    """``--dry-run``: each judge's planned calls, tokens and cost; nothing is sent."""
+    from judge.budget import dry_run
+
+    for spec in specs:
+        typer.echo(dry_run(pairs, spec, config, cache).summary())
+
+
+def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | None, allow_failures: int, err) -> None:
+    """Exit 1 when the --max-cost cap left verdicts unsent or more than --allow-failures verdicts failed;
+    warn (and return) for accepted failures."""
+    from rich.markup import escape
+
+    from judge.run import failure_summary
+
+    failed = int(df["error"].notna().sum()) if "error" in df else failed_calls
     unsent = int(df["error"].astype(str).str.startswith("not sent: the --max-cost").sum()) if "error" in df else 0
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {len(df)} verdicts not sent (rows kept in "
@@ -242,37 +255,45 @@ def jury_cmd(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the jury report as JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Accept a member file whose judges, model "
+                                              "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
     from judge.calibrate import report_json
     from judge.jury import RULES, align_members
-    from judge.jury_card import jury_report, jury_rows, load_member, member_name, panel_frame, write_jury_card
+    from judge.jury_card import jury_report, jury_rows, load_members, panel_frame, write_jury_card
     from preflab.errors import InputError
 
     if rule not in RULES:
         fail(ValueError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}"))
     if len(members) < 2:
         fail(ValueError("a jury needs at least two members"))
+    if n_bootstrap < 1:
+        fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
-        tables = {}
-        for spec in members:
-            pairs = load_member(spec, human)
-            name = member_name(spec, pairs)
-            tables[name if name not in tables else spec] = pairs
+        tables = load_members(members, human, allow_mixed)
     except (InputError, ValueError, OSError) as e:
         fail(e)
     table = align_members(tables)
     rep = jury_report(table, rule, n_bootstrap=n_bootstrap, seed=seed)
     say = typer.echo if not any(is_stdout(p) for p in (output, report, json_out)) else (
         lambda s: typer.echo(s, err=True))
-    for k, v in jury_rows(rep):
-        say(f"{k}: {v}")
+    _say_rows_and_notes(jury_rows(rep), tables, say)
     if output:
         write_output(output, panel_frame(table, rule, seed).to_json(orient="records", lines=True, force_ascii=False))
     if json_out:
         write_output(json_out, report_json(rep))
     if report:
         write_jury_card(report, rep, title="Jury card: " + ", ".join(table.members))
+
+
+def _say_rows_and_notes(rows, tables: dict, say) -> None:
+    """``label: value`` per row, then each input's reader notes (repeated rows, a mix pooled with --allow-mixed)."""
+    for k, v in rows:
+        say(f"{k}: {v}")
+    for name, pairs in tables.items():
+        for note in pairs.attrs.get("notes", []):
+            say(f"note ({name}): {note}")
 
 
 @app.command("drift")
@@ -283,6 +304,8 @@ def drift_cmd(
     alpha: Annotated[float, typer.Option(help="False-flag rate for an unchanged judge.")] = 0.05,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the drift report as JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for kappa.")] = 1000,
+    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Accept a run whose judges, model versions or "
+                                              "rubric texts differ between rows (refused otherwise).")] = False,
 ) -> None:
     """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
 
@@ -294,13 +317,15 @@ def drift_cmd(
 
     if not 0 < alpha < 1 or tolerance < 0:
         fail(ValueError("need 0 < --alpha < 1 and --tolerance >= 0"))
+    if n_bootstrap < 1:
+        fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
-        rep = drift_report(load_any(old), load_any(new), tolerance=tolerance, alpha=alpha, n_bootstrap=n_bootstrap)
+        runs = {run: load_any(path, allow_mixed=allow_mixed) for run, path in (("old", old), ("new", new))}
+        rep = drift_report(runs["old"], runs["new"], tolerance=tolerance, alpha=alpha, n_bootstrap=n_bootstrap)
     except (InputError, ValueError, OSError) as e:
         fail(e)
     say = (lambda s: typer.echo(s, err=True)) if is_stdout(json_out) else typer.echo
-    for k, v in drift_rows(rep):
-        say(f"{k}: {v}")
+    _say_rows_and_notes(drift_rows(rep), {f"{run} run": pairs for run, pairs in runs.items()}, say)
     if json_out:
         write_output(json_out, report_json(rep))
     if rep["verdict"] == "changed":

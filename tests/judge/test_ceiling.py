@@ -64,3 +64,17 @@ def test_pandalm_three_annotators_on_the_card(shared_data):
     assert c["status"] == "below" and c["judge_agreement"]["upper"] < c["human_agreement"]["lower"]
     labels = [k for k, _ in summary_rows(report)]
     assert "judge − human agreement" in labels and "human ceiling: each voter vs the others' majority" in labels
+
+
+def test_ceiling_kappas_match_scikit_learn_on_the_held_out_votes():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(11)
+    truth = rng.integers(0, 2, 400).astype(float)
+    ratings = _voters(truth, 0.7, 3, rng)
+    judge = np.where(rng.random(400) < 0.6, truth, 2.0)
+    pair, vote, ref, _ = held_out_references(ratings)
+    c = human_ceiling(ratings, judge, n_bootstrap=50)
+    assert np.isclose(c["human_kappa"]["value"], cohen_kappa_score(vote, ref))
+    assert np.isclose(c["judge_kappa"]["value"], cohen_kappa_score(judge[pair], ref))
+    assert c["human_kappa"]["lower"] < c["human_kappa"]["value"] < c["human_kappa"]["upper"]

@@ -182,3 +182,36 @@ def test_the_pairs_layout_is_read_as_items(tmp_path) -> None:
     got = version_pairs(load_answers(pairs), "old", "new")
     assert [(p.item_id, p.model_x, p.answer_x, p.model_y, p.answer_y) for p in got] == [
         ("q000", "new", "new", "old", "long old answer"), ("q001", "new", "n1", "old", "o1")]
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    (["--alpha", "2"], "--alpha"),
+    (["--alpha", "0"], "--alpha"),
+    (["--sequential", "--max-items", "-3"], "--max-items"),
+    (["--sequential", "--max-cost", "0"], "--max-cost"),
+    (["--plan", "--tie-rate", "1.5"], "--tie-rate"),
+])
+def test_out_of_range_options_exit_2_naming_the_option(tmp_path, capsys, options, field) -> None:
+    items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": ("a", "b") for i in range(3)})
+    verdicts = verdict_file(tmp_path / "v.jsonl", counts_specs(2, 1), "abt")
+    code, _, err = preflab(capsys, "compare", str(items), "--base", "old", "--candidate", "new",
+                           "--verdicts", str(verdicts), *options)
+    assert code == 2, err
+    assert f"field '{field}'" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_console_and_gate_report_print_the_same_check_lines(tmp_path, capsys) -> None:
+    from html import escape
+
+    from judge.compare import check_lines
+
+    items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": ("short", "a longer answer here") for i in range(30)})
+    verdicts = verdict_file(tmp_path / "v.jsonl", counts_specs(20, 6, 2, 2), "concise")
+    html = tmp_path / "gate.html"
+    code, out, err = preflab(capsys, "compare", str(items), "--base", "old", "--candidate", "new", "--verdicts",
+                             str(verdicts), "--report", str(html), "--json", str(tmp_path / "r.json"))
+    assert code == 0, err
+    lines = check_lines(json.loads((tmp_path / "r.json").read_text())["checks"])
+    assert lines[0].startswith("length: mean words base 4.0, candidate 1.0") and "concise 23.1% [" in lines[0]  # 6 of 26
+    page = html.read_text()
+    assert all(line in out and escape(line) in page for line in lines)

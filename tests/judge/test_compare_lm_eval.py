@@ -102,3 +102,20 @@ def test_bad_lm_eval_folders_exit_2(tmp_path, capsys, case, message) -> None:
         b = lm_eval_folder(tmp_path / "b", "t", [1.0, 1.0], metric="f1")
     code, _, err = preflab(capsys, "compare", "--lm-eval", str(a), str(b), *extra)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_folder_of_two_runs_names_both_subfolders(capsys) -> None:
+    # base/smollm2 and candidate/smollm2: both runs' model folders have one name, so name them by path
+    code, _, err = preflab(capsys, "compare", "--lm-eval", str(REAL), str(REAL / "candidate"))
+    assert code == 2, err
+    assert "results of 2 models (base/smollm2, candidate/smollm2). pass one model's folder" in err
+
+
+def test_documents_in_one_run_only_are_counted_and_reported(tmp_path, capsys) -> None:
+    a = lm_eval_folder(tmp_path / "a", "t", [1.0, 0.0, 1.0, 1.0])  # the base ran 4 documents, the candidate 3
+    b = lm_eval_folder(tmp_path / "b", "t", [1.0, 1.0, 1.0])
+    code, out, err = preflab(capsys, "compare", "--lm-eval", str(a), str(b))
+    assert code == 0, err
+    assert "note: t: documents in one run only, left out: 1 of the base run, 0 of the candidate's" in out
+    rep = compare_lm_eval(a, b)
+    assert rep["tasks"][0]["n"] == 3 and rep["tasks"][0]["unpaired"] == {"base": 1, "candidate": 0}

@@ -59,3 +59,19 @@ def test_report_fields_and_rows():
     assert same["kappa"]["value"] == 1.0
     labels = dict(drift_rows(rep))
     assert labels["verdict (false-flag rate ≤ 0.05)"].startswith("changed")
+
+
+def test_a_few_identical_pairs_do_not_prove_the_judge_unchanged():
+    # Nothing flipped on 4 pairs: "same judge", but the data cannot rule out a change of 0.05. The Wald
+    # interval of net flips was [0, 0] here; Agresti-Min's (½ added to each cell) is not.
+    rng = np.random.default_rng(5)
+    old = _run(rng.normal(0, 1.5, 4), 0.0, np.zeros((4, 2)))
+    rep = drift_report(old, old, n_bootstrap=50)
+    assert rep["verdict"] == "same judge" and not rep["resolved"]
+    assert "too few pairs to rule out a change" in dict(drift_rows(rep))["verdict (false-flag rate ≤ 0.05)"]
+    net = rep["effects"]["net_flips"]
+    from scipy import stats
+
+    z = stats.norm.ppf(1 - (1 - rep["interval_level"]) / 2)
+    half = z * np.sqrt((1 / 6) / 6)  # b' = c' = ½, n' = 6: ((b' + c') / n' − 0) / n'
+    assert net["value"] == 0.0 and np.isclose(net["lower"], -half) and np.isclose(net["upper"], half)

@@ -149,3 +149,17 @@ def test_llmfao_gpt3_and_gpt4_as_a_jury_of_two(shared_data):
     assert 1.0 <= eff["value"] <= 2.0
     assert rep["ceiling"]["status"] == "below"  # two LLMs agree with the crowd less than its members do
     assert any("effective number" in k for k, _ in jury_rows(rep))
+
+
+def test_members_pairwise_kappa_has_an_interval_and_is_1_for_identical_one_class_members():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(8)
+    truth = rng.integers(0, 2, 300)
+    codes = _judges(truth, [0.7, 0.8], rng)
+    kappa = jury_report(_table(codes, truth), "majority", n_bootstrap=200)["pairwise"][0]["kappa"]
+    assert np.isclose(kappa["value"], cohen_kappa_score(codes[:, 0], codes[:, 1]))
+    assert kappa["lower"] < kappa["value"] < kappa["upper"]
+    ties = np.full((50, 2), float(TIE))  # two judges that always say tie agree perfectly (0/0 in Cohen's formula)
+    same = jury_report(_table(ties, truth[:50]), "majority", n_bootstrap=50)["pairwise"][0]
+    assert same["agreement"]["value"] == 1.0 and same["kappa"]["value"] == 1.0

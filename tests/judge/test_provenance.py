@@ -104,3 +104,18 @@ def test_alpaca_eval_provenance_as_published(shared_data):
     html = render_card(calibrate(pairs.iloc[:200], n_bootstrap=20), None, s)
     assert "model version: not recorded" in html and "weighted_alpaca_eval_gpt4_turbo" in html
     assert isinstance(pairs, pd.DataFrame)
+
+
+def test_failed_calls_have_no_served_version_and_do_not_make_a_file_mixed(tmp_path, monkeypatch):
+    # A call that got no answer records no model version; that is not a second judge, so the file loads.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-provenance")
+    pairs = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(10)]
+    with FaultServer(Faults(rate_401=0.3, seed=3)) as srv:
+        res = run_judge(pairs, f"openai:{srv.url}#gpt-4.1-mini", RunConfig(BUILTIN["abt"]), None)
+    failed = res.verdicts["error"].notna()
+    assert 0 < failed.sum() < len(failed) and res.verdicts.loc[failed, "model_version"].isna().all()
+    res.write_jsonl(tmp_path / "v.jsonl")
+    pairs_table = load_verdicts_jsonl(tmp_path / "v.jsonl")
+    served = set(res.verdicts.loc[~failed, "model_version"])
+    assert len(served) == 1 and pairs_table.attrs["settings"]["model version"] == served.pop()
+    assert not pairs_table.attrs["notes"]

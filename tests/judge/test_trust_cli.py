@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from typer.testing import CliRunner
@@ -62,3 +63,42 @@ def test_jury_cli_on_llmfao_gpt3_and_gpt4(shared_data):
     assert res.exit_code == 0, res.output
     assert "member gpt4: agreement / kappa vs humans: 0.435" in res.output
     assert "panel − human agreement" in res.output
+
+
+def test_jury_and_drift_refuse_zero_bootstrap_resamples_with_exit_2(tmp_path):
+    f = write_verdicts(tmp_path / "a.jsonl", [0.9, 0.2], [0.1, 0.7])
+    for command in (["jury", str(f), str(f)], ["drift", str(f), str(f)]):
+        res = CliRunner().invoke(app, [*command, "--bootstrap", "0"])
+        assert res.exit_code == 2, res.output
+        assert "--bootstrap must be at least 1" in res.output and "IndexError" not in res.output
+
+
+def test_mixed_judges_are_refused_naming_them_and_pooled_with_allow_mixed(tmp_path, capsys):
+    from tests.judge.test_compare import preflab
+
+    a = write_verdicts(tmp_path / "a.jsonl", [0.9, 0.2, 0.7], [0.1, 0.7, 0.4], judge="local:small")
+    b = write_verdicts(tmp_path / "b.jsonl", [0.9, 0.2, 0.7], [0.1, 0.7, 0.4], judge="local:small-q8")
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(a.read_text() + b.read_text())
+    for command in (["judge", "drift", str(mixed), str(a)], ["judge", "jury", str(mixed), str(a)],
+                    ["compare", "--base", "m2", "--candidate", "m1", "--verdicts", str(mixed)]):
+        code, _, err = preflab(capsys, *command, "--bootstrap" if command[0] == "judge" else "--alpha",
+                               "50" if command[0] == "judge" else "0.05")
+        assert code == 2 and "line 7: field 'judge': mixed judges: local:small (6 rows), local:small-q8" in err, err
+        code, out, err = preflab(capsys, *command, "--allow-mixed")
+        assert code in (0, 1), err  # drift may exit 1 ("changed")
+        assert "pooled with --allow-mixed; mixed judges" in out + err
+
+
+def test_drift_and_jury_read_the_labels_layout_without_model_names(tmp_path, monkeypatch):
+    # judge_labels.csv has no model_x / model_y; the same file twice is two runs (drift) or two members (jury)
+    monkeypatch.chdir(tmp_path)
+    labels = Path("judge_labels.csv")
+    labels.write_text("item_id,verdict_ab,verdict_ba,human\n" + "".join(
+        f"q{i},{'A' if i % 3 else 'B'},{'A' if i % 2 else 'B'},A\n" for i in range(30)))
+    res = CliRunner().invoke(app, ["drift", str(labels), str(labels), "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert "pairs judged by both runs: 30 (only old 0, only new 0)" in res.output
+    res = CliRunner().invoke(app, ["jury", str(labels), str(labels), "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert "member judge_labels.csv:" in res.output and "member 2:judge_labels.csv:" in res.output
