@@ -220,10 +220,12 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
     vote = Vote(voter, BATTLE_DATASET, battle_id, battle["model_a"], battle["model_b"], choice,  # type: ignore[arg-type]
                 battle["created_at"], "", 1, battle["style"])
     row = vote_row(vote, source=BATTLE_SOURCE)  # the store's own vote row; only its source differs
+    # time on the pair: from both answers of the last turn finishing (the battle's last update) to the vote
+    row["seconds_on_pair"] = max(0.0, row["voted_at"] - battle["updated_at"])
     with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
-        claimed = conn.execute(battles_t.update().where(battles_t.c.id == battle_id,
-                                                        battles_t.c.status == "answered")
-                               .values(status="voted", choice=choice, updated_at=time.time())).rowcount
+        claimed = conn.execute(battles_t.update().where(  # the turn read above, still unvoted
+            battles_t.c.id == battle_id, battles_t.c.status == "answered", battles_t.c.updated_at == battle["updated_at"])
+                               .values(status="voted", choice=choice, updated_at=row["voted_at"])).rowcount
         if not claimed:
             raise DuplicateVote(f"battle {battle_id} was already voted on")
         vote_id = int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
