@@ -234,13 +234,15 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
 
 
 async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list[dict]], limits: ArenaLimits,
-                      on_text: Callable[[str, str], None]) -> dict[str, Generation | Exception]:
+                      on_text: Callable[[str, str], None],
+                      generators: dict[str, object] | None = None) -> dict[str, Generation | Exception]:
     """Stream both sides' next answers at once; ``on_text(side, text so far)`` after every piece. Each side
-    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes)."""
+    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes).
+    ``generators`` (by side) are the caller's to keep open; without them each side's is built and closed."""
 
     async def one(side: str) -> Generation | Exception:
         spec = specs[side]
-        gen = make_generator(spec.spec, timeout=spec.timeout)
+        gen = generators[side] if generators else make_generator(spec.spec, timeout=spec.timeout)
         request = spec.request(conversations[side])
         request = type(request)(request.messages, min(request.max_tokens, limits.max_tokens), request.temperature,
                                 request.top_p, request.seed)
@@ -257,7 +259,8 @@ async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list
             return e if isinstance(e, ProviderError) else ProviderError(type(e).__name__, retryable=False,
                                                                         kind="timeout")
         finally:
-            await gen.aclose()
+            if not generators:
+                await gen.aclose()
 
     a, b = await asyncio.gather(one("a"), one("b"))
     return {"a": a, "b": b}
