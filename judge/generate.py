@@ -183,6 +183,7 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
     queue: asyncio.Queue[_Job] = asyncio.Queue()
     for job in {j.key: j for j in jobs}.values():
         queue.put_nowait(job)
+    item_ids = prompts["item_id"].tolist()
     bar = tqdm(total=queue.qsize(), disable=not config.progress, file=sys.stderr, unit="answer")
 
     async def worker() -> None:
@@ -206,7 +207,7 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
                     results[job.key] = got
                     if db is not None:
                         db.put_generation(job.key, got, model=job.spec.name,
-                                          item_id=str(prompts["item_id"].iat[job.row]))
+                                          item_id=str(item_ids[job.row]))
             bar.update(1)
 
     t0 = time.perf_counter()
@@ -231,8 +232,9 @@ def answer_rows(prompts: pd.DataFrame, jobs: list[_Job], results: dict, cached: 
     """One row per (item, model) answered, and one per failed call (error redacted)."""
     rows, failed = [], []
     today = time.strftime("%Y-%m-%d")
+    columns = {c: prompts[c].tolist() for c in ("item_id", "prompt", "category")}  # not a Series per row
     for job in jobs:
-        item = prompts.iloc[job.row]
+        item = {c: v[job.row] for c, v in columns.items()}
         got = results[job.key]
         if isinstance(got, ProviderError):
             stats.failed += 1

@@ -220,10 +220,12 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
     vote = Vote(voter, BATTLE_DATASET, battle_id, battle["model_a"], battle["model_b"], choice,  # type: ignore[arg-type]
                 battle["created_at"], "", 1, battle["style"])
     row = vote_row(vote, source=BATTLE_SOURCE)  # the store's own vote row; only its source differs
+    # time on the pair: from both answers of the last turn finishing (the battle's last update) to the vote
+    row["seconds_on_pair"] = max(0.0, row["voted_at"] - battle["updated_at"])
     with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
-        claimed = conn.execute(battles_t.update().where(battles_t.c.id == battle_id,
-                                                        battles_t.c.status == "answered")
-                               .values(status="voted", choice=choice, updated_at=time.time())).rowcount
+        claimed = conn.execute(battles_t.update().where(  # the turn read above, still unvoted
+            battles_t.c.id == battle_id, battles_t.c.status == "answered", battles_t.c.updated_at == battle["updated_at"])
+                               .values(status="voted", choice=choice, updated_at=row["voted_at"])).rowcount
         if not claimed:
             raise DuplicateVote(f"battle {battle_id} was already voted on")
         vote_id = int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
@@ -232,13 +234,15 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
 
 
 async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list[dict]], limits: ArenaLimits,
-                      on_text: Callable[[str, str], None]) -> dict[str, Generation | Exception]:
+                      on_text: Callable[[str, str], None],
+                      generators: dict[str, object] | None = None) -> dict[str, Generation | Exception]:
     """Stream both sides' next answers at once; ``on_text(side, text so far)`` after every piece. Each side
-    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes)."""
+    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes).
+    ``generators`` (by side) are the caller's to keep open; without them each side's is built and closed."""
 
     async def one(side: str) -> Generation | Exception:
         spec = specs[side]
-        gen = make_generator(spec.spec, timeout=spec.timeout)
+        gen = generators[side] if generators else make_generator(spec.spec, timeout=spec.timeout)
         request = spec.request(conversations[side])
         request = type(request)(request.messages, min(request.max_tokens, limits.max_tokens), request.temperature,
                                 request.top_p, request.seed)
@@ -255,7 +259,8 @@ async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list
             return e if isinstance(e, ProviderError) else ProviderError(type(e).__name__, retryable=False,
                                                                         kind="timeout")
         finally:
-            await gen.aclose()
+            if not generators:
+                await gen.aclose()
 
     a, b = await asyncio.gather(one("a"), one("b"))
     return {"a": a, "b": b}

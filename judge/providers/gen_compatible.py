@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import AsyncIterator
@@ -21,8 +22,12 @@ class CompatibleGenerator(CompatibleProvider):
                 **sampling(request)}
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})
-        return httpx.Request("POST", self.base_url + "/chat/completions", content=json.dumps(body).encode(),
-                             headers=self._headers, extensions=self._timeout)
+        return httpx.Request("POST", self._chat_url, content=json.dumps(body).encode(), headers=self._headers,
+                             extensions=self._timeout)
+
+    @functools.cached_property
+    def _chat_url(self) -> httpx.URL:
+        return httpx.URL(self.base_url + "/chat/completions")  # parsed once, not once per call
 
     async def _send(self, req: httpx.Request) -> httpx.Response:
         try:

@@ -343,3 +343,30 @@ def test_active_draws_the_arena_samplers_pair_from_battle_votes(sqlite_url):
         x, y = draw_pair(roster, pair_counts(engine), np.random.default_rng(seed), "active", tensor)
         i, j = next_pair(tensor, seed=np.random.default_rng(seed))
         assert (x.name, y.name) == (names[i], names[j])
+
+
+def test_a_battle_vote_stores_its_time_on_the_pair_and_a_second_tab_cannot_recast_it(monkeypatch, tmp_path,
+                                                                                    sqlite_url):
+    """Two tabs of one voter hold the same answered battle (the second as a replay would): the first tab's
+    vote stands, the second tab's later click is not applied, and the vote carries ``seconds_on_pair``."""
+    import time
+
+    engine = open_battles(open_store(sqlite_url))
+    bid = start_battle(engine, "ann", *NAMES)
+    conv = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert save_turn(engine, bid, conv, conv, {"a": gen("hello"), "b": gen("hello")})
+    roster = _roster("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
+    tabs = [_page(monkeypatch, tmp_path, sqlite_url, roster) for _ in range(2)]
+    for tab in tabs:
+        tab.session_state["battle"] = {"id": bid, "token": "t1"}
+        tab.run()
+        assert tab.button(key="battle_A").value is False  # both tabs show the vote bar
+    time.sleep(0.3)
+    tabs[0].button(key="battle_B").click().run()
+    assert "Vote saved: B is better" in "\n".join(s.value for s in tabs[0].success)
+    tabs[1].button(key="battle_A").click().run()  # after the reveal in the other tab
+    assert "already voted" in "\n".join(i.value for i in tabs[1].info)
+    votes = load_votes(engine, BATTLE_DATASET)
+    assert len(votes) == 1 and votes["winner_model"].iat[0] == NAMES[1]
+    assert 0.3 <= votes["seconds_on_pair"].iat[0] < 30
+    assert load_battle(engine, bid)["choice"] == "B"

@@ -124,3 +124,39 @@ def test_a_server_killed_mid_answer_gives_the_neutral_message(tmp_path, browser,
             assert row["status"] == "failed" and row["vote_id"] is None and row["error"]
             assert load_votes(engine, BATTLE_DATASET).empty
             shot(page, "battle-failed")
+
+
+def test_a_vote_key_or_click_while_a_follow_up_streams_loses_nothing(tmp_path, browser, llama_url,  # noqa: F811
+                                                                      second_llama_url):  # noqa: F811
+    """Streamlit stops a running script when a click or key arrives; the answers stream on regardless, no
+    vote is taken before both finished, and the battle is answered, not abandoned."""
+    engine, server = arena_server(tmp_path, roster((llama_url, second_llama_url), max_tokens=160))
+    with server as base:
+        ENGINES[base] = engine
+        page, _ = open_battle(browser, base, "cy")
+        send(page, "Say hello.")
+        page.get_by_text("A is better").wait_for(timeout=120_000)
+        send(page, "Now write a long story about a lighthouse keeper and the sea.")
+        page.wait_for_function("() => [...document.querySelectorAll('.pf-battle[data-done=\"0\"]')]"
+                               ".some(b => b.innerText.length > 20)", timeout=120_000)
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        page.locator("body").press("1")  # the vote key mid-answer
+        bar = page.locator(".st-key-battle_B button")
+        if bar.count():
+            bar.first.click(timeout=2000)  # and a click on whatever vote bar is on screen
+
+        def settled() -> bool:
+            with engine.connect() as conn:
+                return conn.execute(battles_t.select()).mappings().one()["status"] != "answering"
+
+        wait_for(settled, timeout=120)
+        with engine.connect() as conn:
+            row = conn.execute(battles_t.select()).mappings().one()
+        assert (row["status"], row["turns"], row["vote_id"]) == ("answered", 2, None)
+        assert load_votes(engine, BATTLE_DATASET).empty  # nothing counted before both answers finished
+        page.wait_for_function("() => document.querySelectorAll(\".pf-battle[data-side='A'][data-done='1']\")"
+                               ".length >= 2 && document.querySelector('.st-key-battle_A button')")
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        page.locator("body").press("2")  # now the vote counts
+        page.get_by_text("Vote saved: B is better").wait_for()
+        assert len(load_votes(engine, BATTLE_DATASET)) == 1

@@ -1,0 +1,106 @@
+"""A battle turn's two answers generated outside the page's script run: a thread per turn streams both
+sides and stores the finished turn, while any number of script runs (the page is rerun by every click or
+key, which stops the running one) show its progress. A click during streaming therefore loses nothing: the
+next run picks the same turn up where it is.
+
+All runs of a process share one event loop in one thread, and one generator per roster model, so a turn
+starts its two requests at once on open connections (building a generator loads TLS certificates: about
+20 ms a side). Runs live in this process only; a battle left ``answering`` with no run here (the process
+restarted) is abandoned by the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import Engine
+
+from judge.model_specs import ModelSpec
+from judge.providers.generators import make_generator
+from voting.battles import ArenaLimits, save_turn, stream_pair
+
+_runs: dict[str, TurnRun] = {}
+_runs_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_generators: dict[tuple[str, float], object] = {}  # (spec, timeout) -> generator, used on _loop only
+
+
+def _battle_loop() -> asyncio.AbstractEventLoop:
+    """The process's battle event loop, started on first use in a daemon thread."""
+    global _loop
+    with _runs_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="battle-loop", daemon=True).start()
+        return _loop
+
+
+def _generator(spec: ModelSpec) -> object:
+    key = (spec.spec, spec.timeout)
+    if key not in _generators:
+        _generators[key] = make_generator(spec.spec, timeout=spec.timeout)
+    return _generators[key]
+
+
+@dataclass
+class TurnRun:
+    """One turn being answered: the prompt, each side's text so far, and whether it finished (then ``ok``
+    says whether both answers arrived and were stored)."""
+
+    battle_id: str
+    prompt: str
+    texts: dict[str, str] = field(default_factory=lambda: {"a": "", "b": ""})
+    version: int = 0  # bumped on every new piece of text
+    done: bool = False
+    ok: bool = False
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait(self, seen: int, timeout: float) -> tuple[int, dict[str, str], bool]:
+        """Block until there is text newer than version ``seen`` (or the turn finished, or ``timeout``);
+        returns (version, texts, done)."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.version != seen or self.done, timeout)
+            return self.version, dict(self.texts), self.done
+
+    def _update(self, side: str, text: str) -> None:
+        with self.changed:
+            self.texts[side] = text
+            self.version += 1
+            self.changed.notify_all()
+
+
+def live_run(battle_id: str) -> TurnRun | None:
+    """The run answering this battle in this process, if any."""
+    with _runs_lock:
+        return _runs.get(battle_id)
+
+
+def start_run(engine: Engine, battle: dict, specs: dict[str, ModelSpec], prompt: str,
+              limits: ArenaLimits) -> TurnRun:
+    """Answer ``prompt`` (the next turn of ``battle``, already ``answering``) on the battle loop, which
+    stores the turn when both sides finished (:func:`voting.battles.save_turn`)."""
+    run = TurnRun(battle["id"], prompt)
+    convs = {"a": battle["conversation_a"] + [{"role": "user", "content": prompt}],
+             "b": battle["conversation_b"] + [{"role": "user", "content": prompt}]}
+
+    async def answer() -> None:
+        try:
+            gens = {side: _generator(spec) for side, spec in specs.items()}
+            results = await stream_pair(specs, convs, limits, run._update, gens)
+            for side, res in results.items():
+                final = getattr(res, "text", run.texts[side])
+                convs[side].append({"role": "assistant", "content": final})
+            run.ok = await asyncio.to_thread(save_turn, engine, battle["id"], convs["a"], convs["b"], results)
+        finally:
+            with _runs_lock:
+                _runs.pop(battle["id"], None)
+            with run.changed:
+                run.done = True
+                run.changed.notify_all()
+
+    with _runs_lock:
+        _runs[battle["id"]] = run
+    asyncio.run_coroutine_threadsafe(answer(), _battle_loop())
+    return run
