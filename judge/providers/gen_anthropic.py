@@ -20,8 +20,9 @@ class AnthropicGenerator(AnthropicProvider):
             raise ProviderError(f"the Anthropic API takes no {', '.join(bad)}; drop them from the model spec",
                                 retryable=False, kind="settings")
         system, msgs = self.split_system(request.messages)
+        # thinking would count against max_tokens (models that think by default): the spec's budget is the answer's
         return {"model": self.model, "messages": msgs, "max_tokens": request.max_tokens,
-                **({"system": system} if system else {})}
+                "thinking": {"type": "disabled"}, **({"system": system} if system else {})}
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """One answer; SDK errors become :class:`ProviderError`."""

@@ -236,11 +236,11 @@ def test_prompt_cap_and_rate_limit_refuse_before_any_call(monkeypatch, tmp_path,
 def test_a_side_past_its_timeout_fails_and_the_other_finishes(monkeypatch):
     import asyncio
 
-    from tests.judge.paid_fakes import PaidFake
+    from tests.judge.api_fakes import ApiFake
     from voting.battles import ArenaLimits, stream_pair
 
     monkeypatch.setenv("PREFLAB_LOCAL_API_KEY", "sk-local-battle-0123456789")
-    with PaidFake(delay=1.5) as slow, PaidFake() as fast:
+    with ApiFake(delay=1.5) as slow, ApiFake() as fast:
         specs = {"a": ModelSpec("slow", f"local:{slow.url}#s", timeout=0.3),
                  "b": ModelSpec("fast", f"local:{fast.url}#f", timeout=10)}
         convs = {s: [{"role": "user", "content": "hi"}] for s in "ab"}

@@ -1,5 +1,5 @@
 """`preflab generate`: answers from the judge's providers with its cache, retries and failure rules, through
-the real SDKs against the paid-API stand-in, and through a real llama.cpp server."""
+the real SDKs against the paid-API contract fake, and through a real llama.cpp server."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from judge.model_specs import ModelSpec, load_prompts, load_roster, parse_model_
 from judge.pairs import load_pairs
 from judge.providers.generation import finish_reason
 from preflab_cli import main
-from tests.judge.paid_fakes import PaidFake, answer_words
+from tests.judge.api_fakes import ApiFake, answer_words
 
 KEYS = {"OPENAI_API_KEY": "sk-proj-Gen9Zq8Yw7Xv6Uu5Tt4Ss", "ANTHROPIC_API_KEY": "sk-ant-api03-GenAbCdEfGhIjKl",
         "PREFLAB_LOCAL_API_KEY": "sk-local-Gen4f9a2b7c1d0e8f"}
@@ -101,7 +101,7 @@ def test_bad_input_exits_2_naming_file_line_and_field(tmp_path, capsys, monkeypa
 def test_paid_apis_through_the_sdks_with_429s_500s_and_truncation(provider, keys, tmp_path):
     n = 30
     prompts = load_prompts(write_prompts(tmp_path / "p.jsonl", n))
-    with PaidFake(rate_429=0.15, rate_500=0.1, echo_key=True, seed=5) as srv:
+    with ApiFake(rate_429=0.15, rate_500=0.1, echo_key=True, seed=5) as srv:
         base = (f"openai:{srv.url}#gpt-4.1-mini" if provider == "openai"
                 else f"anthropic:{srv.root}#claude-haiku-4-5")
         models = [ModelSpec("short", base, max_tokens=12), ModelSpec("long", base, system="Be thorough.", max_tokens=64)]
@@ -131,7 +131,7 @@ def test_paid_apis_through_the_sdks_with_429s_500s_and_truncation(provider, keys
 def test_failures_exit_1_keep_keys_out_and_a_rerun_retries_only_them(keys, tmp_path, capsys):
     prompts = write_prompts(tmp_path / "p.jsonl", 12)
     out, cache = tmp_path / "items.jsonl", tmp_path / "c.sqlite"
-    with PaidFake(rate_500=0.5, echo_key=True, seed=2) as srv:
+    with ApiFake(rate_500=0.5, echo_key=True, seed=2) as srv:
         args = ["generate", str(prompts), "--model", f"openai:{srv.url}#gpt-4.1-mini;max_tokens=16", "--output",
                 str(out), "--cache", str(cache), "--max-attempts", "1", "--quiet"]
         with pytest.raises(SystemExit) as e:
@@ -156,7 +156,7 @@ def test_failures_exit_1_keep_keys_out_and_a_rerun_retries_only_them(keys, tmp_p
 def test_sigkill_then_resume_generates_nothing_twice(keys, tmp_path):
     n, concurrency = 300, 8
     prompts, cache, out = write_prompts(tmp_path / "p.jsonl", n), tmp_path / "c.sqlite", tmp_path / "items.jsonl"
-    with PaidFake(delay=0.01) as srv:
+    with ApiFake(delay=0.01) as srv:
         args = cli(str(prompts), "--model", f"local:{srv.url}#fake;max_tokens=8", "--cache", str(cache),
                    "--output", str(out), "--quiet", "--concurrency", str(concurrency))
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -222,7 +222,7 @@ def test_streaming_through_the_sdks_gives_pieces_then_the_whole_answer(provider,
 
     from judge.providers.generators import make_generator
 
-    with PaidFake() as srv:
+    with ApiFake() as srv:
         spec = {"openai": f"openai:{srv.url}#gpt-4.1-mini", "anthropic": f"anthropic:{srv.root}#claude-haiku-4-5",
                 "local": f"local:{srv.url}#m"}[provider]
         req = ModelSpec("m", spec, system="Be brief.", max_tokens=6).request([{"role": "user", "content": "hi"}])
@@ -249,7 +249,7 @@ def test_parquet_prompts_to_a_csv_items_file_that_import_reads(keys, tmp_path, c
     pd.DataFrame({"item_id": ["a", "b"], "prompt": ["First?", "Second?"], "category": ["x", None]}).to_parquet(
         tmp_path / "p.parquet")
     out = tmp_path / "items.csv"
-    with PaidFake() as srv:
+    with ApiFake() as srv:
         with pytest.raises(SystemExit) as e:
             main(["generate", str(tmp_path / "p.parquet"), "--model", f"local:{srv.url}#m1;max_tokens=50",
                   "--model", f"local:{srv.url}#m1;name=m2;system=Be odd.;max_tokens=50", "--output", str(out),
