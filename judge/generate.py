@@ -1,7 +1,7 @@
 """Generate answers: every model on every prompt, through the judge's providers and its run machinery.
 
 Calls go through ``concurrency`` workers with the judge runner's rate limiter (per endpoint) and backoff
-(:func:`judge.run.backoff_delay`, never sooner than ``Retry-After``). Each answer is committed to a SQLite
+(:func:`judge.retry.call_with_retries`, never sooner than ``Retry-After``). Each answer is committed to a SQLite
 cache as it arrives (:class:`GenerationCache`, the judge cache's file handling), so a killed run restarts
 without generating anything answered twice. The result is an items table in the long layout
 (``item_id, prompt, model, answer`` plus tokens, latency, cost, finish reason and settings) that
@@ -16,7 +16,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +28,8 @@ from judge.model_specs import ModelSpec
 from judge.providers.base import ProviderError, parse_spec
 from judge.providers.generation import Generation, GenerationRequest
 from judge.providers.generators import make_generator
-from judge.run import RateLimiter, RunStats, backoff_delay
+from judge.retry import RateLimiter, call_with_retries
+from judge.run import RunStats
 from preflab.redact import redact, redact_any
 
 _SCHEMA = """
@@ -118,27 +119,6 @@ class GenerateResult:
         by = ", ".join(f"{m} {k}" for m, k in sorted(self.stats.truncated.items()))
         return (f"{n} of {len(self.answers)} answers truncated at max_tokens (finish reason length): {by}; "
                 "raise max_tokens for those models, or a judge and voters will see cut answers")
-
-
-async def call_with_retries(call: Callable[[], Awaitable[Generation]], estimate: int, config: GenerateConfig,
-                            limiter: RateLimiter, stats: RunStats, rng: random.Random) -> Generation:
-    """Run ``call`` under the rate limiter, retrying retryable :class:`ProviderError` with the judge's backoff."""
-    for attempt in range(config.max_attempts):
-        await limiter.acquire(estimate)
-        try:
-            gen = await call()
-        except ProviderError as e:
-            if not e.retryable or attempt == config.max_attempts - 1:
-                raise
-            delay = backoff_delay(attempt, e.retry_after, rng.random(), config.backoff_base, config.backoff_cap)
-            stats.retries += 1
-            stats.retry_reasons[e.kind] += 1
-            stats.waits.append(delay)
-            await asyncio.sleep(delay)
-            continue
-        limiter.correct(estimate, (gen.tokens_in or 0) + (gen.tokens_out or 0))
-        return gen
-    raise AssertionError("unreachable")
 
 
 def endpoint(spec: ModelSpec) -> str:

@@ -35,6 +35,7 @@ from judge.providers.base import (
     ProviderError,
 )
 from judge.reading import read_verdict
+from judge.retry import RateLimiter, call_with_retries
 from judge.rubrics import Rubric
 from judge.spend import SpendMeter, estimated_input_tokens
 from judge.verdicts import NO_LOGPROBS, Verdict, sampled_verdict, unparsable
@@ -110,44 +111,6 @@ class RunResult:
         write_output(path, self.verdicts.to_json(orient="records", lines=True, force_ascii=False))
 
 
-def backoff_delay(attempt: int, retry_after: float | None, u: float, base: float = 0.5, cap: float = 30.0) -> float:
-    """Seconds before retry ``attempt`` (0-based): full jitter ``u * min(cap, base * 2**attempt)`` with
-    ``u ~ U[0, 1)`` (Brooker 2015), but never less than the server's ``Retry-After``."""
-    return max(retry_after or 0.0, u * min(cap, base * 2.0**attempt))
-
-
-class RateLimiter:
-    """Token buckets for requests and tokens per minute (I/O edge; state is the buckets)."""
-
-    def __init__(self, rpm: float | None, tpm: float | None) -> None:
-        self.rates = {"req": (rpm or math.inf) / 60.0, "tok": (tpm or math.inf) / 60.0}
-        self.level = {"req": rpm or math.inf, "tok": tpm or math.inf}
-        self.cap = dict(self.level)
-        self.t = time.monotonic()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        for k, r in self.rates.items():
-            self.level[k] = min(self.cap[k], self.level[k] + r * (now - self.t))
-        self.t = now
-
-    async def acquire(self, tokens: int) -> None:
-        """Wait until one request and ``tokens`` tokens are available, then take them."""
-        need = {"req": 1.0, "tok": min(float(tokens), self.cap["tok"])}
-        while True:
-            self._refill()
-            short = {k: need[k] - self.level[k] for k in need if self.level[k] < need[k]}
-            if not short:
-                for k in need:
-                    self.level[k] -= need[k]
-                return
-            await asyncio.sleep(max(short[k] / self.rates[k] for k in short))
-
-    def correct(self, estimated: int, actual: int) -> None:
-        """Charge the difference between the estimate and the usage the provider reported."""
-        self.level["tok"] -= actual - estimated
-
-
 @dataclass(frozen=True)
 class Call:
     pair: int
@@ -183,27 +146,6 @@ def plan_calls(pairs: Sequence[Pair], provider: Provider, config: RunConfig, sam
     return calls
 
 
-async def _call_with_retries(provider: Provider, call: Call, config: RunConfig, limiter: RateLimiter,
-                             stats: RunStats, rng: random.Random) -> Completion:
-    est = (estimated_input_tokens(call.request) + call.request.max_tokens) * call.request.n
-    for attempt in range(config.max_attempts):
-        await limiter.acquire(est)
-        try:
-            comp = await provider.complete(call.request)
-        except ProviderError as e:
-            if not e.retryable or attempt == config.max_attempts - 1:
-                raise
-            delay = backoff_delay(attempt, e.retry_after, rng.random(), config.backoff_base, config.backoff_cap)
-            stats.retries += 1
-            stats.retry_reasons[e.kind] += 1
-            stats.waits.append(delay)
-            await asyncio.sleep(delay)
-            continue
-        limiter.correct(est, comp.tokens_in + comp.tokens_out)
-        return comp
-    raise AssertionError("unreachable")
-
-
 async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cache: CallCache | None,
                    stats: RunStats, meter: SpendMeter | None = None) -> dict[str, Completion | Exception]:
     """Run the calls through ``concurrency`` workers; returns completion or exception per cache key."""
@@ -228,7 +170,9 @@ async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cac
                 try:
                     if meter is not None:
                         meter.check()
-                    comp = await _call_with_retries(provider, c, config, limiter, stats, rng)
+                    est = (estimated_input_tokens(c.request) + c.request.max_tokens) * c.request.n
+                    comp = await call_with_retries(lambda: provider.complete(c.request), est,  # noqa: B023
+                                                   config, limiter, stats, rng)
                     if meter is not None:
                         meter.charge(comp)
                     stats.calls += 1

@@ -15,8 +15,9 @@ from judge import run as run_mod
 from judge.cache import CallCache, cache_key
 from judge.pairs import Pair, PairsError, combine_orders, load_pairs, verdict_battle_rows
 from judge.providers.base import parse_retry_after
+from judge.retry import RateLimiter, backoff_delay
 from judge.rubrics import BUILTIN, RubricError, load_rubric
-from judge.run import RateLimiter, RunConfig, backoff_delay, run_judge
+from judge.run import RunConfig, run_judge
 from tests.judge.fault_server import Faults, FaultServer, canned_logprobs
 
 PAIRS = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(6)]
