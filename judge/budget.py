@@ -5,7 +5,9 @@
 provider's price (the price table's lookup, or an override). Input tokens are estimated at four characters
 a token (the rule the runner's tokens-per-minute limiter uses; no tokenizer is assumed), output tokens at
 ``max_tokens`` a call (an upper bound). An unknown price is reported as unknown, never as $0. The cap a run
-keeps while it runs is :class:`judge.spend.SpendMeter`.
+keeps while it runs is :class:`judge.spend.SpendMeter`. :func:`estimate_generate` does the same for
+``preflab generate`` (the run's own :func:`judge.generate.plan_jobs`), and ``preflab compare --dry-run``
+estimates each rubric's judge run with :func:`dry_run`.
 """
 
 from __future__ import annotations
@@ -16,23 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.cache import CallCache
-from judge.prices import price_for
-from judge.providers.base import Provider, parse_spec
+from judge.providers.base import Provider
 from judge.run import open_provider, plan_calls
-from judge.spend import BudgetReached, SpendMeter, estimated_input_tokens, known_price
+from judge.spend import BudgetReached, SpendMeter, estimated_input_tokens, known_price, per_token, spec_price
 
-__all__ = ["BudgetReached", "RunEstimate", "SpendMeter", "dry_run", "estimate_run", "estimated_input_tokens",
-           "known_price", "spec_price"]
-
-
-def spec_price(spec: str) -> tuple[float, float] | None:
-    """(USD per input token, per output token) of a judge spec (``openai:gpt-4.1-mini``) without opening a
-    provider: a local server is free, a model the price table does not list is unknown (None)."""
-    parsed = parse_spec(spec)
-    if parsed.provider == "local":
-        return 0.0, 0.0
-    price = price_for(parsed.model)
-    return None if price is None else (price.input / 1e6, price.output / 1e6)
+__all__ = ["BudgetReached", "RunEstimate", "SpendMeter", "dry_run", "estimate_generate", "estimate_run",
+           "estimated_input_tokens", "generation_line", "known_price", "total_summary"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +93,47 @@ def dry_run(pairs: Sequence, provider: Provider | str, config, cache: str | Path
             db.close()
         if own:
             asyncio.run(prov.aclose())
+
+
+def estimate_generate(prompts, models: Sequence, cache: str | Path | None = None) -> list[RunEstimate]:
+    """One estimate per model of what ``preflab generate`` sends: the run's own jobs (identical requests once),
+    cached answers left out, input at four characters a token, output at ``max_tokens`` a call; nothing is
+    sent, no key is needed, and the cache is read but never created."""
+    from judge.generate import GenerationCache, plan_jobs
+
+    db = GenerationCache(cache) if cache is not None and Path(cache).exists() else None
+    try:
+        unique = list({j.key: j for j in plan_jobs(prompts, models)}.values())
+        cached = {j.key for j in unique if db is not None and db.get_generation(j.key) is not None}
+    finally:
+        if db is not None:
+            db.close()
+    out = []
+    for m in models:
+        mine = [j for j in unique if j.spec is m]
+        todo = [j for j in mine if j.key not in cached]
+        out.append(RunEstimate(f"{m.name} ({m.spec})", len(todo), len(mine) - len(todo),
+                               sum(estimated_input_tokens(j.request) for j in todo),
+                               sum(j.request.max_tokens for j in todo), per_token(spec_price(m.spec)), False, 1))
+    return out
+
+
+def total_summary(estimates: Sequence[RunEstimate]) -> str:
+    """The estimates' total: calls, tokens and cost, where an unknown price keeps the total unknown (the known
+    part is shown as a lower bound)."""
+    calls = sum(e.calls for e in estimates)
+    t_in, t_out = sum(e.tokens_in for e in estimates), sum(e.tokens_out for e in estimates)
+    known = sum(e.cost for e in estimates if e.cost is not None)
+    unpriced = [e.judge for e in estimates if e.cost is None and e.calls]
+    cost = (f"unknown: no price for {', '.join(unpriced)} (at least ${known:.4f} for the rest)" if unpriced
+            else f"${known:.4f}")
+    return (f"total: {calls} calls to send, {sum(e.cached for e in estimates)} answered by the cache; estimated "
+            f"tokens {t_in} in, at most {t_out} out; estimated cost {cost}; nothing was sent")
+
+
+def generation_line(e: RunEstimate) -> str:
+    """One model's line for ``generate --dry-run``."""
+    cost = ("unknown (no price in the table)" if e.price is None else "$0 (local server)" if e.price == (0.0, 0.0)
+            else f"${e.cost:.4f}")
+    return (f"{e.judge}: {e.calls} calls to send, {e.cached} cached; estimated tokens {e.tokens_in} in, at most "
+            f"{e.tokens_out} out; cost {cost}")

@@ -121,13 +121,42 @@ def _verdict_costs(path: Path) -> pd.Series:
     return pd.Series(spent)
 
 
-def _judge_codes(pairs, rubric_name: str, request: CompareRequest):
+def _rubric_config(rubric_name: str, request: CompareRequest):
     from judge.rubrics import load_rubric
-    from judge.run import RunConfig, run_judge
+    from judge.run import RunConfig
 
-    config = replace(request.run_config or RunConfig(load_rubric(rubric_name)), rubric=load_rubric(rubric_name))
-    result = run_judge(pairs, request.judge, config, cache=request.cache)
+    return replace(request.run_config or RunConfig(load_rubric(rubric_name)), rubric=load_rubric(rubric_name))
+
+
+def _judge_codes(pairs, rubric_name: str, request: CompareRequest):
+    from judge.run import run_judge
+
+    result = run_judge(pairs, request.judge, _rubric_config(rubric_name, request), cache=request.cache)
     return result, runner_codes(result.verdicts)
+
+
+def _sequential_order(n: int, seq: SequentialSettings) -> list[int]:
+    """The seeded order sequential mode judges the prompts in, cut at ``max_items``."""
+    order = list(np.random.default_rng(seq.seed).permutation(n))
+    return order[:min(n, seq.max_items or n)]
+
+
+def dry_run_compare(request: CompareRequest) -> list:
+    """Each rubric's judge-run estimate (:func:`judge.budget.dry_run`: the calls, tokens and cost the run
+    would send; nothing is sent). Sequential mode may stop early, so its estimate is the most it sends. Verdict
+    files and lm-eval logs call no judge: an empty list."""
+    if request.verdicts or not request.judge:
+        return []
+    from judge.budget import dry_run
+
+    if request.items is None:
+        raise InputError("<items>", None, None, "--judge needs the items file", "pass the two versions' answers")
+    answers = load_answers(request.items)
+    check_versions(answers.models, request.base, request.candidate, answers.source)
+    pairs = version_pairs(answers, request.base, request.candidate)
+    if request.sequential is not None:
+        pairs = [pairs[i] for i in _sequential_order(len(pairs), request.sequential)]
+    return [dry_run(pairs, request.judge, _rubric_config(name, request), request.cache) for name in request.rubrics]
 
 
 def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict, dict | None]:
@@ -143,8 +172,8 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
                                 "failed": int(result.verdicts["error"].notna().sum())}
         return codes, runs, None
     seq = request.sequential
-    order = list(np.random.default_rng(seq.seed).permutation(len(pairs)))
-    cap = min(len(order), seq.max_items or len(order))
+    order = _sequential_order(len(pairs), seq)
+    cap = len(order)
     chunk = max(8, getattr(request.run_config, "concurrency", 8))
     per_dim = request.gate.alpha / len(names)
     codes = {_rubric_dimension(n): pd.DataFrame({"item_id": [], "judge_xy": [], "judge_yx": []}) for n in names}

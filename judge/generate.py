@@ -30,6 +30,7 @@ from judge.providers.generation import Generation, GenerationRequest
 from judge.providers.generators import make_generator
 from judge.retry import RateLimiter, call_with_retries
 from judge.run import RunStats
+from judge.spend import estimated_input_tokens
 from preflab.redact import redact, redact_any
 
 _SCHEMA = """
@@ -142,6 +143,16 @@ class _Job:
     key: str
 
 
+def plan_jobs(prompts: pd.DataFrame, models: Sequence[ModelSpec]) -> list[_Job]:
+    """Every (prompt, model) answer a run asks for, in order; jobs with the same key are one call."""
+    jobs = []
+    for i, prompt in enumerate(prompts["prompt"]):
+        for m in models:
+            req = m.request([{"role": "user", "content": prompt}])
+            jobs.append(_Job(i, m, req, generation_key(m, req)))
+    return jobs
+
+
 async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], config: GenerateConfig,
                         cache: GenerationCache | str | Path | None = None,
                         generators: dict[str, object] | None = None) -> GenerateResult:
@@ -153,11 +164,7 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
     stats = GenerateStats()
     limiters = {e: RateLimiter(config.rpm, config.tpm) for e in {endpoint(m) for m in models}}
     rng = random.Random(config.seed)
-    jobs = []
-    for i, prompt in enumerate(prompts["prompt"]):
-        for m in models:
-            req = m.request([{"role": "user", "content": prompt}])
-            jobs.append(_Job(i, m, req, generation_key(m, req)))
+    jobs = plan_jobs(prompts, models)
     results: dict[str, Generation | ProviderError] = {}
     cached: set[str] = set()
     queue: asyncio.Queue[_Job] = asyncio.Queue()
@@ -175,7 +182,7 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
                 results[job.key] = hit
                 cached.add(job.key)
             else:
-                est = sum(len(m["content"]) for m in job.request.messages) // 4 + job.request.max_tokens
+                est = estimated_input_tokens(job.request) + job.request.max_tokens
                 gen = gens[job.spec.name]
                 try:
                     got = await call_with_retries(lambda: gen.generate(job.request), est, config,  # noqa: B023

@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import math
 
-from judge.providers.base import Completion, JudgeRequest, Provider, ProviderError
+from judge.prices import FREE, Price, price_for
+from judge.providers.base import Completion, JudgeRequest, Provider, ProviderError, parse_spec
+from judge.providers.generation import GenerationRequest
 
 
-def estimated_input_tokens(request: JudgeRequest) -> int:
+def estimated_input_tokens(request: JudgeRequest | GenerationRequest) -> int:
     """Tokens a request sends, estimated at four characters a token (messages or completion prompt)."""
-    return (sum(len(m["content"]) for m in request.messages) + len(request.prompt or "")) // 4
+    return (sum(len(m["content"]) for m in request.messages) + len(getattr(request, "prompt", None) or "")) // 4
+
+
+def spec_price(spec: str) -> Price | None:
+    """The price a provider built from ``spec`` charges, without building it (no key needed): a local server
+    costs nothing per token, a paid model the dated table's price, a model it does not list None (unknown)."""
+    s = parse_spec(spec.split(";")[0])
+    return FREE if s.provider == "local" else price_for(s.model)
+
+
+def per_token(price: Price | None) -> tuple[float, float] | None:
+    """(USD per input token, per output token), or None when the price is unknown."""
+    if price is None or math.isnan(price.input) or math.isnan(price.output):
+        return None
+    return price.input / 1e6, price.output / 1e6
 
 
 def known_price(provider: Provider) -> tuple[float, float] | None:
@@ -23,10 +39,7 @@ def known_price(provider: Provider) -> tuple[float, float] | None:
     The provider's price is the dated table's (``judge.prices``) or the user's ``--price``; a local
     (self-hosted) judge costs nothing per token; a model the table does not list has no price (None).
     """
-    price = getattr(provider, "price", None)
-    if price is None or math.isnan(price.input) or math.isnan(price.output):
-        return None
-    return price.input / 1e6, price.output / 1e6
+    return per_token(getattr(provider, "price", None))
 
 
 class BudgetReached(ProviderError):

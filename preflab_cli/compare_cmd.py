@@ -22,7 +22,7 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
     """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
     (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
     from arena.power import sign_test_power
-    from judge.budget import spec_price
+    from judge.spend import spec_price
     from preflab.errors import InputError
 
     for flag, value, ok in (("--alpha", alpha, 0 < alpha < 1), ("--tie-rate", tie_rate, 0 <= tie_rate < 1)):
@@ -40,9 +40,11 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
         mdw = hi
     calls = n_prompts * 2 * rubrics
     tokens_in = calls * (mean_chars / 4 + 150)  # the rubric's instructions are about 150 tokens
-    price = spec_price(judge) if judge else None
-    price_known = price is not None
-    cost = tokens_in * price[0] + calls * 3 * price[1] if price_known else None  # 3 verdict tokens a call
+    cost, price_known = None, False
+    if judge:
+        price = spec_price(judge)
+        price_known = price is not None
+        cost = price.cost(tokens_in, calls * 3) if price_known else None  # 3 verdict tokens a call
     return {"prompts": n_prompts, "decisive_assumed": decisive, "tie_rate_assumed": tie_rate, "alpha": alpha,
             "power": power, "min_detectable_win_rate": mdw, "rubrics": rubrics, "judge_calls": calls,
             "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}
@@ -175,6 +177,8 @@ def compare_cmd(
     filter_name: Annotated[str | None, typer.Option("--filter", help="lm-eval filter (default: the task's own).")] = None,
     allow_prompt_change: Annotated[bool, typer.Option("--allow-prompt-change", help="Accept lm-eval items whose "
                                                       "prompt_hash differs (a prompt change is what you compare).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the judge calls, estimated tokens and cost "
+                                                            "per rubric; send nothing.")] = False,
     plan_only: Annotated[bool, typer.Option("--plan", help="Print the power, calls and cost; judge nothing.")] = False,
     tie_rate: Annotated[float, typer.Option(help="--plan: share of pairs expected to tie.")] = 0.0,
     sequential: Annotated[bool, typer.Option("--sequential", help="Judge prompts in random order and stop each "
@@ -230,6 +234,17 @@ def compare_cmd(
         if not (request.verdicts or request.judge or request.lm_eval):
             raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
                              "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
+        if dry_run:
+            from judge.budget import total_summary
+            from judge.compare_run import dry_run_compare
+
+            estimates = dry_run_compare(request)
+            if not estimates:
+                out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
+                          markup=False, highlight=False, soft_wrap=True)
+            for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+            return
         report = run_compare(request)
         if verdicts and (judge or rubric):
             report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "

@@ -32,6 +32,8 @@ def generate_cmd(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the answer cache.")] = False,
     max_attempts: Annotated[int, typer.Option(help="Tries per call (429, 5xx, timeouts are retried).")] = 8,
     progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the calls, estimated tokens and cost per model; "
+                                                            "send nothing.")] = False,
     allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N answers failed after retries "
                                                      "(default 0: any failure exits 1).")] = 0,
 ) -> None:
@@ -49,6 +51,14 @@ def generate_cmd(
         fail("give at least one --model SPEC (or --roster FILE)")
     specs = unique_names(specs)
     table = load_prompts(prompts)
+    if dry_run:
+        from judge.budget import estimate_generate, generation_line, total_summary
+
+        estimates = estimate_generate(table, specs, None if no_cache else cache)
+        typer.echo(f"dry run: {len(table)} prompts x {len(specs)} models")
+        for line in [generation_line(e) for e in estimates] + [total_summary(estimates)]:
+            typer.echo(line)
+        return
     config = GenerateConfig(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts, progress=progress)
     try:
         result = run_generate(table, specs, config, cache=None if no_cache else cache)

@@ -1,0 +1,105 @@
+"""Budgets before anything is sent: ``generate --dry-run`` and ``compare --dry-run`` count exactly the requests
+a real run then sends (against the paid-API contract fake), price them or say the price is unknown, and
+``compare`` refuses a verdict file of mixed judges unless ``--allow-mixed``."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from preflab_cli import main
+from tests.judge.api_fakes import ApiFake
+from tests.judge.compare_files import counts_specs, items_file, verdict_rows, write_jsonl
+
+KEYS = {"OPENAI_API_KEY": "sk-proj-Dry9Zq8Yw7Xv6Uu5Tt4Ss", "PREFLAB_LOCAL_API_KEY": "sk-local-Dry4f9a2b7c1d0e8f"}
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    for k, v in KEYS.items():
+        monkeypatch.setenv(k, v)
+
+
+def preflab(capsys, *args: str) -> tuple[int, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def total_calls(text: str) -> tuple[int, int]:
+    m = re.search(r"total: (\d+) calls to send, (\d+) answered by the cache", text)
+    assert m, text
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_generate_dry_run_counts_what_the_run_sends(keys, tmp_path, capsys):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"item_id": f"p{i}", "prompt": f"Question {i}?" * (i + 1)}) + "\n"
+                               for i in range(7)))
+    cache, out = tmp_path / "c.sqlite", tmp_path / "out.jsonl"
+    with ApiFake() as api:
+        models = ["--model", f"openai:{api.url}#gpt-4.1-mini;max_tokens=16", "--model", f"local:{api.url}#m",
+                  "--model", f"local:{api.url}#m;name=same-as-m"]  # the same request as m: sent once
+        args = ["generate", str(prompts), *models, "--output", str(out), "--cache", str(cache), "--quiet"]
+        code, text = preflab(capsys, *args, "--dry-run")
+        assert code == 0, text
+        assert api.log == [] and not out.exists() and not cache.exists()  # nothing sent, nothing written
+        assert total_calls(text) == (14, 0)
+        assert "gpt-4.1-mini" in text and "$0 (local server)" in text and "unknown" not in text
+        assert "at most 112 out" in text  # 7 calls x max_tokens 16
+        code, text = preflab(capsys, *args)
+        assert code == 0, text
+        assert len(api.log) == 14 == sum(api.answered.values())
+        code, text = preflab(capsys, *args, "--dry-run")
+        assert total_calls(text) == (0, 14) and len(api.log) == 14
+
+
+def test_generate_dry_run_says_an_unknown_price_is_unknown(keys, tmp_path, capsys):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"item_id": "a", "prompt": "Hello there?"}) + "\n")
+    code, text = preflab(capsys, "generate", str(prompts), "--model", "openai:gpt-imaginary-9", "--output",
+                         str(tmp_path / "o.jsonl"), "--no-cache", "--dry-run")
+    assert code == 0, text
+    assert "cost unknown (no price in the table)" in text
+    assert "estimated cost unknown: no price for gpt-imaginary-9" in text and "estimated cost $" not in text
+
+
+def test_compare_dry_run_counts_what_the_run_sends(keys, tmp_path, capsys):
+    items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": (f"GOOD answer {i}", f"answer {i}") for i in range(5)})
+    cache = tmp_path / "judge.sqlite"
+    with ApiFake() as api:
+        args = ["compare", str(items), "--base", "old", "--candidate", "new", "--judge",
+                f"openai:{api.url}#gpt-4.1-mini", "--rubric", "abt", "--rubric", "ab", "--cache", str(cache)]
+        code, text = preflab(capsys, *args, "--dry-run")
+        assert code == 0, text
+        assert api.log == [] and total_calls(text) == (20, 0)  # 5 prompts x 2 orders x 2 rubrics
+        assert "unknown" not in text and "estimated cost $" in text
+        code, text = preflab(capsys, *args)
+        assert code == 0, text
+        assert len(api.log) == 20
+        code, text = preflab(capsys, *args, "--dry-run")
+        assert total_calls(text) == (0, 20) and len(api.log) == 20
+
+
+def test_compare_refuses_mixed_model_versions_unless_allow_mixed(tmp_path, capsys):
+    rows = verdict_rows(counts_specs(8, 2), "abt")
+    for i, r in enumerate(rows):
+        r.update(judge="openai:gpt-4.1-mini", model_version="gpt-4.1-mini-2025-04-14" if i < 12 else
+                 "gpt-4.1-mini-2026-01-01")
+    path = write_jsonl(tmp_path / "v.jsonl", rows)
+    args = ["compare", "--base", "old", "--candidate", "new", "--verdicts", str(path)]
+    code, text = preflab(capsys, *args)
+    assert code == 2 and "v.jsonl, line 13: field 'model_version'" in text and "mixed model versions" in text
+    assert "Traceback" not in text
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--allow-mixed", "--json", "-"])
+    assert e.value.code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert any("pooled with --allow-mixed" in n and "model versions" in n for n in report["notes"])
+    assert report["dimensions"][0]["wins"] == 8
