@@ -30,7 +30,7 @@ from judge.providers.generation import Generation, GenerationRequest
 from judge.providers.generators import make_generator
 from judge.retry import RateLimiter, call_with_retries
 from judge.run import RunStats
-from judge.spend import estimated_input_tokens
+from judge.spend import SpendMeter, estimated_input_tokens
 from preflab.redact import redact, redact_any
 
 _SCHEMA = """
@@ -84,6 +84,7 @@ class GenerateConfig:
     backoff_cap: float = 30.0
     seed: int = 0
     progress: bool = False
+    max_cost: float | None = None  # USD over all models: no call is started once the spend reaches it
 
 
 @dataclass
@@ -163,6 +164,13 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
     db = GenerationCache(cache) if isinstance(cache, str | Path) else cache
     stats = GenerateStats()
     limiters = {e: RateLimiter(config.rpm, config.tpm) for e in {endpoint(m) for m in models}}
+    try:
+        meter = SpendMeter(list(gens.values()), config.max_cost) if config.max_cost is not None else None
+    except ValueError:
+        if own:
+            for g in gens.values():
+                await g.aclose()
+        raise
     rng = random.Random(config.seed)
     jobs = plan_jobs(prompts, models)
     results: dict[str, Generation | ProviderError] = {}
@@ -185,6 +193,8 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
                 est = estimated_input_tokens(job.request) + job.request.max_tokens
                 gen = gens[job.spec.name]
                 try:
+                    if meter is not None:
+                        meter.check()
                     got = await call_with_retries(lambda: gen.generate(job.request), est, config,  # noqa: B023
                                                   limiters[endpoint(job.spec)], stats, rng)
                 except ProviderError as e:
@@ -192,6 +202,8 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
                 else:
                     stats.calls += 1
                     results[job.key] = got
+                    if meter is not None:
+                        meter.charge(got, gen)
                     if db is not None:
                         db.put_generation(job.key, got, model=job.spec.name,
                                           item_id=str(item_ids[job.row]))

@@ -8,10 +8,11 @@ answered is cached and a rerun continues from there. An unknown price is unknown
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from judge.prices import FREE, Price, price_for
 from judge.providers.base import Completion, JudgeRequest, Provider, ProviderError, parse_spec
-from judge.providers.generation import GenerationRequest
+from judge.providers.generation import Generation, GenerationRequest
 
 
 def estimated_input_tokens(request: JudgeRequest | GenerationRequest) -> int:
@@ -51,24 +52,30 @@ class BudgetReached(ProviderError):
 
 
 class SpendMeter:
-    """The spend of a run's fresh calls against an optional cap (USD)."""
+    """The spend of a run's fresh calls against an optional cap (USD): one provider (a judge run), or several
+    sharing the cap (``generate``: each answer charged at its own model's price)."""
 
-    def __init__(self, provider: Provider, cap: float | None) -> None:
+    def __init__(self, provider: Provider | Sequence[Provider], cap: float | None) -> None:
+        providers = list(provider) if isinstance(provider, list | tuple) else [provider]
         self.cap, self.spent = cap, 0.0
-        self.price = known_price(provider)
-        if cap is not None and self.price is None:
-            raise ValueError(f"--max-cost needs a known price, and {provider.provider}:{provider.model} has none "
-                             "in the price table; give its price or drop --max-cost")
+        self._prices = {id(p): known_price(p) for p in providers}
+        self.price = self._prices[id(providers[0])]
+        for p in providers:
+            if cap is not None and self._prices[id(p)] is None:
+                raise ValueError(f"--max-cost needs a known price, and {p.provider}:{p.model} has none "
+                                 "in the price table; give its price or drop --max-cost")
 
     def check(self) -> None:
         """Raise :class:`BudgetReached` when the cap is reached (call before sending)."""
         if self.cap is not None and self.spent >= self.cap:
             raise BudgetReached(self.cap, self.spent)
 
-    def charge(self, comp: Completion) -> None:
-        """Add one answered call's cost."""
-        if self.price is not None:
-            self.spent += comp.tokens_in * self.price[0] + comp.tokens_out * self.price[1]
+    def charge(self, comp: Completion | Generation, provider: Provider | None = None) -> None:
+        """Add one answered call's cost (at ``provider``'s price when the meter has several; a token count the
+        server did not report counts 0)."""
+        price = self.price if provider is None else self._prices[id(provider)]
+        if price is not None:
+            self.spent += (comp.tokens_in or 0) * price[0] + (comp.tokens_out or 0) * price[1]
 
     @property
     def reached(self) -> bool:

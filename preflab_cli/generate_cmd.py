@@ -32,6 +32,8 @@ def generate_cmd(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the answer cache.")] = False,
     max_attempts: Annotated[int, typer.Option(help="Tries per call (429, 5xx, timeouts are retried).")] = 8,
     progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
+    max_cost: Annotated[float | None, typer.Option(help="Stop sending calls once the spend (all models) reaches "
+                                                        "this many USD; needs a known price for every model.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the calls, estimated tokens and cost per model; "
                                                             "send nothing.")] = False,
     allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N answers failed after retries "
@@ -59,8 +61,11 @@ def generate_cmd(
         for line in [generation_line(e) for e in estimates] + [total_summary(estimates)]:
             typer.echo(line)
         return
-    config = GenerateConfig(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts, progress=progress)
+    config = GenerateConfig(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts, progress=progress,
+                            max_cost=max_cost)
     try:
+        if max_cost is not None and max_cost <= 0:
+            raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
         result = run_generate(table, specs, config, cache=None if no_cache else cache)
     except ValueError as e:
         fail(e)
@@ -81,6 +86,11 @@ def generate_cmd(
     if empty:
         err.print(f"warning: {empty} empty answers ({', '.join(f'{m} {k}' for m, k in result.stats.empty.items())})",
                   highlight=False, markup=False)
+    unsent = int((result.failures["kind"] == "budget").sum())
+    if unsent:
+        fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {unsent + len(result.answers)} answers not sent "
+             f"(the {len(result.answers)} answered are in {where}" + ("" if no_cache else " and cached, so a rerun "
+             "with a higher --max-cost continues from there") + ")", status=1)
     failed = len(result.failures)
     if failed:
         top = result.failures["error"].str.slice(0, 120).value_counts().head(3)

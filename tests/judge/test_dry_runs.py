@@ -103,3 +103,24 @@ def test_compare_refuses_mixed_model_versions_unless_allow_mixed(tmp_path, capsy
     report = json.loads(capsys.readouterr().out)
     assert any("pooled with --allow-mixed" in n and "model versions" in n for n in report["notes"])
     assert report["dimensions"][0]["wins"] == 8
+
+
+def test_generate_max_cost_stops_sending_and_a_rerun_continues(keys, tmp_path, capsys):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"item_id": f"p{i}", "prompt": f"Question {i}?"}) + "\n"
+                               for i in range(20)))
+    out, cache = tmp_path / "out.jsonl", tmp_path / "c.sqlite"
+    with ApiFake() as api:
+        args = ["generate", str(prompts), "--model", f"openai:{api.url}#gpt-4.1-mini;max_tokens=16", "--output",
+                str(out), "--cache", str(cache), "--concurrency", "1", "--quiet"]
+        code, text = preflab(capsys, *args, "--max-cost", "0.0001")
+        assert code == 1 and "stopped at --max-cost $0.0001" in text, text
+        costs = [json.loads(line)["cost"] for line in out.read_text().splitlines()]
+        assert 0 < len(costs) < 20 and len(api.log) == len(costs)  # nothing sent past the cap
+        assert sum(costs[:-1]) < 0.0001 <= sum(costs)  # the call that reached the cap was the last one sent
+        code, text = preflab(capsys, *args, "--max-cost", "1")
+        assert code == 0, text
+        assert len(api.log) == 20 and sum(api.answered.values()) == 20  # the first run's answers came from the cache
+        code, text = preflab(capsys, "generate", str(prompts), "--model", f"openai:{api.url}#gpt-imaginary-9",
+                             "--output", str(tmp_path / "o.jsonl"), "--no-cache", "--max-cost", "1")
+        assert code == 2 and "--max-cost needs a known price" in text and len(api.log) == 20
