@@ -29,6 +29,19 @@ def verdict_rows(specs: Sequence[tuple[str | None, str | None]], rubric: str, ca
     return rows
 
 
+def preflab(capsys, *args: str) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit status, stdout, stderr)."""
+    from preflab_cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 def write_jsonl(path: Path, rows: Sequence[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -11,18 +11,7 @@ from judge.compare import GateSettings, compare_dimensions
 from judge.compare_inputs import candidate_codes
 from judge.datasets import load_verdicts_jsonl
 from judge.stats import holm_adjust
-from preflab_cli import main
-from tests.judge.compare_files import counts_specs, items_file, verdict_file, write_jsonl
-
-
-def preflab(capsys, *args) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from tests.judge.compare_files import counts_specs, items_file, preflab, verdict_file, write_jsonl
 
 
 def report_of(tmp_path, specs_by_dim: dict, **kw) -> dict:

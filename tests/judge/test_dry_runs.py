@@ -12,6 +12,7 @@ import pytest
 from preflab_cli import main
 from tests.judge.api_fakes import ApiFake
 from tests.judge.compare_files import counts_specs, items_file, verdict_rows, write_jsonl
+from tests.judge.compare_files import preflab as run_cli
 
 KEYS = {"OPENAI_API_KEY": "sk-proj-Dry9Zq8Yw7Xv6Uu5Tt4Ss", "PREFLAB_LOCAL_API_KEY": "sk-local-Dry4f9a2b7c1d0e8f"}
 
@@ -23,13 +24,9 @@ def keys(monkeypatch):
 
 
 def preflab(capsys, *args: str) -> tuple[int, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 0
-    out = capsys.readouterr()
-    return code, out.out + out.err
+    """(exit status, stdout and stderr together)."""
+    code, out, err = run_cli(capsys, *args)
+    return code, out + err
 
 
 def total_calls(text: str) -> tuple[int, int]:
