@@ -211,6 +211,22 @@ def learn(capabilities: dict, refusal: tuple[str, int | None]) -> bool:
     return capabilities != before
 
 
+class LearnsCapabilities:
+    """What a provider has learnt its model refuses (filled by :func:`learn` from the API's refusals)."""
+
+    capabilities: dict
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """False once the model refused logprobs."""
+        return self.capabilities.get("logprobs", True)
+
+    @property
+    def sets_temperature(self) -> bool:
+        """False once the model refused a temperature (it samples at its default)."""
+        return self.capabilities.get("temperature", True)
+
+
 def status_error(status: int, headers: Mapping[str, str] | None, detail: str,
                  param: str | None = None) -> ProviderError:
     """The error for an HTTP status: 408/409/429/5xx retryable, other 4xx final; a refused optional

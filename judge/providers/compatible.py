@@ -17,6 +17,7 @@ from judge.prices import FREE
 from judge.providers.base import (
     Completion,
     JudgeRequest,
+    LearnsCapabilities,
     LogprobsUnsupported,
     ProviderError,
     api_key,
@@ -34,7 +35,7 @@ def _unfinished_thinking(text: str) -> bool:
     return head.startswith("<think>") and "</think>" not in head
 
 
-class CompatibleProvider:
+class CompatibleProvider(LearnsCapabilities):
     """A judge served by an OpenAI-compatible HTTP server."""
 
     provider = "local"
@@ -78,16 +79,6 @@ class CompatibleProvider:
             return "/completions", {**common, "prompt": prompt, **extra}
         extra = {"logprobs": True, "top_logprobs": top} if req.logprobs else {}
         return "/chat/completions", {**common, "messages": list(req.messages), **extra}
-
-    @property
-    def supports_logprobs(self) -> bool:
-        """False once the server refused logprobs."""
-        return self.capabilities.get("logprobs", True)
-
-    @property
-    def sets_temperature(self) -> bool:
-        """False once the server refused a temperature."""
-        return self.capabilities.get("temperature", True)
 
     async def complete(self, request: JudgeRequest) -> Completion:
         """One answer, or ``request.n`` answers as ``n`` calls (seeds ``seed``, ``seed + 1``, ...); a refused

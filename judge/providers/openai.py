@@ -25,6 +25,7 @@ from judge.providers.base import (
     MAX_TOP_LOGPROBS,
     Completion,
     JudgeRequest,
+    LearnsCapabilities,
     LogprobsUnsupported,
     ProviderError,
     api_key,
@@ -76,7 +77,7 @@ def completion_from_body(data: dict, latency: float = 0.0) -> Completion:
                       texts if len(texts) > 1 else None)
 
 
-class OpenAIProvider:
+class OpenAIProvider(LearnsCapabilities):
     """An OpenAI (or Azure/OpenAI-proxy via ``base_url``) chat model as a judge."""
 
     provider = "openai"
@@ -88,16 +89,6 @@ class OpenAIProvider:
         self.capabilities: dict = {}
         self._client = openai.AsyncOpenAI(api_key=api_key(api_key_env), base_url=base_url, timeout=timeout,
                                           max_retries=0, http_client=http_client)
-
-    @property
-    def supports_logprobs(self) -> bool:
-        """False once the model refused logprobs."""
-        return self.capabilities.get("logprobs", True)
-
-    @property
-    def sets_temperature(self) -> bool:
-        """False once the model refused a temperature (it samples at its default)."""
-        return self.capabilities.get("temperature", True)
 
     def body(self, request: JudgeRequest) -> dict:
         """The request body under the capabilities learnt so far."""
