@@ -114,10 +114,12 @@ def _verdict_costs(path: Path) -> pd.Series:
     from preflab.io import iter_jsonl
 
     spent: dict[str, float] = {}
-    for _, row in iter_jsonl(path, "one JSON object per line"):
+    for line, row in iter_jsonl(path, "one JSON object per line"):
         c = row.get("cost")
-        spent[str(row.get("item_id"))] = spent.get(str(row.get("item_id")), 0.0) + (float(c) if isinstance(
-            c, int | float) else 0.0)
+        if isinstance(c, bool) or not isinstance(c, int | float) or c != c:  # an unknown cost is not $0
+            raise InputError(str(path), line, "cost", f"no known cost ({c!r}), so --max-cost cannot be kept",
+                             "drop --max-cost, or replay verdicts from a run with a known price")
+        spent[str(row.get("item_id"))] = spent.get(str(row.get("item_id")), 0.0) + float(c)
     return pd.Series(spent)
 
 
@@ -159,6 +161,11 @@ def dry_run_compare(request: CompareRequest) -> list:
     return [dry_run(pairs, request.judge, _rubric_config(name, request), request.cache) for name in request.rubrics]
 
 
+def _add_cost(total: float | None, cost: float | None) -> float | None:
+    """A running cost that stays unknown (None) once any part of it is."""
+    return None if total is None or cost is None else total + cost
+
+
 def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict, dict | None]:
     """Judge every rubric on the pairs (all of them, or sequentially in chunks until each dimension stops)."""
     runs: dict[str, dict] = {}
@@ -172,6 +179,12 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
                                 "failed": int(result.verdicts["error"].notna().sum())}
         return codes, runs, None
     seq = request.sequential
+    if seq.max_cost is not None:
+        from judge.spend import spec_price
+
+        if getattr(request.run_config, "price", None) is None and spec_price(request.judge) is None:
+            raise ValueError(f"--max-cost needs a known price, and {request.judge} has none in the price table; "
+                             "drop --max-cost")
     order = _sequential_order(len(pairs), seq)
     cap = len(order)
     chunk = max(8, getattr(request.run_config, "concurrency", 8))
@@ -184,19 +197,19 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
         if not active:
             reason = "every dimension decided"
             break
-        per_pair = cost / max(done, 1) if done else 0.0
+        per_pair = cost / max(done, 1) if done and cost is not None else 0.0
         if seq.max_cost is not None and done and cost + per_pair * min(chunk, cap - done) > seq.max_cost:
             reason = "max cost reached"
             break
         batch = [pairs[i] for i in order[done:done + chunk][:cap - done]]
         for name in active:
             result, c = _judge_codes(batch, name, request)
-            cost += result.stats.cost
+            cost = _add_cost(cost, result.stats.cost)
             dim = _rubric_dimension(name)
             acc = runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0})
             acc["calls"] += result.stats.calls
             acc["cached"] += result.stats.cache_hits
-            acc["cost"] += result.stats.cost
+            acc["cost"] = _add_cost(acc["cost"], result.stats.cost)
             acc["failed"] += int(result.verdicts["error"].notna().sum())
             codes[dim] = pd.concat([codes[dim], c], ignore_index=True)
             stops[dim] = _decided_after(codes[dim], seq, per_dim)
@@ -204,7 +217,8 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
                 codes[dim] = codes[dim].iloc[:stops[dim]]
         done += len(batch)
     for acc in runs.values():
-        acc["summary"] = f"{acc['calls']} calls, {acc['cached']} cached, {acc['failed']} failed; cost ${acc['cost']:.4f}"
+        spent = "unknown (no price for this judge)" if acc["cost"] is None else f"${acc['cost']:.4f}"
+        acc["summary"] = f"{acc['calls']} calls, {acc['cached']} cached, {acc['failed']} failed; cost {spent}"
     return codes, runs, _sequential_summary(codes, stops, seq, done, len(pairs), cost, reason)
 
 

@@ -19,8 +19,7 @@ from judge.sequential import (
     simulate,
 )
 from judge.stats import sign_test
-from tests.judge.compare_files import counts_specs, items_file, verdict_file
-from tests.judge.test_compare import preflab
+from tests.judge.compare_files import counts_specs, items_file, preflab, verdict_file
 
 
 def test_the_e_value_is_the_beta_binomial_mixture_likelihood_ratio() -> None:

@@ -121,3 +121,24 @@ def test_generate_max_cost_stops_sending_and_a_rerun_continues(keys, tmp_path, c
         code, text = preflab(capsys, "generate", str(prompts), "--model", f"openai:{api.url}#gpt-imaginary-9",
                              "--output", str(tmp_path / "o.jsonl"), "--no-cache", "--max-cost", "1")
         assert code == 2 and "--max-cost needs a known price" in text and len(api.log) == 20
+
+
+def test_sequential_compare_keeps_an_unknown_judge_price_unknown(keys, tmp_path, capsys):
+    items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": (f"GOOD answer {i}", f"answer {i}") for i in range(12)})
+    with ApiFake() as api:
+        args = ["compare", str(items), "--base", "old", "--candidate", "new", "--judge",
+                f"openai:{api.url}#ft:gpt-4.1-mini:acme", "--sequential", "--no-cache"]  # no list price
+        code, text = preflab(capsys, *args, "--max-cost", "1")
+        assert code == 2 and "--max-cost needs a known price" in text and api.log == []
+        code, text = preflab(capsys, *args)
+        assert code in (0, 1) and "Traceback" not in text, text
+        assert "cost unknown (no price for this judge)" in text and len(api.log) > 0
+
+
+def test_a_verdict_replay_under_max_cost_refuses_unknown_costs(tmp_path, capsys):
+    rows = verdict_rows(counts_specs(8, 2), "abt")
+    rows[5]["cost"] = None
+    path = write_jsonl(tmp_path / "v.jsonl", rows)
+    code, text = preflab(capsys, "compare", "--base", "old", "--candidate", "new", "--verdicts", str(path),
+                         "--sequential", "--max-cost", "0.01")
+    assert code == 2 and "v.jsonl, line 6: field 'cost'" in text and "Traceback" not in text
