@@ -32,6 +32,6 @@ def run_jury(pairs: Sequence, specs: Sequence[str], config: RunConfig,
     for spec in specs:
         cap = None if config.max_cost is None else max(config.max_cost - spent, 0.0)
         res = run_judge(pairs, spec, replace(config, max_cost=cap), cache)
-        spent += res.stats.cost
+        spent += res.stats.cost or 0.0  # an unknown price only without a cap (SpendMeter refuses it under one)
         results.append(res)
     return results

@@ -142,3 +142,17 @@ def test_a_verdict_replay_under_max_cost_refuses_unknown_costs(tmp_path, capsys)
     code, text = preflab(capsys, "compare", "--base", "old", "--candidate", "new", "--verdicts", str(path),
                          "--sequential", "--max-cost", "0.01")
     assert code == 2 and "v.jsonl, line 6: field 'cost'" in text and "Traceback" not in text
+
+
+def test_a_jury_with_an_unpriced_member_runs_and_says_its_cost_is_unknown(keys, tmp_path):
+    from judge.jury_run import run_jury
+    from judge.pairs import Pair
+    from judge.rubrics import load_rubric
+    from judge.run import RunConfig
+
+    pairs = [Pair(f"q{i}", f"prompt {i}", "new", f"GOOD {i}", "old", f"plain {i}", None) for i in range(3)]
+    with ApiFake() as api:
+        res = run_jury(pairs, [f"openai:{api.url}#gpt-4.1-mini", f"openai:{api.url}#ft:gpt-4.1-mini:acme"],
+                       RunConfig(load_rubric("ab")), cache=tmp_path / "c.sqlite")
+    assert res[0].stats.cost > 0 and res[1].stats.cost is None
+    assert all(r.verdicts["error"].isna().all() for r in res) and len(api.log) == 12
