@@ -94,11 +94,10 @@ class GenerateStats(RunStats):
     method: str = "generate"
     truncated: Counter = field(default_factory=Counter)
     empty: Counter = field(default_factory=Counter)
-    cost_unknown: bool = False
 
     def summary(self) -> str:
         """One line for the CLI."""
-        cost = "unknown (no price for this model)" if self.cost_unknown else f"${self.cost:.4f}"
+        cost = "unknown (no price for this model)" if self.cost is None else f"${self.cost:.4f}"
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.retry_reasons.items()))
         return (f"{self.calls} generated, {self.cache_hits} cached, {self.retries} retries"
                 f"{f' ({reasons})' if reasons else ''}, {self.failed} failed; tokens {self.tokens_in} in / "
@@ -248,8 +247,7 @@ def answer_rows(prompts: pd.DataFrame, jobs: list[_Job], results: dict, cached: 
         if fresh:
             stats.tokens_in += got.tokens_in or 0
             stats.tokens_out += got.tokens_out or 0
-            stats.cost += cost or 0.0
-            stats.cost_unknown |= cost is None
+            stats.cost = None if stats.cost is None or cost is None else stats.cost + cost  # as RunStats.cost
         stats.truncated[job.spec.name] += int(got.truncated)
         stats.empty[job.spec.name] += int(not got.text.strip())
         rows.append({"item_id": item["item_id"], "prompt": item["prompt"], "category": item["category"],

@@ -156,3 +156,17 @@ def test_a_jury_with_an_unpriced_member_runs_and_says_its_cost_is_unknown(keys, 
                        RunConfig(load_rubric("ab")), cache=tmp_path / "c.sqlite")
     assert res[0].stats.cost > 0 and res[1].stats.cost is None
     assert all(r.verdicts["error"].isna().all() for r in res) and len(api.log) == 12
+
+
+def test_generate_with_an_unpriced_model_reports_its_cost_as_unknown(keys, tmp_path, capsys):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"item_id": f"p{i}", "prompt": f"Q{i}?"}) + "\n" for i in range(3)))
+    out = tmp_path / "o.jsonl"
+    with ApiFake() as api:
+        code, text = preflab(capsys, "generate", str(prompts), "--model", f"openai:{api.url}#gpt-4.1-mini",
+                             "--model", f"openai:{api.url}#ft:gpt-4.1-mini:acme", "--output", str(out),
+                             "--no-cache", "--quiet")
+    assert code == 0, text
+    assert "cost unknown (no price for this model)" in text and "cost $" not in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["cost"] is None for r in rows] == [m == "ft:gpt-4.1-mini:acme" for m in (r["model"] for r in rows)]
