@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.app.conftest import MODELS, tiny_items, wait_for
 from tests.app.pg_server import free_port
@@ -178,6 +179,20 @@ def test_vote_by_mouse_then_by_keyboard(server, browser):
     shot(page, "vote-keyboard")
 
 
+def click_the_one(page, button) -> None:  # noqa: ANN001
+    """Click ``button`` once the new pair's bar is the only one: the old round's bar goes when its redraw
+    ends, which may be after the new item is on screen (a click on it would be refused as stale)."""
+    for _ in range(100):
+        if button.count() == 1:
+            try:
+                button.click(timeout=1_000)
+                return
+            except PlaywrightError:  # the old bar came back between the count and the click
+                pass
+        page.wait_for_timeout(100)
+    raise AssertionError("two vote bars stayed on screen")
+
+
 def test_model_output_is_text_and_runs_nothing(server, browser):
     base, engine = server
     page = login(browser, base, "xss-voter")
@@ -185,7 +200,7 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
     for _ in range(6):  # skip until the item with the HTML attack (q000) is on screen
         if shown == "q000":
             break
-        page.get_by_role("button", name=re.compile("Skip")).click()
+        click_the_one(page, page.get_by_role("button", name=re.compile("Skip")))
         shown = shown_item(page, old=shown)
     page.get_by_text("window.__pwned = 1").first.wait_for(timeout=120_000)  # the answers, not just the prompt
     visible = page.locator(ANSWER % "A").all_inner_texts() + page.locator(ANSWER % "B").all_inner_texts()
