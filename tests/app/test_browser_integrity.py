@@ -79,6 +79,24 @@ def vote_after_reading(page, choice: str = "A") -> None:  # noqa: ANN001
     page.locator(f".st-key-vote_{choice} button").click()
 
 
+def test_a_dataset_name_with_a_blank_letter_is_refused(server, browser, tmp_path):  # noqa: F811
+    base, engine = server
+    good = tmp_path / "fine.jsonl"
+    good.write_text("".join(json.dumps({"item_id": "x1", "prompt": "p", "model": m, "answer": "a"}) + "\n"
+                            for m in ("m1", "m2")))
+    page = page_from(browser)
+    page.goto(f"{base}/data")
+    page.locator("input[type=file]").set_input_files(str(good))
+    page.get_by_text("Preview of fine.jsonl").wait_for()  # the upload's rerun is over: a typed name now sticks
+    name = page.get_by_label("Dataset name (default: the file's name)")
+    name.fill("demo\u3164")
+    name.press("Enter")  # the preview checks the typed name before anything is written
+    message = page.get_by_text("Cannot import this file").filter(has_text="U+3164")
+    message.wait_for()
+    assert page.get_by_role("button", name="Import").is_disabled()
+    assert list_datasets(engine) == ["aa-images"]
+
+
 def test_a_click_racing_skip_never_votes_on_the_new_pair(server, browser):  # noqa: F811
     """Skip, then "A is better" 5-60 ms later where it was on screen: never a vote on the pair drawn after."""
     base, engine = server
@@ -256,24 +274,6 @@ def test_every_download_is_neutralised_and_tables_have_no_raw_download(server, b
     page.wait_for_timeout(300)
     assert page.get_by_role("button", name=re.compile("Download as CSV", re.I)).count() == 0
     assert page.locator("[data-testid='stElementToolbar'] button[aria-label*='ownload']").count() == 0
-
-
-def test_a_dataset_name_with_a_blank_letter_is_refused(server, browser, tmp_path):  # noqa: F811
-    base, engine = server
-    good = tmp_path / "fine.jsonl"
-    good.write_text("".join(json.dumps({"item_id": "x1", "prompt": "p", "model": m, "answer": "a"}) + "\n"
-                            for m in ("m1", "m2")))
-    page = page_from(browser)
-    page.goto(f"{base}/data")
-    page.locator("input[type=file]").set_input_files(str(good))
-    page.get_by_text("Preview of fine.jsonl").wait_for()  # the upload's rerun is over: a typed name now sticks
-    name = page.get_by_label("Dataset name (default: the file's name)")
-    name.fill("demo\u3164")
-    name.press("Enter")  # the preview checks the typed name before anything is written
-    message = page.get_by_text("Cannot import this file").filter(has_text="U+3164")
-    message.wait_for()
-    assert page.get_by_role("button", name="Import").is_disabled()
-    assert list_datasets(engine) == ["aa-images"]
 
 
 def test_an_upload_error_names_the_upload_not_a_server_path(server, browser, tmp_path):  # noqa: F811
