@@ -439,6 +439,8 @@ def number_checks(values: pd.Series, col: str, what: str, lo: float, hi: float
                    ) -> list[tuple[str, str, str, np.ndarray]]:
     """Row masks of a numeric column's problems: given but not a number; not finite or outside [lo, hi]."""
     structured = np.zeros(len(values), bool)
+    if isinstance(values.dtype, pd.ArrowDtype) and not pd.api.types.is_numeric_dtype(values):
+        values = values.astype(object)  # e.g. an Arrow struct or list column: its cells checked one by one
     if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) not in (
             "string", "floating", "integer", "mixed-integer-float", "empty", "decimal"):
         structured = values.map(lambda v: isinstance(v, (dict, list, bool))).to_numpy(bool)
