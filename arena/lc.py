@@ -29,7 +29,7 @@ instruction difficulty, per-model fits) is refitted in every replicate, vmapped 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import NamedTuple
 
@@ -48,22 +48,26 @@ Array = jax.Array
 class LCPenalty:
     """Regularisation of the LC GLM (ridge strengths; the loss is a sum over rows, so they count as rows).
 
-    ``length``/``difficulty`` pull each model's ``beta``/``psi`` towards ``length_centre`` and 1: a Gaussian
-    stand-in for AlpacaEval's gamed-baseline rows (weight 0.2 x 805 rows carry about 10 rows' worth of
-    information on each coefficient). ``length_centre`` is the judge's length slope on content-preserving
-    rewrites of the baseline; 1.6 is what AlpacaEval's published fits give for its gamed GPT-4-turbo rewrites
-    (Dubois et al. 2024, sec. 3.2), and it is the default judge's value: for another judge supply gamed rows or
-    set it; ``None`` uses the median per-model slope of the joint fit (data-driven, refitted per replicate,
-    but confounded with quality and steeper). ``theta`` shrinks the model term to 0 (off by default);
-    ``instruction`` is the ridge on ``gamma`` in the joint fit (0.05: a N(0, 3.2^2) prior, nearly unpenalised
-    as AlpacaEval's, only keeping a one-sided instruction finite); ``gamed_weight`` is AlpacaEval's total weight
-    of the gamed-baseline rows (0.2).
+    ``length``/``difficulty`` pull each model's ``beta``/``psi`` towards ``length_centre`` and
+    ``difficulty_centre``: a Gaussian stand-in for AlpacaEval's gamed-baseline rows (weight 0.2 x 805 rows carry
+    about 10 rows' worth of information on each coefficient), used only when no gamed rows are given. The
+    centres are the judge's own coefficients on content-preserving rewrites of the baseline: AlpacaEval's
+    published fits of its verbose and concise GPT-4-turbo rewrites (``metrics/weights/
+    weighted_alpaca_eval_gpt4_turbo/length_controlled_v1/baseline_gpt4_1106_preview.csv``, rows
+    ``gpt4_1106_preview_verbose``/``_concise``) have length slopes 1.583 and 1.642 (mean 1.61) and
+    instruction-difficulty coefficients 0.833 and 0.684 (mean 0.76). They are the default judge's values: for
+    another judge supply gamed rows or set them; ``length_centre=None`` uses the median per-model slope of the
+    joint fit (data-driven, refitted per replicate, but confounded with quality and steeper). ``theta`` shrinks
+    the model term to 0 (off by default); ``instruction`` is the ridge on ``gamma`` in the joint fit (0.05: a
+    N(0, 3.2^2) prior, nearly unpenalised as AlpacaEval's, only keeping a one-sided instruction finite);
+    ``gamed_weight`` is AlpacaEval's total weight of the gamed-baseline rows (0.2).
     """
 
     theta: float = 0.0
     length: float = 10.0
     difficulty: float = 10.0
-    length_centre: float | None = 1.6
+    length_centre: float | None = 1.61
+    difficulty_centre: float = 0.76
     instruction: float = 0.05
     gamed_weight: float = 0.2
 
@@ -125,6 +129,18 @@ def lc_grid(data: LCData, weight: Array | None = None) -> LCGrid:
     """The GLM grid of ``data`` under row weights (default its mask): the length standardisation uses them."""
     w = data.mask if weight is None else weight
     return LCGrid(data.y, tanh_std_delta_len(data.model_len, data.baseline_len, w), w)
+
+
+@float64
+def with_baseline_row(grid: LCGrid, instr_weight: Array) -> LCGrid:
+    """``grid`` plus one row for the baseline judged against itself: preference 0.5 and equal lengths on every
+    instruction by definition, weighted like the instructions. AlpacaEval's joint fit of the instruction
+    difficulty includes the baseline's own annotations (``notebooks/instruction_difficulty.ipynb`` fits every
+    leaderboard model that has them); the row pulls the instructions' ``gamma`` towards a common value.
+    """
+    w = jnp.broadcast_to(instr_weight, grid.y.shape[1:])[None, :]
+    return LCGrid(jnp.concatenate([grid.y, jnp.full_like(w, 0.5)]),
+                  jnp.concatenate([grid.tanh_len, jnp.zeros_like(w)]), jnp.concatenate([grid.mask, w]))
 
 
 @float64
@@ -393,6 +409,8 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
                              "supply gamma for every instruction or let it be estimated")
         given = jnp.asarray(difficulty.reindex(instructions).to_numpy(float))
     gamed_data = _gamed_data(gamed, instructions)
+    if gamed_data.y.shape[0]:  # the real rows replace their Gaussian stand-in
+        penalty = replace(penalty, length=0.0, difficulty=0.0)
     hyper = hyper_from_penalty(penalty)
     fixed = given is not None
     fit = fit_lc_jit(data, gamed_data, jnp.ones(len(instructions)), hyper,
@@ -445,7 +463,7 @@ def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float
     out = out[cols].sort_values("lc_win_rate", ascending=False, ignore_index=True)
     out.attrs.update(baseline=str(table["baseline"].iloc[0]), n_instructions=len(instructions),
                      length_prior_centre=float(fit["beta0"]),
-                     joint_length_coefs=dict(zip(models, np.asarray(fit["joint"][len(models):]).tolist(), strict=True)),
+                     joint_length_coefs=dict(zip(models, np.asarray(fit["joint_beta"]).tolist(), strict=True)),
                      level=level, n_bootstrap=n_bootstrap, bootstrap_fallbacks=n_fallback,
                      bootstrap_unconverged=n_unconverged,
                      difficulty=pd.Series(np.asarray(gamma), index=instructions, name="difficulty"))

@@ -28,6 +28,7 @@ from arena.lc import (
     fit_all_models,
     lc_grid,
     solve_difficulty,
+    with_baseline_row,
 )
 
 Array = jax.Array
@@ -44,7 +45,8 @@ class LCHyper(NamedTuple):
 
 
 class LCStart(NamedTuple):
-    """Starting point: joint ``[theta; beta]`` (2 x models), ``gamma`` (instructions), stage-2 ``params``."""
+    """Starting point: joint ``[theta; beta]`` (2 x (models + 1): the last of each is the baseline's own row,
+    see :func:`arena.lc.with_baseline_row`), ``gamma`` (instructions), stage-2 ``params``."""
 
     joint: Array
     gamma: Array
@@ -55,7 +57,7 @@ class LCStart(NamedTuple):
 def hyper_from_penalty(penalty: LCPenalty) -> LCHyper:
     centre = np.nan if penalty.length_centre is None else penalty.length_centre
     return LCHyper(jnp.asarray(penalty.instruction, float), jnp.asarray(penalty.gamed_weight, float),
-                   jnp.array([0.0, centre, 1.0]),
+                   jnp.array([0.0, centre, penalty.difficulty_centre]),
                    jnp.array([penalty.theta, penalty.length, penalty.difficulty], dtype=float))
 
 
@@ -69,7 +71,7 @@ def stage2_prior(hyper: LCHyper, joint_beta: Array) -> Prior:
 @float64
 def cold_start(n_models: int, n_instr: int, hyper: LCHyper, gamma: Array | None = None) -> LCStart:
     centre = jnp.nan_to_num(hyper.centre, nan=1.0)
-    return LCStart(jnp.zeros(2 * n_models), jnp.zeros(n_instr) if gamma is None else jnp.asarray(gamma, float),
+    return LCStart(jnp.zeros(2 * (n_models + 1)), jnp.zeros(n_instr) if gamma is None else jnp.asarray(gamma, float),
                    jnp.tile(centre, (n_models, 1)))
 
 
@@ -81,20 +83,24 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     ``warm``: ``start`` is near the optimum (a bootstrap warm start), so the joint fit takes chord-Newton
     steps (:func:`arena.lc.chord_difficulty`) instead of damped Newton; ``joint_ok`` says if that converged.
 
-    Returns ``lc``, ``raw``, ``params`` (models), ``grad_norm`` (stage 2, per model), ``joint`` (theta; beta),
-    ``gamma``, ``beta0`` (the prior centre used) and ``joint_ok`` (stage 1 converged).
+    The joint fit also sees the baseline judged against itself (:func:`arena.lc.with_baseline_row`).
+    Returns ``lc``, ``raw``, ``params`` (models), ``grad_norm`` (stage 2, per model), ``joint`` (theta; beta,
+    baseline row included), ``joint_beta`` (the models' joint slopes), ``gamma``, ``beta0`` (the prior centre
+    used) and ``joint_ok`` (stage 1 converged).
     """
     n = data.y.shape[0]
     w = data.mask * instr_weight[None, :]
     grid = lc_grid(data, w)
+    joint_grid = with_baseline_row(grid, instr_weight)
     gamed_grid = lc_grid(gamed, gamed.mask * instr_weight[None, :])
     ridge = hyper.instruction * jnp.where(instr_weight > 0, instr_weight, 1.0)
     solve = chord_difficulty if warm else solve_difficulty
-    a, gamma, gnorm = solve(grid, ridge, start.joint, start.gamma, fixed_gamma)
-    prior = stage2_prior(hyper, a[n:])
+    a, gamma, gnorm = solve(joint_grid, ridge, start.joint, start.gamma, fixed_gamma)
+    joint_beta = a[n + 1:2 * n + 1]
+    prior = stage2_prior(hyper, joint_beta)
     res = fit_all_models(grid, w, gamma, gamed_grid, hyper.gamed_weight, prior, start.params, n_iter)
-    return {**res, "joint": a, "gamma": gamma, "beta0": prior.centre[1],
-            "joint_ok": gnorm < difficulty_tolerance(grid)}
+    return {**res, "joint": a, "joint_beta": joint_beta, "gamma": gamma, "beta0": prior.centre[1],
+            "joint_ok": gnorm < difficulty_tolerance(joint_grid)}
 
 
 fit_lc_jit = float64(jax.jit(fit_lc, static_argnames=("fixed_gamma", "n_iter", "warm")))

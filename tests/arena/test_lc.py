@@ -22,10 +22,12 @@ from arena.lc import (
     fit_difficulty,
     fit_model_glm,
     is_extreme_change,
+    lc_grid,
     lc_leaderboard,
     model_loss,
     no_gamed_rows,
     tanh_std_delta_len,
+    with_baseline_row,
 )
 from arena.lc_bootstrap import (
     LCStart,
@@ -56,7 +58,8 @@ def simulate(n_models: int = 8, n_instr: int = 300, length_effect: float = 1.5, 
         truth[f"m{m}"] = 100 * expit(theta[m] + gamma).mean()
         rows.append(pd.DataFrame({"instruction": [f"q{i}" for i in range(n_instr)], "model": f"m{m}",
                                   "preference": p, "output_length": out_len, "baseline_length": base_len}))
-    return pd.concat(rows, ignore_index=True), pd.Series(truth), pd.Series(gamma, index=[f"q{i}" for i in range(n_instr)])
+    index = [f"q{i}" for i in range(n_instr)]
+    return pd.concat(rows, ignore_index=True), pd.Series(truth), pd.Series(gamma, index=index)
 
 
 def test_newton_matches_sklearn_on_soft_labels():
@@ -193,6 +196,40 @@ def test_gamed_rows_pull_length_slope_towards_the_baseline_rewrites():
                             penalty=LCPenalty(length=0, difficulty=0, gamed_weight=1e4))
     assert np.allclose(free["length_coef"], 0.5, atol=0.15)
     assert np.allclose(pinned["length_coef"], 3.0, atol=0.3)
+
+
+def test_given_gamed_rows_replace_the_stand_in_ridge():
+    """The Gaussian stand-in for the gamed rows applies only without them (before, both pulled on beta/psi)."""
+    table, _, gamma = simulate(n_models=3, n_instr=150, length_effect=1.0, seed=9)
+    base = table.groupby("instruction", sort=False)["baseline_length"].first()
+    out = base.to_numpy() * 2.0
+    gamed = pd.DataFrame({"instruction": base.index, "model": "base_verbose", "baseline": "baseline",
+                          "preference": expit(1.5 * np.tanh((out - base.to_numpy()) / base.std())),
+                          "output_length": out, "baseline_length": base.to_numpy()})
+    lc_table = table_from_frame(table, "sim")
+    default = lc_leaderboard(lc_table, n_bootstrap=0, warn=False, gamed=gamed)
+    no_ridge = lc_leaderboard(lc_table, n_bootstrap=0, warn=False, gamed=gamed,
+                              penalty=LCPenalty(length=0, difficulty=0))
+    np.testing.assert_allclose(default["length_coef"], no_ridge["length_coef"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(default["lc_win_rate"], no_ridge["lc_win_rate"], rtol=0, atol=1e-9)
+
+
+def test_joint_fit_includes_the_baseline_judged_against_itself():
+    """As AlpacaEval's joint fit: one more row, preference 0.5 and equal lengths everywhere, pulls gamma together;
+    the same as fitting the table with that row written out (and its model left out of the result)."""
+    table, _, _ = simulate(n_models=3, n_instr=80, length_effect=1.0, seed=4)
+    lc_table = table_from_frame(table, "sim")
+    res = lc_leaderboard(lc_table, n_bootstrap=0, warn=False)
+    models, _, arr = table_to_grid(lc_table)
+    data = LCData(*(jnp.asarray(arr[k]) for k in ("y", "model_len", "baseline_len", "mask")))
+    grid = with_baseline_row(lc_grid(data), jnp.ones(80))
+    assert grid.y.shape == (4, 80) and float(grid.y[3].min()) == float(grid.y[3].max()) == 0.5
+    ridge = LCPenalty().instruction
+    with_row = fit_difficulty(grid, ridge)
+    without = fit_difficulty(lc_grid(data), ridge)
+    np.testing.assert_allclose(res.attrs["difficulty"].to_numpy(), np.asarray(with_row.gamma), atol=1e-8)
+    assert float(jnp.std(with_row.gamma)) < float(jnp.std(without.gamma))
+    assert list(res.attrs["joint_length_coefs"]) == models
 
 
 def test_schur_newton_difficulty_fit_matches_scipy_on_ragged_grid():
