@@ -56,57 +56,24 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
     """
     frames, own = [], []
     for path in map(Path, paths):
-        source = str(path)
-        try:
-            df = load_annotations(path)
-        except InputError as e:
-            raise LCDataError(e.source, e.line, e.field, e.problem, e.hint) from None
-        except (OSError, ValueError) as e:
-            raise LCDataError(source, None, None, f"cannot read AlpacaEval annotations ({e})",
-                              "pass the annotations.json[.gz] written by alpaca_eval") from None
-        for col in ("instruction", "output_1", "output_2", "preference"):
-            if col not in df:
-                raise LCDataError(source, None, col, "missing in every record",
-                                  "AlpacaEval annotations need instruction, output_1, output_2 and preference")
+        df = _read_annotation_file(path)
         base = df["generator_1"] if "generator_1" in df else pd.Series("baseline", index=df.index)
         model = model_name_for(path, df)
         itself = (base.astype(str) == model).to_numpy().nonzero()[0]
         if len(itself) == len(df):  # the baseline's own file (AlpacaEval publishes it): 50% by definition
-            own.append({"model": model, "source": source, "n": len(df),
-                        "avg_length": float(_text_lengths(df["output_2"], source, "output_2").mean())})
+            own.append({"model": model, "source": str(path), "n": len(df),
+                        "avg_length": float(_text_lengths(df["output_2"], str(path), "output_2").mean())})
             continue
         if len(itself):
-            raise LCDataError(source, int(itself[0]) + 1, "generator_1", f"the model '{model}' is judged against "
-                              "itself (generator_1 is the model's own name)",
+            raise LCDataError(str(path), int(itself[0]) + 1, "generator_1", f"the model '{model}' is judged "
+                              "against itself (generator_1 is the model's own name)",
                               f"{len(itself)} such record(s); pass the annotations of a model vs the baseline")
-        pref = df["preference"].astype(float)
-        _check_range(pref.replace({0.0: 1.5}), 1.0, 2.0, source, "preference",
-                     "AlpacaEval preferences are 1 (baseline wins) to 2 (model wins)")
-        frames.append(pd.DataFrame({
-            "instruction": df["instruction"],
-            "model": model,
-            "baseline": base.astype(str),
-            "preference": pref.replace({0.0: 1.5}) - 1.0,
-            "output_length": _text_lengths(df["output_2"], source, "output_2"),
-            "baseline_length": _text_lengths(df["output_1"], source, "output_1"),
-            "source": source,
-            "record": np.arange(1, len(df) + 1),
-        }))
+        frames.append(_annotation_rows(df, model, base.astype(str), str(path)))
     if not frames:
-        if own:
-            raise LCDataError(own[0]["source"], None, "generator_1", f"only the baseline '{own[0]['model']}' "
-                              "judged against itself", "pass the annotations of the models vs that baseline too")
-        raise LCDataError("<arguments>", None, None, "no annotation files given", "pass one file per model")
+        raise _nothing_to_fit(own)
     table = pd.concat(frames, ignore_index=True)
     if baseline is not None:
-        kept = table[table["baseline"] == baseline]
-        if kept.empty and baseline_may_be_model and baseline in set(table["model"]):
-            kept = table
-        if kept.empty:
-            raise LCDataError(", ".join(table["source"].unique()), None, "generator_1",
-                              f"no record is judged against baseline '{baseline}'",
-                              f"baselines present: {sorted(table['baseline'].unique())}")
-        table = kept.reset_index(drop=True)
+        table = _judged_against(table, baseline, baseline_may_be_model)
     table = validate_lc_table(table)
     baselines = set(table["baseline"])
     strays = [o for o in own if o["model"] not in baselines]
@@ -116,6 +83,58 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
                           "pass the annotations of a model vs the baseline")
     table.attrs["baseline_files"] = [o for o in own if o["model"] in baselines]
     return table
+
+
+def _read_annotation_file(path: Path) -> pd.DataFrame:
+    """One annotations file, its read errors as :class:`LCDataError`, with the fields LC needs."""
+    try:
+        df = load_annotations(path)
+    except InputError as e:
+        raise LCDataError(e.source, e.line, e.field, e.problem, e.hint) from None
+    except (OSError, ValueError) as e:
+        raise LCDataError(str(path), None, None, f"cannot read AlpacaEval annotations ({e})",
+                          "pass the annotations.json[.gz] written by alpaca_eval") from None
+    for col in ("instruction", "output_1", "output_2", "preference"):
+        if col not in df:
+            raise LCDataError(str(path), None, col, "missing in every record",
+                              "AlpacaEval annotations need instruction, output_1, output_2 and preference")
+    return df
+
+
+def _annotation_rows(df: pd.DataFrame, model: str, base: pd.Series, source: str) -> pd.DataFrame:
+    """A model's annotations as LC table rows (preference on [0, 1], lengths in characters)."""
+    pref = df["preference"].astype(float).replace({0.0: 1.5})
+    _check_range(pref, 1.0, 2.0, source, "preference",
+                 "AlpacaEval preferences are 1 (baseline wins) to 2 (model wins)")
+    return pd.DataFrame({
+        "instruction": df["instruction"],
+        "model": model,
+        "baseline": base,
+        "preference": pref - 1.0,
+        "output_length": _text_lengths(df["output_2"], source, "output_2"),
+        "baseline_length": _text_lengths(df["output_1"], source, "output_1"),
+        "source": source,
+        "record": np.arange(1, len(df) + 1),
+    })
+
+
+def _nothing_to_fit(own: list[dict]) -> LCDataError:
+    if own:
+        return LCDataError(own[0]["source"], None, "generator_1", f"only the baseline '{own[0]['model']}' "
+                           "judged against itself", "pass the annotations of the models vs that baseline too")
+    return LCDataError("<arguments>", None, None, "no annotation files given", "pass one file per model")
+
+
+def _judged_against(table: pd.DataFrame, baseline: str, baseline_may_be_model: bool) -> pd.DataFrame:
+    """The rows judged against ``baseline`` (all rows when it names a model and that is allowed)."""
+    kept = table[table["baseline"] == baseline]
+    if kept.empty and baseline_may_be_model and baseline in set(table["model"]):
+        kept = table
+    if kept.empty:
+        raise LCDataError(", ".join(table["source"].unique()), None, "generator_1",
+                          f"no record is judged against baseline '{baseline}'",
+                          f"baselines present: {sorted(table['baseline'].unique())}")
+    return kept.reset_index(drop=True)
 
 
 def with_baseline_rows(res: pd.DataFrame, baseline_files: list[dict]) -> pd.DataFrame:
@@ -177,29 +196,37 @@ def table_from_frame(raw: pd.DataFrame, source: str = "<table>", scale: str = "a
     if len(itself):
         raise LCDataError(source, int(itself[0]) + 1, "baseline", f"model '{out['model'].iloc[itself[0]]}' is "
                           "judged against itself", f"{len(itself)} such record(s); drop the baseline's own rows")
-    for side, text_col, len_col in (("output_length", "output", "output_length"),
-                                    ("baseline_length", "baseline_output", "baseline_length")):
-        if len_col in raw:
-            out[side] = _given_lengths(raw[len_col], source, len_col)
-        elif text_col in raw:
-            out[side] = _text_lengths(raw[text_col], source, text_col)
-        else:
-            raise LCDataError(source, None, text_col, f"neither '{text_col}' nor '{len_col}' is present",
-                              "LC needs the length of both outputs")
-    pref = pd.to_numeric(raw["preference"], errors="coerce")
+    out["output_length"] = _length_column(raw, source, "output", "output_length")
+    out["baseline_length"] = _length_column(raw, source, "baseline_output", "baseline_length")
+    out["preference"] = _table_preferences(raw["preference"], source, scale)
+    out["source"] = source
+    out["record"] = np.arange(1, len(raw) + 1)
+    return validate_lc_table(out)
+
+
+def _length_column(raw: pd.DataFrame, source: str, text_col: str, len_col: str) -> np.ndarray:
+    """Lengths given in ``len_col``, else the character lengths of the texts in ``text_col``."""
+    if len_col in raw:
+        return _given_lengths(raw[len_col], source, len_col)
+    if text_col in raw:
+        return _text_lengths(raw[text_col], source, text_col)
+    raise LCDataError(source, None, text_col, f"neither '{text_col}' nor '{len_col}' is present",
+                      "LC needs the length of both outputs")
+
+
+def _table_preferences(values: pd.Series, source: str, scale: str) -> pd.Series:
+    """Preferences on [0, 1] from ``scale`` ``"01"``, ``"12"`` or ``"auto"`` (the scale most values fit)."""
+    pref = pd.to_numeric(values, errors="coerce")
     bad = pref.isna().to_numpy().nonzero()[0]
     if len(bad):
-        raise LCDataError(source, int(bad[0]) + 1, "preference", f"not a number ({shown(raw['preference'].iloc[bad[0]])})",
+        raise LCDataError(source, int(bad[0]) + 1, "preference", f"not a number ({shown(values.iloc[bad[0]])})",
                           f"{len(bad)} such record(s); give a probability in [0, 1] or an AlpacaEval 1-2 value")
-    if scale == "auto":  # the scale most values fit; the first record off it is then reported
+    if scale == "auto":  # the first record off the chosen scale is then reported
         scale = "12" if pref.between(1, 2).sum() > pref.between(0, 1).sum() else "01"
     lo, hi = (1.0, 2.0) if scale == "12" else (0.0, 1.0)
     _check_range(pref, lo, hi, source, "preference",
                  "all preferences must be on one scale: [0, 1] (P(model wins)) or [1, 2] (AlpacaEval)")
-    out["preference"] = pref - lo
-    out["source"] = source
-    out["record"] = np.arange(1, len(raw) + 1)
-    return validate_lc_table(out)
+    return pref - lo
 
 
 def validate_lc_table(table: pd.DataFrame) -> pd.DataFrame:
