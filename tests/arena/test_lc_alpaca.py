@@ -64,7 +64,7 @@ def test_lc_agrees_with_official_lc(alpaca):
           f"ours higher for {(diff > 0).sum()} of {len(diff)}")
     assert rho >= 0.98
     assert mad <= 1.0  # measured 0.75
-    assert abs(float(diff.mean())) <= 1.0  # no systematic offset (measured -0.41)
+    assert abs(float(diff.mean())) <= 1.0  # no systematic offset (measured +0.23)
     assert spearmanr(res["raw_win_rate"][on_board], theirs).statistic < rho  # LC moved towards the official LC
 
 
