@@ -60,7 +60,8 @@ def main() -> None:
                                                              jnp.asarray(arr["baseline_len"]), mask), mask)
     pen = LCPenalty()
     gamma = fit_difficulty(grid, pen.instruction).gamma
-    prior = Prior(jnp.array([0.0, pen.length_centre, 1.0]), jnp.array([pen.theta, pen.length, pen.difficulty]))
+    prior = Prior(jnp.array([0.0, pen.length_centre, pen.difficulty_centre]),
+                  jnp.array([pen.theta, pen.length, pen.difficulty]))
     gamed = no_gamed_rows(N_INSTR)
     data = LCData(*(jnp.asarray(arr[k]) for k in ("y", "model_len", "baseline_len", "mask")))
     no_gamed = LCData(*(jnp.zeros((0, N_INSTR)),) * 4)
