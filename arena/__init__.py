@@ -19,7 +19,7 @@ _HOMES = {
     "baseline_leaderboard": "arena.arenahard",
     "fit_leaderboard": "arena.leaderboard",
     "forest_plot": "arena.plots",
-    "lc_leaderboard": "arena.lc.fit",
+    "lc_leaderboard": "arena.lc.board",
     "leaderboard_votes_needed": "arena.simulation.power",
     "load_arena_hard": "arena.arenahard",
     "load_battles": "arena.io.battles",

@@ -218,6 +218,7 @@ def lc_cmd(
 
     import pandas as pd
 
+    from arena.lc.board import LCDivergenceWarning, lc_leaderboard
     from arena.lc.data import (
         format_lc_table,
         load_alpaca_table,
@@ -225,7 +226,6 @@ def lc_cmd(
         load_lc_table,
         with_baseline_rows,
     )
-    from arena.lc.fit import LCDivergenceWarning, lc_leaderboard
     from preflab.io import write_table
 
     try:

@@ -7,10 +7,10 @@ The names below load on first use (importing the room imports none of its module
 from preflab.lazy import lazy_names
 
 _HOMES = {
-    "LCDivergenceWarning": "arena.lc.fit",
+    "LCDivergenceWarning": "arena.lc.board",
     "LCPenalty": "arena.lc.fit",
     "bootstrap_lc": "arena.lc.bootstrap",
-    "lc_leaderboard": "arena.lc.fit",
+    "lc_leaderboard": "arena.lc.board",
     "load_alpaca_table": "arena.lc.data",
     "load_lc_table": "arena.lc.data",
     "table_from_frame": "arena.lc.data",

@@ -46,7 +46,7 @@ class LCHyper(NamedTuple):
 
 class LCStart(NamedTuple):
     """Starting point: joint ``[theta; beta]`` (2 x (models + 1): the last of each is the baseline's own row,
-    see :func:`arena.lc.with_baseline_row`), ``gamma`` (instructions), stage-2 ``params``."""
+    see :func:`arena.lc.fit.with_baseline_row`), ``gamma`` (instructions), stage-2 ``params``."""
 
     joint: Array
     gamma: Array
@@ -83,7 +83,7 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     ``warm``: ``start`` is near the optimum (a bootstrap warm start), so the joint fit takes chord-Newton
     steps (:func:`arena.lc.fit.chord_difficulty`) instead of damped Newton; ``joint_ok`` says if that converged.
 
-    The joint fit also sees the baseline judged against itself (:func:`arena.lc.with_baseline_row`).
+    The joint fit also sees the baseline judged against itself (:func:`arena.lc.fit.with_baseline_row`).
     Returns ``lc``, ``raw``, ``params`` (models), ``grad_norm`` (stage 2, per model), ``joint`` (theta; beta,
     baseline row included), ``joint_beta`` (the models' joint slopes), ``gamma``, ``beta0`` (the prior centre
     used) and ``joint_ok`` (stage 1 converged).

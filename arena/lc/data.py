@@ -138,7 +138,7 @@ def _judged_against(table: pd.DataFrame, baseline: str, baseline_may_be_model: b
 
 
 def with_baseline_rows(res: pd.DataFrame, baseline_files: list[dict]) -> pd.DataFrame:
-    """:func:`arena.lc.fit.lc_leaderboard`'s table plus the baseline judged against itself, at 50% by definition
+    """:func:`arena.lc.board.lc_leaderboard`'s table plus the baseline judged against itself, at 50% by definition
     (AlpacaEval's leaderboard lists it so): not fitted, no interval beyond the point, ``by_definition`` True."""
     if not baseline_files:
         return res
@@ -352,7 +352,7 @@ def load_difficulty(path: str | Path) -> pd.Series:
 
 
 def format_lc_table(res: pd.DataFrame) -> str:
-    """A plain-text view of :func:`arena.lc.fit.lc_leaderboard`'s result (percent, one decimal)."""
+    """A plain-text view of :func:`arena.lc.board.lc_leaderboard`'s result (percent, one decimal)."""
     level = res.attrs.get("level", 0.95)
     view = pd.DataFrame({
         "model": res["model"],

@@ -12,6 +12,7 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
+from arena.lc.board import LCDivergenceWarning, is_extreme_change, lc_leaderboard
 from arena.lc.bootstrap import (
     LCStart,
     bootstrap_indices,
@@ -23,16 +24,13 @@ from arena.lc.bootstrap import (
 from arena.lc.data import table_from_frame, table_to_grid
 from arena.lc.fit import (
     LCData,
-    LCDivergenceWarning,
     LCGrid,
     LCPenalty,
     Prior,
     _grad_hess,
     fit_difficulty,
     fit_model_glm,
-    is_extreme_change,
     lc_grid,
-    lc_leaderboard,
     model_loss,
     no_gamed_rows,
     tanh_std_delta_len,

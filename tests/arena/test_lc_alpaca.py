@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from arena.lc.board import lc_leaderboard
 from arena.lc.data import load_alpaca_table
-from arena.lc.fit import lc_leaderboard
 
 FAMILIES = ("alpaca-7b", "gpt-3.5-turbo-1106", "claude-2.1")
 JUDGE = "weighted_alpaca_eval_gpt4_turbo"
