@@ -64,7 +64,7 @@ def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.9
 COMBINE_RULES = ("conservative", "average")
 
 
-def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
+def combine_order_codes(judge_xy: np.ndarray, judge_yx: np.ndarray,
                    p_xy: np.ndarray | None = None, p_yx: np.ndarray | None = None,
                    pt_xy: np.ndarray | None = None, pt_yx: np.ndarray | None = None,
                    require_both: bool = False) -> dict[str, np.ndarray]:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from judge import agreement as agr
 from judge.bias import (
-    combine_orders,
+    combine_order_codes,
     length_bias,
     one_order_position_bias,
     outcome_counts,
@@ -47,7 +47,7 @@ def _two_orders(pairs: pd.DataFrame) -> bool:
 def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
     """The judge's winner per pair (both combining rules when both orders exist, else the one order run)
     and its averaged ``p_x``, ``p_y``, ``p_tie`` (NaN on pairs where no order gave probabilities)."""
-    codes = combine_orders(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
+    codes = combine_order_codes(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
                            column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
     forecast = ~np.isnan(column(pairs, "p_xy")) | ~np.isnan(column(pairs, "p_yx"))  # one-hot verdicts are no forecast
     probs = {k: np.where(forecast, codes[k], np.nan) for k in ("p_x", "p_y", "p_tie")}

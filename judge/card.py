@@ -179,7 +179,7 @@ def summary_rows(report: Mapping) -> list[tuple[str, str]]:
                      f" ({single} single-class resamples, kappa 1 there)" if single else "")),
                  ("TPR / TNR (pass = x wins)", f"{_fmt(report['tpr'])} / {_fmt(report['tnr'])}")]
     gain = report.get("ppi_gain")
-    if gain:  # added by the caller that may fit BT (judge/ imports no arena): voting.judge_assist.judge_ppi_gain
+    if gain:  # added by the caller that may fit BT (judge/ imports no arena): judge_arena.assist.judge_ppi_gain
         value = "unbounded (the judge reproduces the votes)" if gain.get("unbounded") else f"x{gain['gain']:.2f}"
         rows.append(("PPI gain for a BT leaderboard (ESS x, unlimited judge verdicts)",
                      f"{value} (lambda {gain['lambda']:.2f} for unlimited judge verdicts on these "

@@ -55,7 +55,7 @@ def run_cmd(
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
 
-    from judge.pairs import PairsError, combine_orders, load_pairs
+    from judge.pairs import PairsError, combined_table, load_pairs
     from judge.prices import parse_price
     from judge.providers import parse_spec
     from judge.providers.base import ProviderError
@@ -100,7 +100,7 @@ def run_cmd(
     say(result.stats.summary())
     say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
     if both_orders:
-        table = combine_orders(df, combine)
+        table = combined_table(df, combine)
         say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
                    + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
         if combined is not None:
@@ -210,7 +210,7 @@ def calibrate_cmd(
         families = load_family(family) if family else None
     except (InputError, ValueError, OSError) as e:
         fail(e)
-    from voting.judge_assist import calibration_report
+    from judge_arena.assist import calibration_report
 
     res = calibration_report(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
                              n_bootstrap=n_bootstrap, seed=seed)

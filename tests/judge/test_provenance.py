@@ -73,7 +73,7 @@ def test_a_changed_model_version_is_refused_by_rank_and_the_app_loader(tmp_path,
     _, b = _run(tmp_path, BUILTIN["abt"], suffix="-2026-01-01", name="b.jsonl", db="b.sqlite")
     both = tmp_path / "both.jsonl"
     both.write_text(a.read_text() + b.read_text())
-    from voting.judge_assist import verdict_frame
+    from judge_arena.assist import verdict_frame
 
     with pytest.raises(InputError, match="model version.*2025-04-14.*2026-01-01"):
         verdict_frame(both)  # what `rank --judge-battles` and the Leaderboard page read
