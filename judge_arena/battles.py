@@ -26,7 +26,8 @@ def identity_battles(pairs: pd.DataFrame, codes: np.ndarray | pd.Series, judge: 
     code = pd.to_numeric(pd.Series(np.asarray(codes, dtype=object), index=pairs.index), errors="coerce")
     ok = code.isin([int(c) for c in Outcome if c != Outcome.UNPARSABLE])
     df = pd.DataFrame({"model_a": pairs.loc[ok, "model_x"].astype(str),
-                       "model_b": pairs.loc[ok, "model_y"].astype(str), "winner": code[ok].map(lambda c: BATTLE_LABELS[int(c)]),
+                       "model_b": pairs.loc[ok, "model_y"].astype(str),
+                       "winner": code[ok].map(lambda c: BATTLE_LABELS[int(c)]),
                        "question_id": pairs.loc[ok, "item_id"].astype(str)}, columns=BATTLE_COLUMNS)
     if judge:
         df["judge"] = judge

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from judge.report_text import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import app, fail, report_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from judge.compare_run import CompareRequest
+    from judge.run import RunConfig
 
 
 def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alpha: float, power: float = 0.80,
@@ -89,7 +95,8 @@ def print_report(report: dict, out) -> None:
         s = report["sequential"]
         out.print(f"sequential: {s['pairs_judged']} of {s['pairs_available']} prompts judged ({s['stopped_because']});"
                   " stopped after " + ", ".join(f"{d} {'—' if n is None else n}" for d, n in s["stopped_at"].items())
-                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""), markup=False, highlight=False, soft_wrap=True)
+                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""),
+                  markup=False, highlight=False, soft_wrap=True)
     if report["tasks"]:
         out.print("lm-eval tasks (candidate − base; delta with its 95% paired bootstrap interval)", markup=False,
                   highlight=False, soft_wrap=True)
@@ -156,7 +163,29 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
             out.print(f"gate report -> {report_path}", markup=False)
 
 
-@app.command("compare")
+def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
+    """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
+    from judge.rubrics import load_rubric
+    from judge.run import RunConfig
+
+    return RunConfig(load_rubric(rubric), **settings)
+
+
+def _print_dry_run(request: CompareRequest, out: Console) -> None:
+    """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
+    from judge.budget import total_summary
+    from judge.compare_run import dry_run_compare
+
+    estimates = dry_run_compare(request)
+    if not estimates:
+        out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
+                  markup=False, highlight=False, soft_wrap=True)
+    for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "
+                             "--guard is significantly worse.")  # one line in `preflab --help`
 def compare_cmd(
     items: Annotated[Path | None, typer.Argument(help="The two versions' answers: JSONL item_id, prompt, model, "
                                                  "answer (or the pairs layout).")] = None,
@@ -166,7 +195,8 @@ def compare_cmd(
                                                      "(ab, abt, arena5, concise, alpaca) or a TOML file.")] = None,
     verdicts: Annotated[list[Path] | None, typer.Option("--verdicts", help="A `preflab judge run` verdict file per "
                                                         "rubric (repeat); no judge is called.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")] = None,
+    judge: Annotated[str | None, typer.Option(
+        "--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")] = None,
     guard: Annotated[list[str] | None, typer.Option("--guard", help="A dimension that must not regress (repeat): "
                                                     "exit 1 when it is significantly worse.")] = None,
     alpha: Annotated[float, typer.Option(help="Family-wise error rate (Holm across dimensions).")] = 0.05,
@@ -174,9 +204,11 @@ def compare_cmd(
                                                               "lm-eval --log_samples output folders.")] = None,
     tasks: Annotated[list[str] | None, typer.Option("--tasks", help="lm-eval tasks to compare (default: all).")] = None,
     metric: Annotated[str | None, typer.Option(help="lm-eval metric (default: the task's own).")] = None,
-    filter_name: Annotated[str | None, typer.Option("--filter", help="lm-eval filter (default: the task's own).")] = None,
-    allow_prompt_change: Annotated[bool, typer.Option("--allow-prompt-change", help="Accept lm-eval items whose "
-                                                      "prompt_hash differs (a prompt change is what you compare).")] = False,
+    filter_name: Annotated[str | None, typer.Option(
+        "--filter", help="lm-eval filter (default: the task's own).")] = None,
+    allow_prompt_change: Annotated[bool, typer.Option(
+        "--allow-prompt-change",
+        help="Accept lm-eval items whose prompt_hash differs (a prompt change is what you compare).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the judge calls, estimated tokens and cost "
                                                             "per rubric; send nothing.")] = False,
     plan_only: Annotated[bool, typer.Option("--plan", help="Print the power, calls and cost; judge nothing.")] = False,
@@ -187,19 +219,21 @@ def compare_cmd(
     max_cost: Annotated[float | None, typer.Option(help="--sequential: stop before spending more (USD).")] = None,
     seed: Annotated[int, typer.Option(help="Random order (--sequential) and bootstrap seed.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight.")] = 16,
-    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = Path.home() / ".cache" / "preflab" / "judge.sqlite",
+    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = (
+        Path.home() / ".cache" / "preflab" / "judge.sqlite"),
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
     tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
-    samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
+    samples: Annotated[int, typer.Option(
+        help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
     max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
     report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
-    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool verdicts whose judges, model versions "
-                                              "or rubric texts differ (refused otherwise; the notes list the mix).")] = False,
+    allow_mixed: Annotated[bool, typer.Option(
+        "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
+                              "otherwise; the notes list the mix).")] = False,
 ) -> None:
-    """Is the candidate better than the base, on what, and by how much? Exits 1 when a --guard is significantly worse."""
     from judge.compare import GateSettings
     from judge.compare_run import CompareRequest, run_compare
     from judge.sequential import SequentialSettings
@@ -215,13 +249,8 @@ def compare_cmd(
                              "name the two versions with --base and --candidate")
         if judge and not rubrics and not verdicts:
             rubrics = ("abt",)
-        run_config = None
-        if judge:
-            from judge.rubrics import load_rubric
-            from judge.run import RunConfig
-
-            run_config = RunConfig(load_rubric(rubrics[0]), concurrency=concurrency, rpm=rpm, tpm=tpm,
-                                   timeout=timeout, samples=samples, max_tokens=max_tokens)
+        run_config = _judge_run_config(rubrics[0], concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
+                                       samples=samples, max_tokens=max_tokens) if judge else None
         request = CompareRequest(
             base=base or "base", candidate=candidate or "candidate", items=items, verdicts=tuple(verdicts or ()),
             rubrics=rubrics, judge=None if verdicts else judge, run_config=run_config,
@@ -235,16 +264,7 @@ def compare_cmd(
             raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
                              "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
         if dry_run:
-            from judge.budget import total_summary
-            from judge.compare_run import dry_run_compare
-
-            estimates = dry_run_compare(request)
-            if not estimates:
-                out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
-                          markup=False, highlight=False, soft_wrap=True)
-            for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
-                out.print(line, markup=False, highlight=False, soft_wrap=True)
-            return
+            return _print_dry_run(request, out)
         report = run_compare(request)
         if verdicts and (judge or rubric):
             report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "
