@@ -11,7 +11,19 @@ import typer
 
 from judge.report_text import format_interval
 from preflab.io import is_stdout, strict_json, write_output
-from preflab_cli.common import app, fail, report_console
+from preflab_cli.common import (
+    JUDGE_CACHE,
+    CacheOpt,
+    MaxTokensOpt,
+    NoCacheOpt,
+    RpmOpt,
+    SamplesOpt,
+    TimeoutOpt,
+    TpmOpt,
+    app,
+    fail,
+    report_console,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -177,15 +189,13 @@ def compare_cmd(
     max_cost: Annotated[float | None, typer.Option(help="--sequential: stop before spending more (USD).")] = None,
     seed: Annotated[int, typer.Option(help="Random order (--sequential) and bootstrap seed.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight.")] = 16,
-    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = (
-        Path.home() / ".cache" / "preflab" / "judge.sqlite"),
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
-    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
-    samples: Annotated[int, typer.Option(
-        help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
+    cache: CacheOpt = JUDGE_CACHE,
+    no_cache: NoCacheOpt = False,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    samples: SamplesOpt = 0,
+    max_tokens: MaxTokensOpt = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
     report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
     allow_mixed: Annotated[bool, typer.Option(

@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from preflab.io import is_stdout, write_output
-from preflab_cli.common import fail
+from preflab_cli.common import (
+    JUDGE_CACHE,
+    CacheOpt,
+    MaxTokensOpt,
+    NoCacheOpt,
+    RpmOpt,
+    SamplesOpt,
+    TimeoutOpt,
+    TpmOpt,
+    fail,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -24,19 +34,17 @@ def run_cmd(
                                              "file.")] = "abt",
     both_orders: Annotated[bool, typer.Option(
         "--both-orders/--one-order", help="Judge each pair in both orders.")] = True,
-    samples: Annotated[int, typer.Option(
-        help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
+    samples: SamplesOpt = 0,
     concurrency: Annotated[int, typer.Option(help="Calls in flight.")] = 16,
     output: Annotated[Path, typer.Option(help="Verdicts JSONL (one row per pair and order).")] = Path("verdicts.jsonl"),
     combined: Annotated[Path | None, typer.Option(help="Also write one row per pair (both orders combined).")] = None,
     combine: Annotated[str, typer.Option(help="Combine orders: conservative or average.")] = "conservative",
-    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = (
-        Path.home() / ".cache" / "preflab" / "judge.sqlite"),
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
-    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
+    cache: CacheOpt = JUDGE_CACHE,
+    no_cache: NoCacheOpt = False,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    max_tokens: MaxTokensOpt = None,
     progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
     batch: Annotated[bool, typer.Option("--batch", help="Use the provider's batch API (openai:, anthropic:).")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between batch status polls.")] = 30.0,
