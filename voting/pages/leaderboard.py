@@ -278,7 +278,7 @@ def ppi_table(filters: tuple, digest: str, ci: str, n_bootstrap: int, _path: str
 
 
 def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
-    """Issue 15: the human-only leaderboard beside the PPI++ one that a judge file sharpens (the call that
+    """The human-only leaderboard beside the PPI++ one that a judge file sharpens (the call that
     ``preflab rank VOTES --judge-battles JUDGE`` makes), with lambda, the item counts and the ESS gain."""
     import hashlib
     from pathlib import Path
