@@ -128,7 +128,8 @@ def test_the_circle_check_sees_a_lazy_circle(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "a.py").write_text("from pkg.b import f\n")
     (tmp_path / "pkg" / "b.py").write_text("def f():\n    from pkg import a\n")
-    (tmp_path / "pkg" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import x\n")
+    (tmp_path / "pkg" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import x\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "OURS", {"pkg"})
     assert import_circles("pkg") == [["pkg.a", "pkg.b"]]

@@ -1,6 +1,7 @@
 """The judge card's PPI gain, what a judge would give a BT leaderboard
-(:func:`judge_arena.assist.judge_ppi_gain`), against known truth: the control-variate factor 1 / (1 - rho^2) on one model pair, unbounded for a judge that
-reproduces the votes, about 1 for a random judge and for one that only knows which model is better."""
+(:func:`judge_arena.assist.judge_ppi_gain`), against known truth: the control-variate factor
+1 / (1 - rho^2) on one model pair, unbounded for a judge that reproduces the votes, about 1 for a random
+judge and for one that only knows which model is better."""
 
 from __future__ import annotations
 
