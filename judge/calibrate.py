@@ -48,7 +48,7 @@ def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
     """The judge's winner per pair (both combining rules when both orders exist, else the one order run)
     and its averaged ``p_x``, ``p_y``, ``p_tie`` (NaN on pairs where no order gave probabilities)."""
     codes = combine_order_codes(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
-                           column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
+                                column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
     forecast = ~np.isnan(column(pairs, "p_xy")) | ~np.isnan(column(pairs, "p_yx"))  # one-hot verdicts are no forecast
     probs = {k: np.where(forecast, codes[k], np.nan) for k in ("p_x", "p_y", "p_tie")}
     # low label mass in either order: the probability is no forecast of this verdict (not in Brier/ECE)

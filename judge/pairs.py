@@ -113,7 +113,7 @@ def combined_table(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.Dat
 
     code_xy, code_yx = order_code("xy"), order_code("yx")
     codes = combine_order_codes(code_xy, code_yx, out["p_x_xy"], out["p_x_yx"], out["p_tie_xy"],
-                                 out["p_tie_yx"], require_both=True)
+                                out["p_tie_yx"], require_both=True)
     ok = ~np.isnan(code_xy) & ~np.isnan(code_yx)
     out["consistent"] = ok & (code_xy == code_yx)
     out["winner"] = [IDENTITY_NAMES[int(c)] if c != Outcome.UNPARSABLE else None for c in codes[rule]]
