@@ -1,12 +1,12 @@
 """``preflab compare --plan``: what a gate on these prompts can detect, and what judging them costs. It needs
-both the judge's call count and price (:mod:`judge`) and the exact sign test's power (:mod:`arena.power`),
-so it lives here, above both."""
+both the judge's call count and price (:mod:`judge`) and the exact sign test's power
+(:mod:`arena.simulation.power`), so it lives here, above both."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from arena.power import sign_test_power
+from arena.simulation.power import sign_test_power
 from judge.spend import spec_price
 from preflab.errors import InputError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from arena.data import Battles, load_battles
+from arena.io.battles import Battles, load_battles
 
 
 def shared_items(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

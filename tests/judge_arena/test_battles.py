@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge_arena.battles import human_battles, identity_battles, verdict_battles
 
