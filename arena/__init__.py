@@ -5,9 +5,8 @@ JAX is not imported here: the public names below load on first use, and the modu
 ``--help`` and other light commands start without it.
 """
 
+from preflab import __version__  # noqa: F401  (one version for the whole distribution)
 from preflab.lazy import lazy_names
-
-__version__ = "0.1.0"
 
 _HOMES = {
     "ArenaSpec": "arena.simulation.simulate",

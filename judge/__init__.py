@@ -3,9 +3,8 @@
 The public names below load on first use; none of them imports JAX.
 """
 
+from preflab import __version__  # noqa: F401  (one version for the whole distribution)
 from preflab.lazy import lazy_names
-
-__version__ = "0.1.0"
 
 _HOMES = {
     "Pair": "judge.pairs",

@@ -241,7 +241,8 @@ async def collect(provider: Provider, config: RunConfig, cache: CallCache, job: 
             counts["errored"] += 1
             continue
         cache.put(key, comp, provider=provider.provider, model=provider.model, rubric=config.rubric.fingerprint,
-                  p_hash=call.p_hash, order=call.order, params={**call.request.sampling_params(), "sample": call.sample})
+                  p_hash=call.p_hash, order=call.order,
+                  params={**call.request.sampling_params(), "sample": call.sample})
         counts["stored"] += 1
     cache.flush()
     return counts

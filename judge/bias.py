@@ -64,10 +64,10 @@ def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.9
 COMBINE_RULES = ("conservative", "average")
 
 
-def combine_orders(judge_xy: np.ndarray, judge_yx: np.ndarray,
-                   p_xy: np.ndarray | None = None, p_yx: np.ndarray | None = None,
-                   pt_xy: np.ndarray | None = None, pt_yx: np.ndarray | None = None,
-                   require_both: bool = False) -> dict[str, np.ndarray]:
+def combine_order_codes(judge_xy: np.ndarray, judge_yx: np.ndarray,
+                        p_xy: np.ndarray | None = None, p_yx: np.ndarray | None = None,
+                        pt_xy: np.ndarray | None = None, pt_yx: np.ndarray | None = None,
+                        require_both: bool = False) -> dict[str, np.ndarray]:
     """The two rules for turning both orders into one winner per pair (codes by identity), side by side.
 
     - ``conservative``: the winner when both orders agree, a tie when they disagree (Zheng et al. 2023);

@@ -91,11 +91,16 @@ class CallCache:
         """Store one completion (keys redacted); commits now, or every ``commit_every`` puts."""
         row = (key, provider, model, rubric, p_hash, order, json.dumps(params, sort_keys=True),
                json.dumps(redact_any(completion.to_json())), time.time())
+        self._insert("calls", row)
+
+    def _insert(self, table: str, row: tuple) -> None:
+        """Insert (or replace) one row; committed now, or with the next ``commit_every`` rows or
+        ``commit_interval`` seconds."""
 
         def write() -> None:
             if not self._db.in_transaction:
                 self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: waits (busy_timeout), never deadlocks
-            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            self._db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({', '.join('?' * len(row))})", row)
 
         self._retry(write)
         self._pending += 1

@@ -21,7 +21,7 @@ import pandas as pd
 
 from judge import agreement as agr
 from judge.bias import (
-    combine_orders,
+    combine_order_codes,
     length_bias,
     one_order_position_bias,
     outcome_counts,
@@ -47,8 +47,8 @@ def _two_orders(pairs: pd.DataFrame) -> bool:
 def judge_codes(pairs: pd.DataFrame) -> dict[str, np.ndarray]:
     """The judge's winner per pair (both combining rules when both orders exist, else the one order run)
     and its averaged ``p_x``, ``p_y``, ``p_tie`` (NaN on pairs where no order gave probabilities)."""
-    codes = combine_orders(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
-                           column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
+    codes = combine_order_codes(column(pairs, "judge_xy"), column(pairs, "judge_yx"), column(pairs, "p_xy"),
+                                column(pairs, "p_yx"), column(pairs, "pt_xy"), column(pairs, "pt_yx"))
     forecast = ~np.isnan(column(pairs, "p_xy")) | ~np.isnan(column(pairs, "p_yx"))  # one-hot verdicts are no forecast
     probs = {k: np.where(forecast, codes[k], np.nan) for k in ("p_x", "p_y", "p_tie")}
     # low label mass in either order: the probability is no forecast of this verdict (not in Brier/ECE)
@@ -236,6 +236,108 @@ def calibration_bounds(reliability: list[Mapping]) -> tuple[float, float]:
     return float((w * far).sum()), float((w * (t["observed"] - base) ** 2).sum())
 
 
+Uses = tuple[list[str], list[str]]  # (usable for, do not use for)
+
+
+def _agreement_uses(report: Mapping) -> Uses:
+    """Kappa's lower bound: replacing humans (≥ 0.6), aggregates (≥ 0.4), nothing (≤ 0); leave-one-out."""
+    kappa, humans = report.get("kappa"), report.get("humans") or {}
+    if not _ok(kappa):
+        return [], ["any claim of agreement with humans: no human labels were given"]
+    use, avoid = [], []
+    shown = f"kappa {kappa['value']:.2f} [{kappa['lower']:.2f}, {kappa['upper']:.2f}]"
+    if kappa["lower"] >= 0.6:
+        use.append(f"replacing human pairwise labels on this kind of data (kappa {kappa['value']:.2f}, "
+                   f"lower bound {kappa['lower']:.2f} ≥ 0.6)")
+    elif kappa["lower"] >= 0.4:
+        use.append(f"aggregate win rates and rankings, corrected with its TPR/TNR ({shown}, lower bound ≥ 0.4)")
+        avoid.append("per-item decisions: it disagrees with humans on "
+                     f"{1 - report['agreement']['value']:.0%} of pairs")
+    elif kappa["lower"] <= 0:
+        avoid.append(f"anything that needs information about the humans' choices: {shown} does not exclude "
+                     "0 (no better than chance)")
+    else:
+        avoid.append(f"replacing humans: {shown} is not above moderate agreement (lower bound < 0.4)")
+    loo = humans.get("leave_one_out")
+    if loo and _ok(loo["judge"]) and _ok(loo["human"]) and loo["judge"]["upper"] < loo["human"]["lower"]:
+        avoid.append(f"claims of human-level agreement (leave-one-out {loo['judge']['value']:.2f} vs "
+                     f"humans {loo['human']['value']:.2f})")
+    return use, avoid
+
+
+def _order_uses(report: Mapping) -> Uses:
+    """Consistency's lower bound ≥ 0.8 and a first-slot rate whose interval holds 0.5: either order will do."""
+    pos, first, consistency = report.get("position"), report.get("first_position_rate"), report.get("consistency")
+    if not (pos and _ok(consistency)):
+        return [], []
+    if consistency["lower"] < 0.8 or first["lower"] > 0.5 or first["upper"] < 0.5:  # the interval, not the point
+        return [], [f"single-order verdicts (consistency {consistency['value']:.2f}, first slot chosen "
+                    f"{first['value']:.2f}): judge both orders and combine conservatively"]
+    return [f"verdicts in either order (consistency {consistency['value']:.2f})"], []
+
+
+def _one_order_uses(report: Mapping) -> Uses:
+    one = report.get("one_order_position")
+    if one and one.get("favours") in ("first", "second"):
+        return [], [f"one-order comparisons without randomised order: it favours the answer shown {one['favours']}"]
+    return [], []
+
+
+def _length_uses(report: Mapping) -> Uses:
+    """A preference for the longer answer beyond the humans' (or beyond 0.5 without them)."""
+    lb = report.get("length_bias")
+    if not (lb and _ok(lb["judge_prefers_longer"])):
+        return [], []
+    j, h = lb["judge_prefers_longer"], lb.get("human_prefers_longer")
+    human = h if h and _ok(h) else None
+    if not (j["lower"] > human["upper"] if human else j["lower"] > 0.5):
+        return [], []
+    return [], [f"comparing answers of different lengths without length control (prefers the longer "
+                f"answer {j['value']:.0%} of the time" + (f" vs humans {h['value']:.0%})" if human else ")")]
+
+
+def _self_preference_uses(report: Mapping) -> Uses:
+    sp = report.get("self_preference")
+    if sp and _ok(sp["difference"]) and sp["difference"]["lower"] > 0:
+        return [], [f"judging its own family ({sp['judge_family']}): +{sp['difference']['value']:.2f} over humans"]
+    return [], []
+
+
+def _soft_label_uses(report: Mapping) -> Uses:
+    """Soft labels: the ECE's upper bound ≤ 0.05 and information (kappa's lower bound > 0, else resolution)."""
+    cal, kappa = report.get("calibration"), report.get("kappa")
+    if not (cal and cal.get("ece") is not None):
+        return [], []
+    ece_hi, resolution = calibration_bounds(cal.get("reliability") or [])
+    informative = kappa["lower"] > 0 if _ok(kappa) else resolution >= MIN_RESOLUTION
+    if ece_hi <= 0.05 and informative:
+        return [f"its probabilities as soft labels (ECE {cal['ece']:.3f}, at most {ece_hi:.3f} on decided "
+                f"pairs; resolution {resolution:.3f})"], []
+    if ece_hi <= 0.05:
+        return [], [f"its probabilities as soft labels: calibrated (ECE {cal['ece']:.3f}) but uninformative ("
+                    + (f"kappa's lower bound {kappa['lower']:.2f} ≤ 0" if _ok(kappa) else
+                       f"resolution {resolution:.3f} < {MIN_RESOLUTION}") + "): probabilities near the base "
+                    "rate say nothing about a pair"]
+    return [], [f"reading P(A wins) as a probability (ECE {cal['ece']:.3f}, up to {ece_hi:.3f} within the "
+                "bins' intervals, on decided pairs)"]
+
+
+def _tie_uses(report: Mapping) -> Uses:
+    """P(tie) whose mean lies outside the humans' tie rate interval."""
+    tie = (report.get("calibration") or {}).get("tie")
+    if not tie or tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]:
+        return [], []
+    seen = (f"humans tie {tie['observed']['value']:.2f} [{tie['observed']['lower']:.2f}, "
+            f"{tie['observed']['upper']:.2f}]")
+    return [], [f"reading P(tie) as a probability (mean {tie['mean_p_tie']:.2f}, {seen})" if tie["mean_p_tie"] > 0
+                else f"unconditional P(x wins): it gives ties no probability, but {seen}"]
+
+
+#: The card's checks, in the order their lines are shown.
+USAGE_CHECKS = (_agreement_uses, _order_uses, _one_order_uses, _length_uses, _self_preference_uses,
+                _soft_label_uses, _tie_uses)
+
+
 def usage_verdict(report: Mapping) -> dict[str, list[str]]:
     """The card's one-screen verdict: what the judge is usable for, and what not, from the intervals.
 
@@ -244,73 +346,13 @@ def usage_verdict(report: Mapping) -> dict[str, list[str]]:
     interval excludes no-bias; soft labels need the ECE's upper bound (:func:`calibration_bounds`) ≤ 0.05 and
     information: kappa's lower bound above 0 (or, without kappa, resolution ≥ :data:`MIN_RESOLUTION`).
     """
-    use, avoid = [], []
-    kappa = report.get("kappa")
-    humans = report.get("humans") or {}
-    if _ok(kappa):
-        shown = f"kappa {kappa['value']:.2f} [{kappa['lower']:.2f}, {kappa['upper']:.2f}]"
-        if kappa["lower"] >= 0.6:
-            use.append(f"replacing human pairwise labels on this kind of data (kappa {kappa['value']:.2f}, "
-                       f"lower bound {kappa['lower']:.2f} ≥ 0.6)")
-        elif kappa["lower"] >= 0.4:
-            use.append(f"aggregate win rates and rankings, corrected with its TPR/TNR ({shown}, lower bound ≥ 0.4)")
-            avoid.append("per-item decisions: it disagrees with humans on "
-                         f"{1 - report['agreement']['value']:.0%} of pairs")
-        elif kappa["lower"] <= 0:
-            avoid.append(f"anything that needs information about the humans' choices: {shown} does not exclude "
-                         "0 (no better than chance)")
-        else:
-            avoid.append(f"replacing humans: {shown} is not above moderate agreement (lower bound < 0.4)")
-        loo = humans.get("leave_one_out")
-        if loo and _ok(loo["judge"]) and _ok(loo["human"]) and loo["judge"]["upper"] < loo["human"]["lower"]:
-            avoid.append(f"claims of human-level agreement (leave-one-out {loo['judge']['value']:.2f} vs "
-                         f"humans {loo['human']['value']:.2f})")
-    else:
-        avoid.append("any claim of agreement with humans: no human labels were given")
-    pos, first = report.get("position"), report.get("first_position_rate")
-    if pos and _ok(report.get("consistency")):
-        biased = first["lower"] > 0.5 or first["upper"] < 0.5
-        if report["consistency"]["lower"] < 0.8 or biased:  # the interval, not the point, past 0.8
-            avoid.append(f"single-order verdicts (consistency {report['consistency']['value']:.2f}, first slot "
-                         f"chosen {first['value']:.2f}): judge both orders and combine conservatively")
-        else:
-            use.append(f"verdicts in either order (consistency {report['consistency']['value']:.2f})")
-    one = report.get("one_order_position")
-    if one and one.get("favours") in ("first", "second"):
-        avoid.append(f"one-order comparisons without randomised order: it favours the answer shown {one['favours']}")
-    lb = report.get("length_bias")
-    if lb and _ok(lb["judge_prefers_longer"]):
-        j, h = lb["judge_prefers_longer"], lb.get("human_prefers_longer")
-        beyond = j["lower"] > h["upper"] if h and _ok(h) else j["lower"] > 0.5
-        if beyond:
-            avoid.append(f"comparing answers of different lengths without length control (prefers the longer "
-                         f"answer {j['value']:.0%} of the time" + (f" vs humans {h['value']:.0%})" if h and _ok(h) else ")"))
-    sp = report.get("self_preference")
-    if sp and _ok(sp["difference"]) and sp["difference"]["lower"] > 0:
-        avoid.append(f"judging its own family ({sp['judge_family']}): +{sp['difference']['value']:.2f} over humans")
-    cal = report.get("calibration")
-    if cal and cal.get("ece") is not None:
-        ece_hi, resolution = calibration_bounds(cal.get("reliability") or [])
-        informative = kappa["lower"] > 0 if _ok(kappa) else resolution >= MIN_RESOLUTION
-        if ece_hi <= 0.05 and informative:
-            use.append(f"its probabilities as soft labels (ECE {cal['ece']:.3f}, at most {ece_hi:.3f} on decided "
-                       f"pairs; resolution {resolution:.3f})")
-        elif ece_hi <= 0.05:
-            avoid.append(f"its probabilities as soft labels: calibrated (ECE {cal['ece']:.3f}) but uninformative ("
-                         + (f"kappa's lower bound {kappa['lower']:.2f} ≤ 0" if _ok(kappa) else
-                            f"resolution {resolution:.3f} < {MIN_RESOLUTION}") + "): probabilities near the base "
-                         "rate say nothing about a pair")
-        else:
-            avoid.append(f"reading P(A wins) as a probability (ECE {cal['ece']:.3f}, up to {ece_hi:.3f} within the "
-                         "bins' intervals, on decided pairs)")
-    tie = (cal or {}).get("tie")
-    if tie and not tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]:
-        seen = (f"humans tie {tie['observed']['value']:.2f} [{tie['observed']['lower']:.2f}, "
-                f"{tie['observed']['upper']:.2f}]")
-        avoid.append(f"reading P(tie) as a probability (mean {tie['mean_p_tie']:.2f}, {seen})" if tie["mean_p_tie"] > 0
-                     else f"unconditional P(x wins): it gives ties no probability, but {seen}")
+    use: list[str] = []
+    avoid: list[str] = []
+    for check in USAGE_CHECKS:
+        more_use, more_avoid = check(report)
+        use += more_use
+        avoid += more_avoid
     return {"usable_for": use, "do_not_use_for": avoid}
-
 
 
 def _json_ready(obj):

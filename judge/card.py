@@ -72,7 +72,8 @@ def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str
     fig = Figure(figsize=(4, 3))
     ax = fig.subplots()
     ax.bar(labels, vals, yerr=np.maximum(0, np.array(err).T), color=["C0", "C1"], capsize=6)
-    ax.axhline(0.5 if pos or (one and one["design"] != "randomised order") else np.mean(vals), color="grey", ls="--", lw=1)
+    chance = 0.5 if pos or (one and one["design"] != "randomised order") else np.mean(vals)
+    ax.axhline(chance, color="grey", ls="--", lw=1)
     ax.set_ylim(0, 1)
     ax.set_title(title, fontsize=10)
     return _png(fig)
@@ -151,76 +152,114 @@ def confusion_chart(report: Mapping) -> str | None:
     return _png(fig)
 
 
-def summary_rows(report: Mapping) -> list[tuple[str, str]]:
-    """(label, formatted value with interval) for every metric the report has — the card's and CLI's table."""
-    pos, one, lb = report.get("position"), report.get("one_order_position"), report.get("length_bias")
-    humans, cal, sp = report.get("humans") or {}, report.get("calibration"), report.get("self_preference")
+Rows = list[tuple[str, str]]
+
+
+def _position_rows(report: Mapping) -> Rows:
+    pos, one = report.get("position"), report.get("one_order_position")
     rows = [("pairs", str(report["n_pairs"])), ("orders judged", report["orders"])]
     if pos:
         rows += [("position consistency", _fmt(report["consistency"])),
                  ("first-slot rate (2P verdicts; CI over pairs)", _fmt(report["first_position_rate"])),
                  ("primacy / recency pairs", f"{pos['primacy_count']} / {pos['recency_count']} "
                   f"(preference fairness {pos['preference_fairness']:+.3f})")]
-    if one:
-        if one["design"] == "randomised order":
-            rows.append(("P(win|first) − P(win|second)", _fmt(one["first_minus_second"]) + f" — favours {one['favours']}"))
-        else:
-            rows.append(("first-slot win rate (fixed order)", _fmt(one["first_win_rate"]) + f" — favours {one['favours']}"))
+    if one and one["design"] == "randomised order":
+        rows.append(("P(win|first) − P(win|second)",
+                     _fmt(one["first_minus_second"]) + f" — favours {one['favours']}"))
+    elif one:
+        rows.append(("first-slot win rate (fixed order)", _fmt(one["first_win_rate"]) + f" — favours {one['favours']}"))
     c = report["conservative"]
     rows.append(("winners (conservative)", f"x {c['a']}, y {c['b']}, tie {c['tie']}, unparsable {c['unparsable']}"))
-    if report.get("agreement"):
-        a = report["agreement"]
-        rows += [("agreement with humans", _fmt(a) + f" (n {a['n']}, {a['n_unparsable']} unparsable)"),
-                 ("agreement without ties", _fmt(report["agreement_without_ties"]))]
-        if report["orders"] == "both":
-            rows.append(("agreement, orders averaged instead", _fmt(report["agreement_averaged"])))
-        single = report["kappa"].get("single_class_resamples") or 0
-        rows += [("Cohen's kappa (bootstrap CI)", _fmt(report["kappa"]) + (
-                     f" ({single} single-class resamples, kappa 1 there)" if single else "")),
-                 ("TPR / TNR (pass = x wins)", f"{_fmt(report['tpr'])} / {_fmt(report['tnr'])}")]
-    gain = report.get("ppi_gain")
-    if gain:  # added by the caller that may fit BT (judge/ imports no arena): voting.judge_assist.judge_ppi_gain
-        value = "unbounded (the judge reproduces the votes)" if gain.get("unbounded") else f"x{gain['gain']:.2f}"
-        rows.append(("PPI gain for a BT leaderboard (ESS x, unlimited judge verdicts)",
-                     f"{value} (lambda {gain['lambda']:.2f} for unlimited judge verdicts on these "
-                     f"{gain['n_items']:,.0f} items with votes; a leaderboard's PPI fit tunes its own lambda "
-                     "for its items, so the two differ)"))
-    if humans:
-        pk = humans.get("pairwise_kappa") or {}
-        rows.append(("humans among themselves", f"Fleiss' kappa {humans['fleiss_kappa']:.3f}, Krippendorff's "
-                     f"alpha {humans['krippendorff_alpha']:.3f}" + (", pairwise kappa " + ", ".join(
-                         f"{k}: {v:.3f}" for k, v in pk.items()) if pk else "")))
-        loo = humans["leave_one_out"]
-        rows.append(("leave-one-out vs human majority", f"judge {_fmt(loo['judge'])}, humans {_fmt(loo['human'])}"))
-        if humans.get("ceiling"):
-            from judge.ceiling import ceiling_rows
+    return rows
 
-            rows += ceiling_rows(humans["ceiling"])
+
+def _agreement_rows(report: Mapping) -> Rows:
+    if not report.get("agreement"):
+        return []
+    a = report["agreement"]
+    rows = [("agreement with humans", _fmt(a) + f" (n {a['n']}, {a['n_unparsable']} unparsable)"),
+            ("agreement without ties", _fmt(report["agreement_without_ties"]))]
+    if report["orders"] == "both":
+        rows.append(("agreement, orders averaged instead", _fmt(report["agreement_averaged"])))
+    single = report["kappa"].get("single_class_resamples") or 0
+    return rows + [("Cohen's kappa (bootstrap CI)", _fmt(report["kappa"]) + (
+                       f" ({single} single-class resamples, kappa 1 there)" if single else "")),
+                   ("TPR / TNR (pass = x wins)", f"{_fmt(report['tpr'])} / {_fmt(report['tnr'])}")]
+
+
+def _ppi_gain_rows(report: Mapping) -> Rows:
+    gain = report.get("ppi_gain")
+    if not gain:  # added by the caller that may fit BT (judge/ imports no arena): judge_arena.assist.judge_ppi_gain
+        return []
+    value = "unbounded (the judge reproduces the votes)" if gain.get("unbounded") else f"x{gain['gain']:.2f}"
+    return [("PPI gain for a BT leaderboard (ESS x, unlimited judge verdicts)",
+             f"{value} (lambda {gain['lambda']:.2f} for unlimited judge verdicts on these "
+             f"{gain['n_items']:,.0f} items with votes; a leaderboard's PPI fit tunes its own lambda "
+             "for its items, so the two differ)")]
+
+
+def _human_rows(report: Mapping) -> Rows:
+    humans = report.get("humans") or {}
+    if not humans:
+        return []
+    pk = humans.get("pairwise_kappa") or {}
+    loo = humans["leave_one_out"]
+    rows = [("humans among themselves", f"Fleiss' kappa {humans['fleiss_kappa']:.3f}, Krippendorff's "
+             f"alpha {humans['krippendorff_alpha']:.3f}" + (", pairwise kappa " + ", ".join(
+                 f"{k}: {v:.3f}" for k, v in pk.items()) if pk else "")),
+            ("leave-one-out vs human majority", f"judge {_fmt(loo['judge'])}, humans {_fmt(loo['human'])}")]
+    if humans.get("ceiling"):
+        from judge.ceiling import ceiling_rows
+
+        rows += ceiling_rows(humans["ceiling"])
+    return rows
+
+
+def _bias_rows(report: Mapping) -> Rows:
+    lb, sp, rows = report.get("length_bias"), report.get("self_preference"), []
     if lb:
-        rows.append((f"prefers the longer answer (|Δlen| > {lb['threshold']:g})", f"judge {_fmt(lb['judge_prefers_longer'])}"
+        rows.append((f"prefers the longer answer (|Δlen| > {lb['threshold']:g})",
+                     f"judge {_fmt(lb['judge_prefers_longer'])}"
                      + (f", humans {_fmt(lb['human_prefers_longer'])}" if lb.get("human_prefers_longer") else "")))
         rows.append(("logistic slope on standardised Δlen", _fmt(lb["slope"])))
     if sp:
         rows.append((f"self-preference ({sp['judge_family']})", _fmt(sp["difference"]) + f" (n {sp['n']})"))
-    cw = report.get("corrected_win_rate")
-    if cw:
-        fixed = ("none: TPR + TNR ≤ 1, the judge carries no information" if cw["uninformative"]
-                 else _fmt(cw["corrected"]))
-        rows.append(("x win rate: judge raw → corrected (TPR/TNR)", f"{cw['raw_rate']:.3f} → {fixed}"
-                     f" (humans on labelled pairs {cw['human_rate_labelled']:.3f}"
-                     + (f"; {cw['n_unparsable']} unparsable counted as x not winning" if cw.get("n_unparsable") else "")
-                     + ")"))
-    if cal:
-        ece = "—" if cal.get("ece") is None else f"{cal['ece']:.4f}"
-        rows.append(("Brier (3-class) / ECE (decided pairs)",
-                     f"{cal['brier']:.4f} / {ece} (n {cal['n']}, decided {cal['n_decided']}"
-                     + (f"; {cal['n_low_mass_excluded']} low-label-mass pairs left out" if cal.get(
-                         "n_low_mass_excluded") else "") + ")"))
-        tie = cal.get("tie")
-        if tie:
-            rows.append(("P(tie): judge mean vs humans' tie rate",
-                         f"{tie['mean_p_tie']:.3f} vs {_fmt(tie['observed'])} (tie ECE {tie['ece']:.4f})"))
     return rows
+
+
+def _corrected_rate_rows(report: Mapping) -> Rows:
+    cw = report.get("corrected_win_rate")
+    if not cw:
+        return []
+    fixed = "none: TPR + TNR ≤ 1, the judge carries no information" if cw["uninformative"] else _fmt(cw["corrected"])
+    unparsable = f"; {cw['n_unparsable']} unparsable counted as x not winning" if cw.get("n_unparsable") else ""
+    return [("x win rate: judge raw → corrected (TPR/TNR)", f"{cw['raw_rate']:.3f} → {fixed}"
+             f" (humans on labelled pairs {cw['human_rate_labelled']:.3f}" + unparsable + ")")]
+
+
+def _calibration_rows(report: Mapping) -> Rows:
+    cal = report.get("calibration")
+    if not cal:
+        return []
+    ece = "—" if cal.get("ece") is None else f"{cal['ece']:.4f}"
+    low = f"; {cal['n_low_mass_excluded']} low-label-mass pairs left out" if cal.get("n_low_mass_excluded") else ""
+    rows = [("Brier (3-class) / ECE (decided pairs)",
+             f"{cal['brier']:.4f} / {ece} (n {cal['n']}, decided {cal['n_decided']}" + low + ")")]
+    tie = cal.get("tie")
+    if tie:
+        rows.append(("P(tie): judge mean vs humans' tie rate",
+                     f"{tie['mean_p_tie']:.3f} vs {_fmt(tie['observed'])} (tie ECE {tie['ece']:.4f})"))
+    return rows
+
+
+#: The card's summary table, section by section, in the order shown.
+SUMMARY_SECTIONS = (_position_rows, _agreement_rows, _ppi_gain_rows, _human_rows, _bias_rows, _corrected_rate_rows,
+                    _calibration_rows)
+
+
+def summary_rows(report: Mapping) -> Rows:
+    """(label, formatted value with interval) for every metric the report has — the card's and CLI's table."""
+    return [row for section in SUMMARY_SECTIONS for row in section(report)]
 
 
 def render_card(report: Mapping, pairs: pd.DataFrame | None = None, settings: Mapping[str, object] | None = None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judge.bias import combine_orders
+from judge.bias import combine_order_codes
 from judge.compare_inputs import Answers
 from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge.stats import Interval, holm_adjust, sign_test, wilson_interval
@@ -74,7 +74,7 @@ def pair_outcomes(codes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if one_order:
         single = np.where(np.isnan(xy), yx, xy)
         return np.where(np.isnan(single), UNPARSABLE, single), np.zeros(len(xy), bool)
-    combined = combine_orders(xy, yx, require_both=True)["conservative"]
+    combined = combine_order_codes(xy, yx, require_both=True)["conservative"]
     valid = (combined != UNPARSABLE)
     return combined, valid & (xy != yx)
 

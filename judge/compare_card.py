@@ -89,7 +89,8 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
     if tasks:
         chart = forest_plot(tasks, "delta", "task", 0.0, "candidate − base (95% paired bootstrap)")
         if chart:
-            parts.append(f"<figure><figcaption>lm-eval tasks</figcaption><img alt='task deltas' src='{chart}'></figure>")
+            parts.append("<figure><figcaption>lm-eval tasks</figcaption>"
+                         f"<img alt='task deltas' src='{chart}'></figure>")
         parts.append("<h2>lm-eval tasks</h2>" + _table(
             ["task", "metric", "n", "base", "candidate", "delta", "McNemar p"],
             [[r["task"], f"{r['metric']},{r['filter']}", str(r["n"]), format_interval(r["base"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,9 @@ from judge.compare_inputs import (
 from judge.outcomes import X, Y
 from judge.sequential import SequentialSettings, anytime_p_values, confidence_sequence
 from preflab.errors import InputError
+
+if TYPE_CHECKING:
+    from judge.run import RunResult
 
 
 @dataclass(frozen=True)
@@ -166,25 +170,43 @@ def _add_cost(total: float | None, cost: float | None) -> float | None:
     return None if total is None or cost is None else total + cost
 
 
+def _judge_all(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict]:
+    """Every rubric on every pair: codes and a run summary per dimension."""
+    codes, runs = {}, {}
+    for name in request.rubrics:
+        result, c = _judge_codes(pairs, name, request)
+        codes[_rubric_dimension(name)] = c
+        runs[_rubric_dimension(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
+                                         "failed": int(result.verdicts["error"].notna().sum())}
+    return codes, runs
+
+
+def _require_a_price(request: CompareRequest) -> None:
+    """A spending cap needs the judge's price: without one the cap could never stop the run."""
+    from judge.spend import spec_price
+
+    if getattr(request.run_config, "price", None) is None and spec_price(request.judge) is None:
+        raise ValueError(f"--max-cost needs a known price, and {request.judge} has none in the price table; "
+                         "drop --max-cost")
+
+
+def _add_chunk(acc: dict, result: RunResult) -> None:
+    """One chunk's calls, cache hits, cost (unknown stays unknown) and failures into a dimension's tally."""
+    acc["calls"] += result.stats.calls
+    acc["cached"] += result.stats.cache_hits
+    acc["cost"] = _add_cost(acc["cost"], result.stats.cost)
+    acc["failed"] += int(result.verdicts["error"].notna().sum())
+
+
 def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.DataFrame], dict, dict | None]:
     """Judge every rubric on the pairs (all of them, or sequentially in chunks until each dimension stops)."""
+    if request.sequential is None:
+        return (*_judge_all(pairs, request), None)
     runs: dict[str, dict] = {}
     names = list(request.rubrics)
-    if request.sequential is None:
-        codes = {}
-        for name in names:
-            result, c = _judge_codes(pairs, name, request)
-            codes[_rubric_dimension(name)] = c
-            runs[_rubric_dimension(name)] = {"summary": result.stats.summary(), "cost": result.stats.cost,
-                                "failed": int(result.verdicts["error"].notna().sum())}
-        return codes, runs, None
     seq = request.sequential
     if seq.max_cost is not None:
-        from judge.spend import spec_price
-
-        if getattr(request.run_config, "price", None) is None and spec_price(request.judge) is None:
-            raise ValueError(f"--max-cost needs a known price, and {request.judge} has none in the price table; "
-                             "drop --max-cost")
+        _require_a_price(request)
     order = _sequential_order(len(pairs), seq)
     cap = len(order)
     chunk = max(8, getattr(request.run_config, "concurrency", 8))
@@ -206,11 +228,7 @@ def judge_live(pairs: Sequence, request: CompareRequest) -> tuple[dict[str, pd.D
             result, c = _judge_codes(batch, name, request)
             cost = _add_cost(cost, result.stats.cost)
             dim = _rubric_dimension(name)
-            acc = runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0})
-            acc["calls"] += result.stats.calls
-            acc["cached"] += result.stats.cache_hits
-            acc["cost"] = _add_cost(acc["cost"], result.stats.cost)
-            acc["failed"] += int(result.verdicts["error"].notna().sum())
+            _add_chunk(runs.setdefault(dim, {"calls": 0, "cached": 0, "cost": 0.0, "failed": 0}), result)
             codes[dim] = pd.concat([codes[dim], c], ignore_index=True)
             stops[dim] = _decided_after(codes[dim], seq, per_dim)
             if stops[dim]:

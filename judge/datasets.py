@@ -7,6 +7,7 @@ Bad rows raise :class:`arena.io.battles.InputError` naming file, line and field;
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,57 @@ def _same(a: tuple, b: tuple) -> bool:
     return all((np.isnan(u) and np.isnan(v)) or u == v for u, v in zip(a, b, strict=True))
 
 
+def _label_units(labels: pd.DataFrame, columns: list[str], by_pair: bool, source: str,
+                 line_of: Callable[[int], int | None]) -> tuple[dict[tuple, tuple[tuple, int | None]], int]:
+    """Each label row's codes keyed by (item[, sorted model pair]), oriented to the sorted pair, and the
+    number of rows repeated with the same labels; conflicting repeats and non-pairs are input errors."""
+    units: dict[tuple, tuple[tuple, int | None]] = {}
+    repeated = 0
+    for i, rec in enumerate(labels.to_dict("records")):
+        line = line_of(i)
+        codes = tuple(_identity_code(rec.get(c), source, line, c, np.nan) for c in columns)
+        item = str(rec["item_id"])
+        key: tuple = (item,)
+        if by_pair:
+            a, b = str(rec["model_a"]).strip(), str(rec["model_b"]).strip()
+            if not a or not b or a == b:
+                raise InputError(source, line, "model_b", f"model pair {a!r} vs {b!r} is not two models",
+                                 "name the two different models the label compares")
+            key = (item, min(a, b), max(a, b))
+            codes = codes if a < b else tuple(_flip(c) for c in codes)  # stored as seen from the sorted pair
+        if key not in units:
+            units[key] = (codes, line)
+            continue
+        seen, seen_line = units[key]
+        if not _same(seen, codes):
+            pair = f", pair {key[1]} vs {key[2]}" if by_pair else ""
+            raise InputError(
+                source, line, "human", f"conflicting labels for item {item!r}{pair}"
+                + (f" (line {seen_line} says otherwise)" if seen_line else ""),
+                "give one label per (item, model pair); several annotators go in one row as "
+                "human_1 … human_k, their majority in human")
+        repeated += 1
+    return units, repeated
+
+
+def _require_joinable(items: pd.Series, xs: pd.Series, ys: pd.Series, unit_items: set[str], by_pair: bool,
+                      source: str, first_line: int | None) -> None:
+    """Labels by model pair need the judged pairs' models; labels by item alone need one pair per item."""
+    if by_pair and ((xs == "") | (ys == "")).any():
+        raise InputError(source, first_line, "model_a", "labels name model pairs, but the judged pairs "
+                         "have no model_x/model_y to orient them to",
+                         "drop the model_a/model_b columns to join by item_id alone (A = the pair's x)")
+    if by_pair:
+        return
+    per_item = items.value_counts()
+    shared = sorted(set(per_item[per_item > 1].index) & unit_items)
+    if shared:
+        raise InputError(source, first_line, "model_a", f"labels have no model pair, but item "
+                         f"{shared[0]!r} has {int(per_item[shared[0]])} judged pairs "
+                         f"({len(shared)} such items): a label by item_id is ambiguous",
+                         "add model_a and model_b columns (`preflab export-votes --as labels` writes them)")
+
+
 def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels>",
                first_line: int | None = 2) -> pd.DataFrame:
     """The one join of human labels onto judged pairs: the CLI's ``--human`` file and the app's votes.
@@ -106,62 +158,27 @@ def join_human(pairs: pd.DataFrame, labels: pd.DataFrame, source: str = "<labels
     Labels matching no judged pair and judged pairs without a label are counted in ``attrs["notes"]``.
     """
     by_pair = {"model_a", "model_b"} <= set(labels.columns)
-    singles = sorted((c for c in labels.columns if c.startswith("human_") and c[6:].isdigit()), key=lambda c: int(c[6:]))
-    line_of = (lambda i: None) if first_line is None else (lambda i: i + first_line)  # noqa: E731
-    units: dict[tuple, tuple[tuple, int | None]] = {}
-    repeated = 0
-    for i, rec in enumerate(labels.to_dict("records")):
-        line = line_of(i)
-        codes = tuple(_identity_code(rec.get(c), source, line, c, np.nan) for c in ["human", *singles])
-        item = str(rec["item_id"])
-        if by_pair:
-            a, b = str(rec["model_a"]).strip(), str(rec["model_b"]).strip()
-            if not a or not b or a == b:
-                raise InputError(source, line, "model_b", f"model pair {a!r} vs {b!r} is not two models",
-                                      "name the two different models the label compares")
-            key = (item, min(a, b), max(a, b))
-            codes = codes if a < b else tuple(_flip(c) for c in codes)  # stored as seen from the sorted pair
-        else:
-            key = (item,)
-        if key in units:
-            seen, seen_line = units[key]
-            if not _same(seen, codes):
-                pair = f", pair {key[1]} vs {key[2]}" if by_pair else ""
-                raise InputError(
-                    source, line, "human", f"conflicting labels for item {item!r}{pair}"
-                    + (f" (line {seen_line} says otherwise)" if seen_line else ""),
-                    "give one label per (item, model pair); several annotators go in one row as "
-                    "human_1 … human_k, their majority in human")
-            repeated += 1
-            continue
-        units[key] = (codes, line)
+    singles = sorted((c for c in labels.columns if c.startswith("human_") and c[6:].isdigit()),
+                     key=lambda c: int(c[6:]))
+    columns = ["human", *singles]
+    units, repeated = _label_units(labels, columns, by_pair, source,
+                                   (lambda i: None) if first_line is None else (lambda i: i + first_line))
     out = pairs.copy()
     xs = out["model_x"].astype(str).str.strip() if "model_x" in out else pd.Series("", index=out.index)
     ys = out["model_y"].astype(str).str.strip() if "model_y" in out else pd.Series("", index=out.index)
     items = out["item_id"].astype(str)
-    if by_pair and ((xs == "") | (ys == "")).any():
-        raise InputError(source, first_line, "model_a", "labels name model pairs, but the judged pairs "
-                              "have no model_x/model_y to orient them to",
-                              "drop the model_a/model_b columns to join by item_id alone (A = the pair's x)")
-    if not by_pair:
-        per_item = items.value_counts()
-        shared = sorted(set(per_item[per_item > 1].index) & {k[0] for k in units})
-        if shared:
-            raise InputError(source, first_line, "model_a", f"labels have no model pair, but item "
-                                  f"{shared[0]!r} has {int(per_item[shared[0]])} judged pairs "
-                                  f"({len(shared)} such items): a label by item_id is ambiguous",
-                                  "add model_a and model_b columns (`preflab export-votes --as labels` writes them)")
+    _require_joinable(items, xs, ys, {k[0] for k in units}, by_pair, source, first_line)
     rows, used = [], set()
     for item, x, y in zip(items, xs, ys, strict=True):
         key = (item, min(x, y), max(x, y)) if by_pair else (item,)
         codes = units.get(key, (None,))[0]
         if codes is None:
-            rows.append((np.nan,) * (1 + len(singles)))
+            rows.append((np.nan,) * len(columns))
             continue
         used.add(key)
         rows.append(codes if not by_pair or x <= y else tuple(_flip(c) for c in codes))
-    table = np.array(rows, dtype=float).reshape(len(out), 1 + len(singles))
-    for j, col in enumerate(["human", *singles]):
+    table = np.array(rows, dtype=float).reshape(len(out), len(columns))
+    for j, col in enumerate(columns):
         out[col] = table[:, j]
     notes = list(pairs.attrs.get("notes", []))
     if repeated:
@@ -314,6 +331,35 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
 LAYOUTS = ("auto", "verdicts", "labels", "pandalm", "llmfao", "alpaca")
 
 
+def _guess_layout(path: Path) -> str:
+    """``auto``: a folder by the files it holds, a file by its name."""
+    if not path.is_dir():
+        return ("alpaca" if path.name.endswith((".json.gz", ".json")) else
+                "labels" if path.suffix == ".csv" else "verdicts")
+    if (path / "testset-v1.json").exists():
+        return "pandalm"
+    if (path / "crowd-comparisons.csv").exists():
+        return "llmfao"
+    if any(path.glob("*.json.gz")) or (path / "annotations").is_dir():
+        return "alpaca"
+    raise InputError(str(path), None, None, "cannot tell the layout of this folder",
+                     "pass --layout pandalm, llmfao or alpaca")
+
+
+def _load_alpaca_folder(path: Path, allow_mixed: bool) -> pd.DataFrame:
+    """A folder of AlpacaEval annotation files as one table (``model_y`` per file, item ids prefixed by it)."""
+    files = sorted((path / "annotations" if (path / "annotations").is_dir() else path).glob("*.json.gz"))
+    parts = [load_alpaca(f) for f in files]
+    pairs = pd.concat(parts, ignore_index=True)
+    pairs["item_id"] = pairs["model_y"] + "/" + pairs["item_id"]
+    tally = ProvenanceTally.merged([p.attrs["provenance"] for p in parts])
+    mix = require_one_judge(tally, str(path), allow_mixed)
+    pairs.attrs.update(source=f"AlpacaEval annotations, {len(files)} models",
+                       notes=[n for p in parts for n in p.attrs["notes"]] + mix, provenance=tally,
+                       settings={"judge model": tally.single("judge"), **tally.settings()})
+    return pairs
+
+
 def load_any(path: str | Path, layout: str = "auto", judge: str | None = None,
              allow_mixed: bool = False) -> pd.DataFrame:
     """Judge verdicts from ``path`` in any supported layout; ``auto`` guesses from the name and columns.
@@ -326,37 +372,13 @@ def load_any(path: str | Path, layout: str = "auto", judge: str | None = None,
     path = Path(path)
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if layout == "auto":
-        if path.is_dir():
-            layout = ("pandalm" if (path / "testset-v1.json").exists() else
-                      "llmfao" if (path / "crowd-comparisons.csv").exists() else
-                      "alpaca" if any(path.glob("*.json.gz")) or (path / "annotations").is_dir() else "")
-        elif path.name.endswith((".json.gz", ".json")):
-            layout = "alpaca"
-        elif path.suffix == ".csv":
-            layout = "labels"
-        else:
-            layout = "verdicts"
-        if not layout:
-            raise InputError(str(path), None, None, "cannot tell the layout of this folder",
-                                  "pass --layout pandalm, llmfao or alpaca")
+    layout = _guess_layout(path) if layout == "auto" else layout
     if layout == "pandalm":
         return load_pandalm(path, judge or "gpt-3.5-turbo")
     if layout == "llmfao":
         return load_llmfao(path, judge or "gpt4")
     if layout == "alpaca":
-        if not path.is_dir():
-            return load_alpaca(path)
-        files = sorted((path / "annotations" if (path / "annotations").is_dir() else path).glob("*.json.gz"))
-        parts = [load_alpaca(f) for f in files]
-        pairs = pd.concat(parts, ignore_index=True)
-        pairs["item_id"] = pairs["model_y"] + "/" + pairs["item_id"]
-        tally = ProvenanceTally.merged([p.attrs["provenance"] for p in parts])
-        mix = require_one_judge(tally, str(path), allow_mixed)
-        pairs.attrs.update(source=f"AlpacaEval annotations, {len(files)} models",
-                           notes=[n for p in parts for n in p.attrs["notes"]] + mix, provenance=tally,
-                           settings={"judge model": tally.single("judge"), **tally.settings()})
-        return pairs
+        return _load_alpaca_folder(path, allow_mixed) if path.is_dir() else load_alpaca(path)
     if layout == "labels":
         return load_judge_labels(path)
     return load_verdicts_jsonl(path, allow_mixed)

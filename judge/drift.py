@@ -167,7 +167,8 @@ def drift_rows(report: dict) -> list[tuple[str, str]]:
             ("Cohen's kappa between runs (95% bootstrap)", format_interval(report["kappa"])),
             ("flipped winners (95%; not part of the verdict)",
              f"{e['flips']['count']} = {format_interval(e['flips'])}"),
-            (f"net flips x→y minus y→x ({report['interval_level']:.1%} interval)", f"{f(e['net_flips'])} ({e['net_flips']['x_to_y']} vs "
+            (f"net flips x→y minus y→x ({report['interval_level']:.1%} interval)",
+             f"{f(e['net_flips'])} ({e['net_flips']['x_to_y']} vs "
              f"{e['net_flips']['y_to_x']}, McNemar p {e['net_flips']['mcnemar_p']:.3g})"),
             ("mean P(x wins) shift, new − old", f(e["p_x_shift"])),
             ("mean P(first slot wins) shift (position bias)", f(e["first_slot_shift"])),

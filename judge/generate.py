@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -21,14 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.model_specs import ModelSpec
 from judge.providers.base import ProviderError, parse_spec
 from judge.providers.generation import Generation, GenerationRequest
 from judge.providers.generators import make_generator
-from judge.retry import RateLimiter, call_with_retries
+from judge.retry import RateLimiter, call_with_retries, run_pool
 from judge.run import RunStats
 from judge.spend import SpendMeter, estimated_input_tokens
 from preflab.redact import redact, redact_any
@@ -55,17 +53,7 @@ class GenerationCache(CallCache):
 
     def put_generation(self, key: str, generation: Generation, *, model: str, item_id: str) -> None:
         """Store one answer (secrets redacted); committed now, or with the next group."""
-        row = (key, model, item_id, json.dumps(redact_any(generation.to_json())), time.time())
-
-        def write() -> None:
-            if not self._db.in_transaction:
-                self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?)", row)
-
-        self._retry(write)
-        self._pending += 1
-        if self._pending >= self.commit_every or time.monotonic() - self._last_commit > self.commit_interval:
-            self.flush()
+        self._insert("generations", (key, model, item_id, json.dumps(redact_any(generation.to_json())), time.time()))
 
     def count_generations(self) -> int:
         """How many answers the cache holds."""
@@ -153,6 +141,52 @@ def plan_jobs(prompts: pd.DataFrame, models: Sequence[ModelSpec]) -> list[_Job]:
     return jobs
 
 
+@dataclass
+class _Answering:
+    """One generate run's shared state: the workers answer jobs into ``results`` (``cached``: from the cache)."""
+
+    gens: dict
+    db: GenerationCache | None
+    config: GenerateConfig
+    stats: GenerateStats
+    limiters: dict[str, RateLimiter]
+    meter: SpendMeter | None
+    item_ids: list
+    rng: random.Random
+    results: dict[str, Generation | ProviderError] = field(default_factory=dict)
+    cached: set[str] = field(default_factory=set)
+
+    async def answer(self, job: _Job) -> None:
+        """A cached answer, or one call with retries (a provider error is the job's result); cached as it comes."""
+        hit = self.db.get_generation(job.key) if self.db is not None else None
+        if hit is not None:
+            self.stats.cache_hits += 1
+            self.results[job.key] = hit
+            self.cached.add(job.key)
+            return
+        est = estimated_input_tokens(job.request) + job.request.max_tokens
+        gen = self.gens[job.spec.name]
+        try:
+            if self.meter is not None:
+                self.meter.check()
+            got = await call_with_retries(lambda: gen.generate(job.request), est, self.config,
+                                          self.limiters[endpoint(job.spec)], self.stats, self.rng)
+        except ProviderError as e:
+            self.results[job.key] = e
+            return
+        self.stats.calls += 1
+        self.results[job.key] = got
+        if self.meter is not None:
+            self.meter.charge(got, gen)
+        if self.db is not None:
+            self.db.put_generation(job.key, got, model=job.spec.name, item_id=str(self.item_ids[job.row]))
+
+
+async def _close_all(gens: dict) -> None:
+    for g in gens.values():
+        await g.aclose()
+
+
 async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], config: GenerateConfig,
                         cache: GenerationCache | str | Path | None = None,
                         generators: dict[str, object] | None = None) -> GenerateResult:
@@ -161,66 +195,26 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
     own = generators is None
     gens = generators or {m.name: make_generator(m.spec, timeout=m.timeout) for m in models}
     db = GenerationCache(cache) if isinstance(cache, str | Path) else cache
-    stats = GenerateStats()
-    limiters = {e: RateLimiter(config.rpm, config.tpm) for e in {endpoint(m) for m in models}}
     try:
         meter = SpendMeter(list(gens.values()), config.max_cost) if config.max_cost is not None else None
     except ValueError:
-        if own:
-            for g in gens.values():
-                await g.aclose()
+        await _close_all(gens if own else {})
         raise
-    rng = random.Random(config.seed)
+    stats = GenerateStats()
+    run = _Answering(gens, db, config, stats, {e: RateLimiter(config.rpm, config.tpm) for e in map(endpoint, models)},
+                     meter, prompts["item_id"].tolist(), random.Random(config.seed))
     jobs = plan_jobs(prompts, models)
-    results: dict[str, Generation | ProviderError] = {}
-    cached: set[str] = set()
-    queue: asyncio.Queue[_Job] = asyncio.Queue()
-    for job in {j.key: j for j in jobs}.values():
-        queue.put_nowait(job)
-    item_ids = prompts["item_id"].tolist()
-    bar = tqdm(total=queue.qsize(), disable=not config.progress, file=sys.stderr, unit="answer")
-
-    async def worker() -> None:
-        while not queue.empty():
-            job = queue.get_nowait()
-            hit = db.get_generation(job.key) if db is not None else None
-            if hit is not None:
-                stats.cache_hits += 1
-                results[job.key] = hit
-                cached.add(job.key)
-            else:
-                est = estimated_input_tokens(job.request) + job.request.max_tokens
-                gen = gens[job.spec.name]
-                try:
-                    if meter is not None:
-                        meter.check()
-                    got = await call_with_retries(lambda: gen.generate(job.request), est, config,  # noqa: B023
-                                                  limiters[endpoint(job.spec)], stats, rng)
-                except ProviderError as e:
-                    results[job.key] = e
-                else:
-                    stats.calls += 1
-                    results[job.key] = got
-                    if meter is not None:
-                        meter.charge(got, gen)
-                    if db is not None:
-                        db.put_generation(job.key, got, model=job.spec.name,
-                                          item_id=str(item_ids[job.row]))
-            bar.update(1)
-
     t0 = time.perf_counter()
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, queue.qsize())))))
+        await run_pool(list({j.key: j for j in jobs}.values()), run.answer, config.concurrency,
+                       progress=config.progress, unit="answer")
     finally:
-        bar.close()
         if db is not None:
             db.flush()
             if db is not cache:
                 db.close()
-        if own:
-            for g in gens.values():
-                await g.aclose()
-    answers, failures = answer_rows(prompts, jobs, results, cached, gens, stats)
+        await _close_all(gens if own else {})
+    answers, failures = answer_rows(prompts, jobs, run.results, run.cached, gens, stats)
     stats.wall_s = time.perf_counter() - t0
     return GenerateResult(answers, failures, stats)
 

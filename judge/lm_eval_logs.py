@@ -67,7 +67,8 @@ def load_run(folder: str | Path) -> Run:
     models = {p.parent for p in results}
     if len(models) > 1:
         raise InputError(str(folder), None, "results_*.json", f"results of {len(models)} models "
-                         f"({', '.join(sorted(str(p.relative_to(folder)) for p in models))})", "pass one model's folder")
+                         f"({', '.join(sorted(str(p.relative_to(folder)) for p in models))})",
+                         "pass one model's folder")
     results_path = _latest(results)
     data = load_json(results_path, "lm-eval writes this file; do not edit it")
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):

@@ -168,21 +168,42 @@ def unique_names(specs: list[ModelSpec], source: str = "--model") -> list[ModelS
     return specs
 
 
+def _read_prompt_rows(path: Path) -> pd.DataFrame:
+    """The prompts file as a table with each row's file ``line`` (JSONL, CSV with a header, Parquet)."""
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith(".jsonl"):
+        return pd.DataFrame([{**rec, "line": n} for n, rec in iter_jsonl(path, "write one JSON object per line")])
+    if name.endswith(".csv"):
+        df = read_csv(path, dtype=str, keep_default_na=False)
+        df["line"] = range(2, len(df) + 2)
+        return df
+    if name.endswith((".parquet", ".pq")):
+        df = read_parquet(path)
+        df["line"] = range(1, len(df) + 1)
+        return df
+    raise InputError(str(path), None, None, "unknown prompts format", "give a .jsonl, .csv or .parquet file")
+
+
+def _check_prompt(item: object, prompt: object, source: str, line: int) -> None:
+    """One row's item_id (a text or integer id) and prompt (non-empty text, at most MAX_PROMPT_CHARS)."""
+    for col, value in (("item_id", item), ("prompt", prompt)):
+        if value is None or (isinstance(value, float) and value != value):
+            raise InputError(source, line, col, "missing", "give every row an item_id and a prompt")
+    if not isinstance(item, str | int) or isinstance(item, bool) or not str(item).strip():
+        raise InputError(source, line, "item_id", f"{item!r} is not an id", "give every prompt a text id")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError(source, line, "prompt", "empty" if isinstance(prompt, str) else f"{prompt!r} is not text",
+                         "give every row a prompt")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise InputError(source, line, "prompt", f"{len(prompt)} characters (at most {MAX_PROMPT_CHARS})",
+                         "shorten the prompt")
+
+
 def load_prompts(path: str | Path) -> pd.DataFrame:
     """Prompts (JSONL, CSV or Parquet): ``item_id, prompt[, category]``, one row each, with its ``line``."""
     path = Path(path)
-    source, name = str(path), path.name.lower().removesuffix(".gz")
-    if name.endswith(".jsonl"):
-        rows = [{**rec, "line": n} for n, rec in iter_jsonl(path, "write one JSON object per line")]
-        df = pd.DataFrame(rows)
-    elif name.endswith(".csv"):
-        df = read_csv(path, dtype=str, keep_default_na=False)
-        df["line"] = range(2, len(df) + 2)
-    elif name.endswith((".parquet", ".pq")):
-        df = read_parquet(path)
-        df["line"] = range(1, len(df) + 1)
-    else:
-        raise InputError(source, None, None, "unknown prompts format", "give a .jsonl, .csv or .parquet file")
+    source = str(path)
+    df = _read_prompt_rows(path)
     require_rows(len(df), source, "prompts", "give one row per prompt: item_id, prompt[, category]")
     for col in ("item_id", "prompt"):
         if col not in df:
@@ -191,18 +212,8 @@ def load_prompts(path: str | Path) -> pd.DataFrame:
         df["category"] = None
     seen: dict[str, int] = {}
     for row in df.itertuples(index=False):
-        item, prompt, line = row.item_id, row.prompt, int(row.line)
-        for col, value in (("item_id", item), ("prompt", prompt)):
-            if value is None or (isinstance(value, float) and value != value):
-                raise InputError(source, line, col, "missing", "give every row an item_id and a prompt")
-        if not isinstance(item, str | int) or isinstance(item, bool) or not str(item).strip():
-            raise InputError(source, line, "item_id", f"{item!r} is not an id", "give every prompt a text id")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InputError(source, line, "prompt", "empty" if isinstance(prompt, str) else f"{prompt!r} is not text",
-                             "give every row a prompt")
-        if len(prompt) > MAX_PROMPT_CHARS:
-            raise InputError(source, line, "prompt", f"{len(prompt)} characters (at most {MAX_PROMPT_CHARS})",
-                             "shorten the prompt")
+        item, line = row.item_id, int(row.line)
+        _check_prompt(item, row.prompt, source, line)
         if str(item) in seen:
             raise InputError(source, line, "item_id", f"duplicate {str(item)!r} (first on line {seen[str(item)]})",
                              "give each prompt its own item_id")

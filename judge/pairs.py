@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.bias import COMBINE_RULES
-from judge.bias import combine_orders as combine_orders_codes
+from judge.bias import COMBINE_RULES, combine_order_codes
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, require_rows
 from preflab.outcomes import IDENTITY_NAMES, Outcome
@@ -79,9 +78,9 @@ def by_identity(order: str, p_a: float, p_b: float) -> tuple[float, float]:
     return (p_a, p_b) if order == "xy" else (p_b, p_a)
 
 
-def combine_orders(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.DataFrame:
+def combined_table(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.DataFrame:
     """One row per pair from the ``xy`` and ``yx`` rows of a verdicts table, by
-    :func:`judge.bias.combine_orders` (the one implementation of both rules).
+    the code arrays of :func:`judge.bias.combine_order_codes` (the one implementation of both rules).
 
     Each order's verdict is the argmax of its (p_x, p_y, p_tie); ``p_x``, ``p_y``, ``p_tie`` are the means of
     the two orders. ``consistent`` says whether the orders agreed; pairs missing an order (or with an
@@ -113,22 +112,11 @@ def combine_orders(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.Dat
         return code
 
     code_xy, code_yx = order_code("xy"), order_code("yx")
-    codes = combine_orders_codes(code_xy, code_yx, out["p_x_xy"], out["p_x_yx"], out["p_tie_xy"],
-                                 out["p_tie_yx"], require_both=True)
+    codes = combine_order_codes(code_xy, code_yx, out["p_x_xy"], out["p_x_yx"], out["p_tie_xy"],
+                                out["p_tie_yx"], require_both=True)
     ok = ~np.isnan(code_xy) & ~np.isnan(code_yx)
     out["consistent"] = ok & (code_xy == code_yx)
     out["winner"] = [IDENTITY_NAMES[int(c)] if c != Outcome.UNPARSABLE else None for c in codes[rule]]
     out["rule"] = rule
     return out
 
-
-def verdict_battle_rows(combined: pd.DataFrame, judge: str | None = None) -> pd.DataFrame:
-    """Combined verdicts as Chatbot-Arena-layout battles (``model_a = model_x``), for
-    ``arena.io.battles.load_battles``."""
-    ok = combined["winner"].notna()
-    winner = combined.loc[ok, "winner"].map({"x": "model_a", "y": "model_b", "tie": "tie"})
-    df = pd.DataFrame({"model_a": combined.loc[ok, "model_x"], "model_b": combined.loc[ok, "model_y"],
-                       "winner": winner, "question_id": combined.loc[ok, "item_id"]})
-    if judge:
-        df["judge"] = judge
-    return df.reset_index(drop=True)

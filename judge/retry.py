@@ -1,4 +1,5 @@
-"""Calls under rate limits with retries: the one loop the judge runner and ``preflab generate`` share.
+"""Calls under rate limits with retries, on a pool of workers: the one loop the judge runner and
+``preflab generate`` share.
 
 Each attempt waits for the per-endpoint rate limiter (requests and tokens per minute), then calls; a retryable
 :class:`~judge.providers.base.ProviderError` (429, 5xx, timeouts, dropped connections, malformed bodies) is
@@ -11,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
+
+from tqdm import tqdm
 
 from judge.providers.base import ProviderError
 
@@ -96,3 +100,23 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], estimate: int, set
         limiter.correct(estimate, (got.tokens_in or 0) + (got.tokens_out or 0))
         return got
     raise AssertionError("unreachable")
+
+
+async def run_pool(items: list[T], handle: Callable[[T], Awaitable[None]], concurrency: int, *, progress: bool,
+                   unit: str) -> None:
+    """Each item through ``handle`` on ``concurrency`` workers (at least one, at most one per item), with a
+    progress bar on stderr; an exception ``handle`` raises stops the pool and propagates."""
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+    bar = tqdm(total=len(items), disable=not progress, file=sys.stderr, unit=unit)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await handle(queue.get_nowait())
+            bar.update(1)
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
+    finally:
+        bar.close()

@@ -83,17 +83,20 @@ class Rubric:
 
 
 _ONE_TOKEN = "Answer with the single letter only, no explanation."
+_BETTER = _SYSTEM + "Decide which answer is better: more helpful, correct and relevant."
+_WITH_TIE = {"A": "A", "B": "B", "C": "tie", "tie": "tie"}  # C names a tie; a written "tie" is one too
 BUILTIN: dict[str, Rubric] = {
     "ab": Rubric(
-        "ab", "1", _SYSTEM + "Decide which answer is better: more helpful, correct and relevant.",
-        f"Which answer is better? Reply \"A\" if Assistant A's answer is better or \"B\" if Assistant B's. {_ONE_TOKEN}",
+        "ab", "1", _BETTER,
+        "Which answer is better? Reply \"A\" if Assistant A's answer is better or \"B\" if Assistant B's. "
+        + _ONE_TOKEN,
         {"A": "A", "B": "B"},
     ),
     "abt": Rubric(
-        "abt", "1", _SYSTEM + "Decide which answer is better: more helpful, correct and relevant.",
+        "abt", "1", _BETTER,
         "Which answer is better? Reply \"A\" if Assistant A's answer is better, \"B\" if Assistant B's, "
         f"or \"C\" for a tie. {_ONE_TOKEN}",
-        {"A": "A", "B": "B", "C": "tie", "tie": "tie"},
+        _WITH_TIE,
     ),
     "arena5": Rubric(
         "arena5", "1", _SYSTEM + "Judge helpfulness, correctness, relevance and conciseness.",
@@ -109,10 +112,10 @@ BUILTIN: dict[str, Rubric] = {
         "question is not more concise, it is incomplete.",
         "Which answer is more concise while still complete? Reply \"A\", \"B\", or \"C\" if they are "
         f"equally concise. {_ONE_TOKEN}",
-        {"A": "A", "B": "B", "C": "tie", "tie": "tie"},
+        _WITH_TIE,
     ),
     "reason": Rubric(
-        "reason", "1", _SYSTEM + "Decide which answer is better: more helpful, correct and relevant.",
+        "reason", "1", _BETTER,
         "Compare the two answers in one or two sentences, then give your final verdict on the last line "
         "exactly as \"Final verdict: [[A]]\" if Assistant A's answer is better, \"Final verdict: [[B]]\" if "
         "Assistant B's is, or \"Final verdict: [[C]]\" for a tie.",

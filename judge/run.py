@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.pairs import Pair, by_identity
@@ -35,7 +34,7 @@ from judge.providers.base import (
     ProviderError,
 )
 from judge.reading import read_verdict
-from judge.retry import RateLimiter, call_with_retries
+from judge.retry import RateLimiter, call_with_retries, run_pool
 from judge.rubrics import Rubric
 from judge.spend import SpendMeter, estimated_input_tokens
 from judge.verdicts import NO_LOGPROBS, Verdict, sampled_verdict, unparsable
@@ -152,47 +151,37 @@ async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cac
     results: dict[str, Completion | Exception] = {}
     limiter = RateLimiter(config.rpm, config.tpm)
     rng = random.Random(config.seed)
-    queue: asyncio.Queue[Call] = asyncio.Queue()
-    unique = list({c.key: c for c in calls}.values())  # identical requests (duplicate pairs) are made once
-    for c in unique:
-        queue.put_nowait(c)
-    bar = tqdm(total=len(unique), disable=not config.progress, file=sys.stderr, unit="call")
     rubric = config.rubric.fingerprint
 
-    async def worker() -> None:
-        while not queue.empty():
-            c = queue.get_nowait()
-            hit = cache.get(c.key) if cache is not None else None
-            if hit is not None:
-                stats.cache_hits += 1
-                results[c.key] = replace(hit, raw={**hit.raw, "cached": True})
-            else:
-                try:
-                    if meter is not None:
-                        meter.check()
-                    est = (estimated_input_tokens(c.request) + c.request.max_tokens) * c.request.n
-                    comp = await call_with_retries(lambda: provider.complete(c.request), est,  # noqa: B023
-                                                   config, limiter, stats, rng)
-                    if meter is not None:
-                        meter.charge(comp)
-                    stats.calls += 1
-                    stats.tokens_in += comp.tokens_in
-                    stats.tokens_out += comp.tokens_out
-                    if cache is not None:
-                        cache.put(c.key, comp, provider=provider.provider, model=provider.model, rubric=rubric,
-                                  p_hash=c.p_hash, order=c.order, params={**c.request.sampling_params(),
-                                                                          "sample": c.sample})
-                    results[c.key] = comp
-                except ProviderError as e:
-                    results[c.key] = e
-            bar.update(1)
+    async def complete(c: Call) -> None:
+        hit = cache.get(c.key) if cache is not None else None
+        if hit is not None:
+            stats.cache_hits += 1
+            results[c.key] = replace(hit, raw={**hit.raw, "cached": True})
+            return
+        try:
+            if meter is not None:
+                meter.check()
+            est = (estimated_input_tokens(c.request) + c.request.max_tokens) * c.request.n
+            comp = await call_with_retries(lambda: provider.complete(c.request), est, config, limiter, stats, rng)
+            if meter is not None:
+                meter.charge(comp)
+            stats.calls += 1
+            stats.tokens_in += comp.tokens_in
+            stats.tokens_out += comp.tokens_out
+            if cache is not None:
+                cache.put(c.key, comp, provider=provider.provider, model=provider.model, rubric=rubric,
+                          p_hash=c.p_hash, order=c.order, params={**c.request.sampling_params(), "sample": c.sample})
+            results[c.key] = comp
+        except ProviderError as e:
+            results[c.key] = e
 
+    unique = list({c.key: c for c in calls}.values())  # identical requests (duplicate pairs) are made once
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(unique))))))
+        await run_pool(unique, complete, config.concurrency, progress=config.progress, unit="call")
     finally:
         if cache is not None:
             cache.flush()
-        bar.close()
     return results
 
 
@@ -235,7 +224,8 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provid
         t_in, t_out = sum(c.tokens_in for c in comps), sum(c.tokens_out for c in comps)
         fresh = [c for c in comps if not c.raw.get("cached")]
         fresh_in, fresh_out = sum(c.tokens_in for c in fresh), sum(c.tokens_out for c in fresh)
-        cost = provider.price.cost(fresh_in, fresh_out) if provider.price else (math.nan if fresh_in + fresh_out else 0.0)
+        unpriced = math.nan if fresh_in + fresh_out else 0.0
+        cost = provider.price.cost(fresh_in, fresh_out) if provider.price else unpriced
         stats.cost = None if stats.cost is None or math.isnan(cost) else stats.cost + cost
         winner = {"A": model_a, "B": model_b, "tie": "tie"}.get(v.label or "", None)
         rows.append({

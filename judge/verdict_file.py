@@ -45,6 +45,66 @@ def _name(rec: dict, field: str, source: str, line: int) -> str:
     raise InputError(source, line, field, f"{json_type(value)}, not a string", "write names and ids as strings")
 
 
+#: The run settings a verdict file records (the card's "judge model", "rubric", ...): the first value seen.
+SETTING_FIELDS = (("judge model", "judge"), ("rubric", "rubric"), ("temperature", "temperature"),
+                  ("samples", "samples"), ("price", "price"), ("date", "date"))
+
+
+def _order_and_code(rec: dict, source: str, line: int) -> tuple[str, float]:
+    """A record's order (``xy`` or ``yx``) and its verdict as an identity code (UNPARSABLE when null)."""
+    for field in ("item_id", "order"):
+        if rec.get(field) in (None, ""):
+            raise InputError(source, line, field, "missing", "rows come from `preflab judge run`")
+    order = rec["order"]
+    if order not in ("xy", "yx"):
+        raise InputError(source, line, "order", f"{order!r} is not 'xy' or 'yx'", "'xy' means model_x was shown first")
+    verdict = rec.get("verdict")
+    if verdict is not None and not isinstance(verdict, str):
+        raise InputError(source, line, "verdict", f"{json_type(verdict)}, not a verdict label", "use A, B, tie or null")
+    slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
+    if verdict not in (None, "") and slot is None:
+        raise InputError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
+    first, second = (X, Y) if order == "xy" else (Y, X)
+    return order, float({None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot])
+
+
+def _pair_key(rec: dict, source: str, line: int) -> tuple[str, str, str]:
+    """(item_id, model_x, model_y); a model judged against itself is an input error."""
+    key = (_name(rec, "item_id", source, line), _name(rec, "model_x", source, line),
+           _name(rec, "model_y", source, line))
+    if key[1] and key[1] == key[2]:
+        raise InputError(source, line, "model_y", f"model_y equals model_x ({key[1]!r}): a model judged "
+                         "against itself", "each pair compares two different models; fix the pairs file")
+    return key
+
+
+class _FileTally:
+    """What the reader counts while it reads: settings, verdict methods, repeats, low label mass."""
+
+    def __init__(self) -> None:
+        self.settings: dict[str, object] = {}  # judge model, rubric, temperature, samples, price, date
+        self.methods: Counter = Counter()
+        self.duplicates = self.low_mass = self.no_logprobs = 0
+
+    def add(self, rec: dict) -> None:
+        for key, field in SETTING_FIELDS:
+            if key not in self.settings and rec.get(field) not in (None, ""):
+                self.settings[key] = rec[field]
+        if rec.get("method"):  # files written before the methods were named: "logprob" read the first token
+            self.methods[{"logprob": "logprob-first-token"}.get(str(rec["method"]), str(rec["method"]))] += 1
+            self.no_logprobs += int(rec["method"] == "text" and rec.get("samples", 1) == 1)
+
+    def notes(self) -> list[str]:
+        notes = [f"{self.duplicates} repeated (pair, order) rows ignored"] if self.duplicates else []
+        if self.no_logprobs:
+            notes.append(f"{NO_LOGPROBS} ({self.no_logprobs} verdict rows read from the text: no probability, not "
+                         "in Brier/ECE)")
+        if self.low_mass:
+            notes.append(f"{self.low_mass} low-label-mass verdict rows: their probabilities are left out of "
+                         "Brier/ECE")
+        return notes
+
+
 def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataFrame:
     """The JSONL of ``preflab judge run``: one row per (pair, order), pivoted to one row per pair.
 
@@ -58,50 +118,21 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
     """
     source = str(path)
     records: dict[tuple, dict] = {}
-    duplicates = low_mass = 0
-    methods: Counter = Counter()
-    no_logprobs = 0
-    settings: dict[str, object] = {}  # judge model, rubric, temperature, samples, price, date (`preflab judge run`)
-    tally = ProvenanceTally()
+    counts, tally = _FileTally(), ProvenanceTally()
     for line, rec in iter_jsonl(path, "one JSON object per line"):
         tally.add(rec, line)
-        for key, field in (("judge model", "judge"), ("rubric", "rubric"), ("temperature", "temperature"),
-                           ("samples", "samples"), ("price", "price"), ("date", "date")):
-            if key not in settings and rec.get(field) not in (None, ""):
-                settings[key] = rec[field]
-        for field in ("item_id", "order"):
-            if rec.get(field) in (None, ""):
-                raise InputError(source, line, field, "missing", "rows come from `preflab judge run`")
-        order = rec["order"]
-        if order not in ("xy", "yx"):
-            raise InputError(source, line, "order", f"{order!r} is not 'xy' or 'yx'",
-                                  "'xy' means model_x was shown first")
-        verdict = rec.get("verdict")
-        if verdict is not None and not isinstance(verdict, str):
-            raise InputError(source, line, "verdict", f"{json_type(verdict)}, not a verdict label",
-                             "use A, B, tie or null")
-        slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
-        if verdict not in (None, "") and slot is None:
-            raise InputError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
-        first, second = (X, Y) if order == "xy" else (Y, X)
-        code = {None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot]
+        counts.add(rec)
+        order, code = _order_and_code(rec, source, line)
         p_a, p_b = _float_or_nan(rec, "p_a", source, line), _float_or_nan(rec, "p_b", source, line)
         p_tie = _float_or_nan(rec, "p_tie", source, line)
-        if rec.get("method"):  # files written before the methods were named: "logprob" read the first token
-            methods[{"logprob": "logprob-first-token"}.get(str(rec["method"]), str(rec["method"]))] += 1
-            no_logprobs += int(rec["method"] == "text" and rec.get("samples", 1) == 1)
         low = rec.get("low_mass") is True and not np.isnan(p_a)  # the judge mostly wanted to say something else
-        low_mass += int(low)
-        key = (_name(rec, "item_id", source, line), _name(rec, "model_x", source, line),
-               _name(rec, "model_y", source, line))
-        if key[1] and key[1] == key[2]:
-            raise InputError(source, line, "model_y", f"model_y equals model_x ({key[1]!r}): a model judged "
-                             "against itself", "each pair compares two different models; fix the pairs file")
+        counts.low_mass += int(low)
+        key = _pair_key(rec, source, line)
         row = records.setdefault(key, {"item_id": key[0], "model_x": key[1], "model_y": key[2]})
         if f"judge_{order}" in row:
-            duplicates += 1
+            counts.duplicates += 1
             continue
-        row[f"judge_{order}"] = float(code)
+        row[f"judge_{order}"] = code
         row[f"p_{order}"] = by_identity(order, p_a, p_b)[0]
         row[f"pt_{order}"] = p_tie
         row[f"low_{order}"] = low  # kept for agreement, left out of Brier/ECE (judge.calibrate)
@@ -112,16 +143,11 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
     for col in ("judge_xy", "judge_yx", "p_xy", "p_yx", "pt_xy", "pt_yx"):
         if col not in pairs:
             pairs[col] = np.nan
-    notes = [f"{duplicates} repeated (pair, order) rows ignored"] if duplicates else []
-    if no_logprobs:
-        notes.append(f"{NO_LOGPROBS} ({no_logprobs} verdict rows read from the text: no probability, not in "
-                     "Brier/ECE)")
-    if low_mass:
-        notes.append(f"{low_mass} low-label-mass verdict rows: their probabilities are left out of Brier/ECE")
-    if methods:
-        settings["verdict methods"] = ", ".join(f"{m} {n}" for m, n in sorted(methods.items()))
+    settings = counts.settings
+    if counts.methods:
+        settings["verdict methods"] = ", ".join(f"{m} {n}" for m, n in sorted(counts.methods.items()))
     if mix_notes:
         settings["judge model"] = describe(tally.values["judge"])
-    pairs.attrs.update(source=source, notes=notes + mix_notes, settings={**settings, **tally.settings()},
+    pairs.attrs.update(source=source, notes=counts.notes() + mix_notes, settings={**settings, **tally.settings()},
                        provenance=tally)
     return pairs

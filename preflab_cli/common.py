@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -26,6 +26,16 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+# The judge call options that `judge run` and `compare` share.
+JUDGE_CACHE = Path.home() / ".cache" / "preflab" / "judge.sqlite"
+CacheOpt = Annotated[Path, typer.Option(help="SQLite call cache.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")]
+RpmOpt = Annotated[float | None, typer.Option(help="Requests per minute limit.")]
+TpmOpt = Annotated[float | None, typer.Option(help="Tokens per minute limit.")]
+TimeoutOpt = Annotated[float, typer.Option(help="Seconds per call before it is retried.")]
+SamplesOpt = Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")]
+MaxTokensOpt = Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")]
+
 #: The width of output that is not a terminal (a pipe, a file) unless ``COLUMNS`` says otherwise: rich would cut
 #: tables and lines at 80 columns there; this wide, a table keeps its natural width.
 PIPE_WIDTH = 500

@@ -1,53 +1,35 @@
-"""``preflab compare``: did the change help? A thin shell over :func:`judge.compare_run.run_compare`.
-
-``--plan`` is composed here because it needs both the judge's call count and :mod:`arena.simulation.power`'s exact
-sign-test power (judge/ never imports arena).
-"""
+"""``preflab compare``: did the change help? A thin shell over :func:`judge.compare_run.run_compare`
+(``--plan``: :func:`judge_arena.compare_plan.plan_for_items`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from judge.report_text import format_interval
 from preflab.io import is_stdout, strict_json, write_output
-from preflab_cli.common import app, fail, report_console
+from preflab_cli.common import (
+    JUDGE_CACHE,
+    CacheOpt,
+    MaxTokensOpt,
+    NoCacheOpt,
+    RpmOpt,
+    SamplesOpt,
+    TimeoutOpt,
+    TpmOpt,
+    app,
+    fail,
+    report_console,
+)
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alpha: float, power: float = 0.80,
-         tie_rate: float = 0.0) -> dict:
-    """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
-    (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
-    from arena.simulation.power import sign_test_power
-    from judge.spend import spec_price
-    from preflab.errors import InputError
-
-    for flag, value, ok in (("--alpha", alpha, 0 < alpha < 1), ("--tie-rate", tie_rate, 0 <= tie_rate < 1)):
-        if not ok:
-            raise InputError("<options>", None, flag, f"{value:g} is out of range",
-                             "give --alpha in (0, 1) and --tie-rate in [0, 1)")
-    decisive = int(round(n_prompts * (1 - tie_rate)))
-    lo, hi = 0.5, 1.0 - 1e-9
-    if decisive == 0 or sign_test_power(decisive, hi, alpha) < power:
-        mdw = None
-    else:
-        for _ in range(60):  # power rises with the win rate at fixed n: bisect
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if sign_test_power(decisive, mid, alpha) < power else (lo, mid)
-        mdw = hi
-    calls = n_prompts * 2 * rubrics
-    tokens_in = calls * (mean_chars / 4 + 150)  # the rubric's instructions are about 150 tokens
-    cost, price_known = None, False
-    if judge:
-        price = spec_price(judge)
-        price_known = price is not None
-        cost = price.cost(tokens_in, calls * 3) if price_known else None  # 3 verdict tokens a call
-    return {"prompts": n_prompts, "decisive_assumed": decisive, "tie_rate_assumed": tie_rate, "alpha": alpha,
-            "power": power, "min_detectable_win_rate": mdw, "rubrics": rubrics, "judge_calls": calls,
-            "estimated_tokens_in": int(tokens_in), "cost": cost, "price_known": price_known, "judge": judge}
+    from judge.compare_run import CompareRequest
+    from judge.run import RunConfig
 
 
 def _plain_table(out, header, cells) -> None:
@@ -89,7 +71,8 @@ def print_report(report: dict, out) -> None:
         s = report["sequential"]
         out.print(f"sequential: {s['pairs_judged']} of {s['pairs_available']} prompts judged ({s['stopped_because']});"
                   " stopped after " + ", ".join(f"{d} {'—' if n is None else n}" for d, n in s["stopped_at"].items())
-                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""), markup=False, highlight=False, soft_wrap=True)
+                  + (f"; cost ${s['cost']:.4f}" if s.get("cost") is not None else ""),
+                  markup=False, highlight=False, soft_wrap=True)
     if report["tasks"]:
         out.print("lm-eval tasks (candidate − base; delta with its 95% paired bootstrap interval)", markup=False,
                   highlight=False, soft_wrap=True)
@@ -118,16 +101,10 @@ def print_report(report: dict, out) -> None:
 def _print_plan(items: Path | None, rubrics: int, judge: str | None, alpha: float, tie_rate: float,
                 json_out: Path | None, out) -> None:
     """``--plan``: the power, calls and cost for the items file's prompts; nothing is judged."""
-    from judge.compare_inputs import load_answers
-    from preflab.errors import InputError
+    from judge_arena.compare_plan import plan_for_items
 
-    if items is None:
-        raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")
-    answers = load_answers(items)
-    n = len(answers.prompts)
-    chars = sum(len(p) for p in answers.prompts.values()) / max(n, 1) + sum(
-        len(a) for by in answers.answers.values() for a in by.values()) / max(n, 1)
-    res = plan(n, max(rubrics, 1), judge, chars, alpha, tie_rate=tie_rate)
+    res = plan_for_items(items, rubrics, judge, alpha, tie_rate)
+    n = res["prompts"]
     mdw = res["min_detectable_win_rate"]
     out.print(f"{n} prompts ({res['decisive_assumed']} decisive assumed): smallest win rate detectable at "
               f"80% power (exact sign test, alpha {alpha}): "
@@ -156,7 +133,29 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
             out.print(f"gate report -> {report_path}", markup=False)
 
 
-@app.command("compare")
+def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
+    """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
+    from judge.rubrics import load_rubric
+    from judge.run import RunConfig
+
+    return RunConfig(load_rubric(rubric), **settings)
+
+
+def _print_dry_run(request: CompareRequest, out: Console) -> None:
+    """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
+    from judge.budget import total_summary
+    from judge.compare_run import dry_run_compare
+
+    estimates = dry_run_compare(request)
+    if not estimates:
+        out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
+                  markup=False, highlight=False, soft_wrap=True)
+    for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "
+                             "--guard is significantly worse.")  # one line in `preflab --help`
 def compare_cmd(
     items: Annotated[Path | None, typer.Argument(help="The two versions' answers: JSONL item_id, prompt, model, "
                                                  "answer (or the pairs layout).")] = None,
@@ -166,7 +165,8 @@ def compare_cmd(
                                                      "(ab, abt, arena5, concise, alpaca) or a TOML file.")] = None,
     verdicts: Annotated[list[Path] | None, typer.Option("--verdicts", help="A `preflab judge run` verdict file per "
                                                         "rubric (repeat); no judge is called.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")] = None,
+    judge: Annotated[str | None, typer.Option(
+        "--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL.")] = None,
     guard: Annotated[list[str] | None, typer.Option("--guard", help="A dimension that must not regress (repeat): "
                                                     "exit 1 when it is significantly worse.")] = None,
     alpha: Annotated[float, typer.Option(help="Family-wise error rate (Holm across dimensions).")] = 0.05,
@@ -174,9 +174,11 @@ def compare_cmd(
                                                               "lm-eval --log_samples output folders.")] = None,
     tasks: Annotated[list[str] | None, typer.Option("--tasks", help="lm-eval tasks to compare (default: all).")] = None,
     metric: Annotated[str | None, typer.Option(help="lm-eval metric (default: the task's own).")] = None,
-    filter_name: Annotated[str | None, typer.Option("--filter", help="lm-eval filter (default: the task's own).")] = None,
-    allow_prompt_change: Annotated[bool, typer.Option("--allow-prompt-change", help="Accept lm-eval items whose "
-                                                      "prompt_hash differs (a prompt change is what you compare).")] = False,
+    filter_name: Annotated[str | None, typer.Option(
+        "--filter", help="lm-eval filter (default: the task's own).")] = None,
+    allow_prompt_change: Annotated[bool, typer.Option(
+        "--allow-prompt-change",
+        help="Accept lm-eval items whose prompt_hash differs (a prompt change is what you compare).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the judge calls, estimated tokens and cost "
                                                             "per rubric; send nothing.")] = False,
     plan_only: Annotated[bool, typer.Option("--plan", help="Print the power, calls and cost; judge nothing.")] = False,
@@ -187,19 +189,19 @@ def compare_cmd(
     max_cost: Annotated[float | None, typer.Option(help="--sequential: stop before spending more (USD).")] = None,
     seed: Annotated[int, typer.Option(help="Random order (--sequential) and bootstrap seed.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight.")] = 16,
-    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = Path.home() / ".cache" / "preflab" / "judge.sqlite",
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
-    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
-    samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
+    cache: CacheOpt = JUDGE_CACHE,
+    no_cache: NoCacheOpt = False,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    samples: SamplesOpt = 0,
+    max_tokens: MaxTokensOpt = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here (- = stdout).")] = None,
     report_path: Annotated[Path | None, typer.Option("--report", help="Write the HTML gate report here.")] = None,
-    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool verdicts whose judges, model versions "
-                                              "or rubric texts differ (refused otherwise; the notes list the mix).")] = False,
+    allow_mixed: Annotated[bool, typer.Option(
+        "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
+                              "otherwise; the notes list the mix).")] = False,
 ) -> None:
-    """Is the candidate better than the base, on what, and by how much? Exits 1 when a --guard is significantly worse."""
     from judge.compare import GateSettings
     from judge.compare_run import CompareRequest, run_compare
     from judge.sequential import SequentialSettings
@@ -215,13 +217,8 @@ def compare_cmd(
                              "name the two versions with --base and --candidate")
         if judge and not rubrics and not verdicts:
             rubrics = ("abt",)
-        run_config = None
-        if judge:
-            from judge.rubrics import load_rubric
-            from judge.run import RunConfig
-
-            run_config = RunConfig(load_rubric(rubrics[0]), concurrency=concurrency, rpm=rpm, tpm=tpm,
-                                   timeout=timeout, samples=samples, max_tokens=max_tokens)
+        run_config = _judge_run_config(rubrics[0], concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
+                                       samples=samples, max_tokens=max_tokens) if judge else None
         request = CompareRequest(
             base=base or "base", candidate=candidate or "candidate", items=items, verdicts=tuple(verdicts or ()),
             rubrics=rubrics, judge=None if verdicts else judge, run_config=run_config,
@@ -235,16 +232,7 @@ def compare_cmd(
             raise InputError(str(items or "<options>"), None, None, "nothing to compare on",
                              "pass --judge SPEC with --rubric, or --verdicts FILE, or --lm-eval BASE_DIR CANDIDATE_DIR")
         if dry_run:
-            from judge.budget import total_summary
-            from judge.compare_run import dry_run_compare
-
-            estimates = dry_run_compare(request)
-            if not estimates:
-                out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
-                          markup=False, highlight=False, soft_wrap=True)
-            for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
-                out.print(line, markup=False, highlight=False, soft_wrap=True)
-            return
+            return _print_dry_run(request, out)
         report = run_compare(request)
         if verdicts and (judge or rubric):
             report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "

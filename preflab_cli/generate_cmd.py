@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from preflab.io import is_stdout
 from preflab_cli.common import app, err, fail
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from judge.generate import GenerateResult
+
 
 @app.command("generate")
 def generate_cmd(
-    prompts: Annotated[Path, typer.Argument(help="Prompts (JSONL, CSV or Parquet): item_id, prompt, optional category.")],
+    prompts: Annotated[Path, typer.Argument(
+        help="Prompts (JSONL, CSV or Parquet): item_id, prompt, optional category.")],
     output: Annotated[Path, typer.Option(help="Items file to write (.jsonl, .csv, .parquet or - for stdout): "
                                               "item_id, prompt, model, answer, tokens, latency, cost, finish "
                                               "reason, settings; `preflab import` reads it.")],
@@ -23,7 +29,8 @@ def generate_cmd(
                         "each model).")] = None,
     roster: Annotated[Path | None, typer.Option(help="Roster TOML with one [[model]] table per model "
                                                      "(name, spec, system, max_tokens, temperature, ...).")] = None,
-    pairs: Annotated[Path | None, typer.Option(help="Also write `judge run` pairs (every two models per item).")] = None,
+    pairs: Annotated[Path | None, typer.Option(
+        help="Also write `judge run` pairs (every two models per item).")] = None,
     concurrency: Annotated[int, typer.Option(help="Calls in flight.")] = 16,
     rpm: Annotated[float | None, typer.Option(help="Requests per minute limit, per endpoint.")] = None,
     tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit, per endpoint.")] = None,
@@ -54,13 +61,7 @@ def generate_cmd(
     specs = unique_names(specs)
     table = load_prompts(prompts)
     if dry_run:
-        from judge.budget import estimate_generate, generation_line, total_summary
-
-        estimates = estimate_generate(table, specs, None if no_cache else cache)
-        typer.echo(f"dry run: {len(table)} prompts x {len(specs)} models")
-        for line in [generation_line(e) for e in estimates] + [total_summary(estimates)]:
-            typer.echo(line)
-        return
+        return _print_dry_run(table, specs, None if no_cache else cache)
     config = GenerateConfig(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts, progress=progress,
                             max_cost=max_cost)
     try:
@@ -80,24 +81,47 @@ def generate_cmd(
     if pairs is not None:
         pair_rows = pairs_table(result.answers)
         say(f"{len(pair_rows)} pairs -> {write_table(pair_rows, pairs, stdout_format='jsonl')}")
+    _warn_about_answers(result)
+    _exit_for_failures(result, where, max_cost, no_cache, allow_failures)
+
+
+def _print_dry_run(table: pd.DataFrame, specs: list, cache: Path | None) -> None:
+    """``--dry-run``: calls, estimated tokens and cost per model and in all; nothing is sent."""
+    from judge.budget import estimate_generate, generation_line, total_summary
+
+    estimates = estimate_generate(table, specs, cache)
+    typer.echo(f"dry run: {len(table)} prompts x {len(specs)} models")
+    for line in [generation_line(e) for e in estimates] + [total_summary(estimates)]:
+        typer.echo(line)
+
+
+def _warn_about_answers(result: GenerateResult) -> None:
+    """Answers kept but cut at max_tokens, or empty: counted on stderr."""
     if note := result.truncation_note():
         err.print(f"warning: {note}", highlight=False, markup=False)
     empty = sum(result.stats.empty.values())
     if empty:
-        err.print(f"warning: {empty} empty answers ({', '.join(f'{m} {k}' for m, k in result.stats.empty.items())})",
-                  highlight=False, markup=False)
+        per_model = ", ".join(f"{m} {k}" for m, k in result.stats.empty.items())
+        err.print(f"warning: {empty} empty answers ({per_model})", highlight=False, markup=False)
+
+
+def _exit_for_failures(result: GenerateResult, where: str, max_cost: float | None, no_cache: bool,
+                       allow_failures: int) -> None:
+    """Exit 1 when the --max-cost cap left answers unsent or more than --allow-failures answers failed;
+    warn (and return) for accepted failures."""
     unsent = int((result.failures["kind"] == "budget").sum())
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {unsent + len(result.answers)} answers not sent "
              f"(the {len(result.answers)} answered are in {where}" + ("" if no_cache else " and cached, so a rerun "
              "with a higher --max-cost continues from there") + ")", status=1)
     failed = len(result.failures)
-    if failed:
-        top = result.failures["error"].str.slice(0, 120).value_counts().head(3)
-        line = (f"{failed} of {failed + len(result.answers)} answers failed after retries: "
-                + "; ".join(f"{n} x {msg}" for msg, n in top.items())
-                + f" (not in {where}; " + ("rerun to retry them)" if no_cache else
-                                          "rerun with the same cache to retry only them)"))
-        if failed > allow_failures:
-            fail(line + ("" if allow_failures else "; pass --allow-failures N to accept up to N"), status=1)
-        err.print(f"warning: {line}", highlight=False, markup=False)
+    if not failed:
+        return
+    top = result.failures["error"].str.slice(0, 120).value_counts().head(3)
+    line = (f"{failed} of {failed + len(result.answers)} answers failed after retries: "
+            + "; ".join(f"{n} x {msg}" for msg, n in top.items())
+            + f" (not in {where}; " + ("rerun to retry them)" if no_cache else
+                                      "rerun with the same cache to retry only them)"))
+    if failed > allow_failures:
+        fail(line + ("" if allow_failures else "; pass --allow-failures N to accept up to N"), status=1)
+    err.print(f"warning: {line}", highlight=False, markup=False)

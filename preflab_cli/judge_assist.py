@@ -1,6 +1,6 @@
 """``preflab rank HUMAN --judge-battles JUDGE``: the judge-assisted (PPI++) leaderboard.
 
-The library call is :func:`voting.judge_assist.judge_assisted_leaderboard`, the one the app's Leaderboard
+The library call is :func:`judge_arena.assist.judge_assisted_leaderboard`, the one the app's Leaderboard
 page ("sharpen with a judge") makes too; this module only prints.
 """
 
@@ -15,11 +15,11 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
     """Fit and print the PPI++ leaderboard; the usual table plus ``ess`` and a footer (lambda, items, gain)."""
     import warnings
 
+    from judge_arena.assist import footer, judge_assisted_leaderboard
     from preflab.errors import InputError
     from preflab.io import write_table
     from preflab_cli.common import console, err, fail
     from preflab_cli.rank_output import rich_table
-    from voting.judge_assist import footer, judge_assisted_leaderboard
 
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from preflab.io import is_stdout, write_output
-from preflab_cli.common import fail
+from preflab_cli.common import (
+    JUDGE_CACHE,
+    CacheOpt,
+    MaxTokensOpt,
+    NoCacheOpt,
+    RpmOpt,
+    SamplesOpt,
+    TimeoutOpt,
+    TpmOpt,
+    fail,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -16,23 +26,25 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 # --- preflab judge run -------------------------------------------------------
 @app.command("run")
 def run_cmd(
-    pairs_path: Annotated[Path, typer.Argument(help="Pairs JSONL: item_id, prompt, model_x, answer_x, model_y, answer_y.")],
+    pairs_path: Annotated[Path, typer.Argument(
+        help="Pairs JSONL: item_id, prompt, model_x, answer_x, model_y, answer_y.")],
     judge: Annotated[list[str], typer.Option("--judge", help="openai:MODEL, anthropic:MODEL or local:URL#MODEL; "
                                              "repeat for a jury (one verdict file per member, then the panel).")],
     rubric: Annotated[str, typer.Option(help="Built-in rubric (ab, abt, arena5, concise, alpaca, reason) or a TOML "
                                              "file.")] = "abt",
-    both_orders: Annotated[bool, typer.Option("--both-orders/--one-order", help="Judge each pair in both orders.")] = True,
-    samples: Annotated[int, typer.Option(help="K sampled text verdicts per order instead of logprobs (0 = logprobs).")] = 0,
+    both_orders: Annotated[bool, typer.Option(
+        "--both-orders/--one-order", help="Judge each pair in both orders.")] = True,
+    samples: SamplesOpt = 0,
     concurrency: Annotated[int, typer.Option(help="Calls in flight.")] = 16,
     output: Annotated[Path, typer.Option(help="Verdicts JSONL (one row per pair and order).")] = Path("verdicts.jsonl"),
     combined: Annotated[Path | None, typer.Option(help="Also write one row per pair (both orders combined).")] = None,
     combine: Annotated[str, typer.Option(help="Combine orders: conservative or average.")] = "conservative",
-    cache: Annotated[Path, typer.Option(help="SQLite call cache.")] = Path.home() / ".cache" / "preflab" / "judge.sqlite",
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
-    tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens to generate (default 3, or 16 when sampling).")] = None,
+    cache: CacheOpt = JUDGE_CACHE,
+    no_cache: NoCacheOpt = False,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    max_tokens: MaxTokensOpt = None,
     progress: Annotated[bool, typer.Option("--progress/--quiet", help="Show a progress bar.")] = True,
     batch: Annotated[bool, typer.Option("--batch", help="Use the provider's batch API (openai:, anthropic:).")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between batch status polls.")] = 30.0,
@@ -44,18 +56,20 @@ def run_cmd(
                                                    "dated table; an unknown price is reported as unknown).")] = None,
     allow_failures: Annotated[int, typer.Option(help="Exit 0 even when up to N verdicts failed after retries "
                                                      "(default 0: any failure exits 1).")] = 0,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the calls, estimated tokens and cost; send nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the calls, estimated tokens and cost; send nothing.")] = False,
     max_cost: Annotated[float | None, typer.Option(help="Stop sending calls once the spend reaches this many USD "
                                                    "(answers kept in the cache; rerun to continue).")] = None,
-    jury_rule: Annotated[str, typer.Option(help="With several --judge: panel rule majority, mean or dawid-skene "
-                                                "(unsupervised here; `judge jury --human` learns from labels).")] = "majority",
+    jury_rule: Annotated[str, typer.Option(
+        help="With several --judge: panel rule majority, mean or dawid-skene (unsupervised here; `judge jury "
+             "--human` learns from labels).")] = "majority",
 ) -> None:
     """Judge every pair (both orders by default) and write verdict probabilities as JSONL.
 
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
 
-    from judge.pairs import PairsError, combine_orders, load_pairs
+    from judge.pairs import PairsError, load_pairs
     from judge.prices import parse_price
     from judge.providers import parse_spec
     from judge.providers.base import ProviderError
@@ -82,13 +96,7 @@ def run_cmd(
             return
         judge = judge[0]
         if batch:
-            from judge.batch import batch_judge
-
-            if no_cache:
-                raise ValueError("--batch collects answers into the cache; drop --no-cache")
-            summary, result = batch_judge(pairs, judge, config, cache, poll_s=poll, fallback=batch_fallback)
-            typer.echo("batch: " + ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}"
-                                             for k, v in summary.items()), err=True)
+            result = _batch_run(pairs, judge, config, None if no_cache else cache, poll, batch_fallback)
         else:
             result = run_judge(pairs, judge, config, cache=None if no_cache else cache)
     except (PairsError, RubricError, ProviderError, ValueError) as e:
@@ -100,12 +108,31 @@ def run_cmd(
     say(result.stats.summary())
     say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
     if both_orders:
-        table = combine_orders(df, combine)
-        say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
-                   + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
-        if combined is not None:
-            write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
+        _report_orders(df, combine, combined, say)
     _exit_for_failures(df, result.stats.failed, output, max_cost, allow_failures, err)
+
+
+def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallback: str):
+    """``--batch``: the provider's batch API, answers collected into the cache; its summary on stderr."""
+    from judge.batch import batch_judge
+
+    if cache is None:
+        raise ValueError("--batch collects answers into the cache; drop --no-cache")
+    summary, result = batch_judge(pairs, judge, config, cache, poll_s=poll, fallback=fallback)
+    typer.echo("batch: " + ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}"
+                                     for k, v in summary.items()), err=True)
+    return result
+
+
+def _report_orders(df, combine: str, combined: Path | None, say) -> None:
+    """How often the two orders agree and the combined winners; ``--combined`` writes the one-row-per-pair table."""
+    from judge.pairs import combined_table
+
+    table = combined_table(df, combine)
+    say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
+        + ", ".join(f"{k} {v}" for k, v in table["winner"].value_counts(dropna=False).items()) + ")")
+    if combined is not None:
+        write_output(combined, table.to_json(orient="records", lines=True, force_ascii=False))
 
 
 def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
@@ -172,10 +199,13 @@ def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, a
 def calibrate_cmd(
     verdicts: Annotated[Path, typer.Argument(help="Verdicts: `preflab judge run` JSONL, judge_labels.csv, or a "
                                              "PandaLM / LLMFAO / AlpacaEval data folder or file.")],
-    human: Annotated[Path | None, typer.Option(help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
-    lengths: Annotated[Path | None, typer.Option(help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
+    human: Annotated[Path | None, typer.Option(
+        help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
+    lengths: Annotated[Path | None, typer.Option(
+        help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
     layout: Annotated[str, typer.Option(help="auto, verdicts, labels, pandalm, llmfao or alpaca.")] = "auto",
-    judge_name: Annotated[str | None, typer.Option("--judge", help="Which judge in a shared set (gpt4, gpt3, gpt-3.5-turbo, pandalm-7b).")] = None,
+    judge_name: Annotated[str | None, typer.Option(
+        "--judge", help="Which judge in a shared set (gpt4, gpt3, gpt-3.5-turbo, pandalm-7b).")] = None,
     family: Annotated[Path | None, typer.Option(help="CSV model,family for self-preference.")] = None,
     judge_family: Annotated[str | None, typer.Option(help="The judge's own family (with --family).")] = None,
     length_threshold: Annotated[float, typer.Option(help="Length-bias pairs must differ by more than this.")] = 0.0,
@@ -188,8 +218,9 @@ def calibrate_cmd(
     temperature: Annotated[str | None, typer.Option(help="Card checklist: temperature.")] = None,
     samples: Annotated[str | None, typer.Option(help="Card checklist: samples per order.")] = None,
     date: Annotated[str | None, typer.Option(help="Card checklist: date the judge ran.")] = None,
-    allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Pool verdicts whose judges, model versions "
-                                              "or rubric texts differ (refused otherwise; the card lists the mix).")] = False,
+    allow_mixed: Annotated[bool, typer.Option(
+        "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
+                              "otherwise; the card lists the mix).")] = False,
 ) -> None:
     """Calibrate a judge against humans: bias, agreement, calibration — every number with its interval."""
     from rich.markup import escape
@@ -210,7 +241,7 @@ def calibrate_cmd(
         families = load_family(family) if family else None
     except (InputError, ValueError, OSError) as e:
         fail(e)
-    from voting.judge_assist import calibration_report
+    from judge_arena.assist import calibration_report
 
     res = calibration_report(pairs, family=families, judge_family=judge_family, length_threshold=length_threshold,
                              n_bootstrap=n_bootstrap, seed=seed)
@@ -300,7 +331,8 @@ def _say_rows_and_notes(rows, tables: dict, say) -> None:
 def drift_cmd(
     old: Annotated[Path, typer.Argument(help="The earlier run's verdicts (any `judge calibrate` layout).")],
     new: Annotated[Path, typer.Argument(help="The later run (or new judge version) on the same pairs.")],
-    tolerance: Annotated[float, typer.Option(help="Systematic changes up to this size count as the same judge.")] = 0.05,
+    tolerance: Annotated[float, typer.Option(
+        help="Systematic changes up to this size count as the same judge.")] = 0.05,
     alpha: Annotated[float, typer.Option(help="False-flag rate for an unchanged judge.")] = 0.05,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the drift report as JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for kappa.")] = 1000,

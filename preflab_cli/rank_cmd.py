@@ -7,13 +7,18 @@ is read, stored programs, per-part timings) lives with the one command that need
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from preflab.io import is_stdout
 from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
 from preflab_cli.common import app, err, fail, report_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from arena.leaderboard import Leaderboard
 
 
 def cli_words(note: str) -> str:
@@ -25,6 +30,38 @@ def cli_words(note: str) -> str:
     for word, flag in (("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01")):
         note = note.replace(word, flag)
     return note
+
+
+def _columns_needed(style_columns: tuple[str, ...], style_control: bool, unit: str,
+                    reads_optional: bool) -> tuple[str, ...] | None:
+    """The columns a lean read keeps: all of them (None) for filters and judge matching, else the names and
+    outcomes plus the style metadata and the item id the fit uses."""
+    if reads_optional:
+        return None
+    items = ("question_id",) if unit == "item" else ()  # the item id, for the sampling unit
+    return (*style_columns, *items) if style_control else items
+
+
+def _print_tie_and_style(show: Console, lb: Leaderboard, ties: str) -> None:
+    """The tie parameter with its intervals, and the style coefficients, when the fit has them."""
+    if lb.tie_parameter:
+        tp = lb.tie_parameter
+        show.print(f"tie parameter ({ties}): {tp['value']:.4f}  " + "  ".join(
+            f"{m} [{tp[f'lower_{m}']:.4f}, {tp[f'upper_{m}']:.4f}]" for m in ("sandwich", "bootstrap")
+            if f"lower_{m}" in tp))
+    if lb.style is not None:
+        show.print("style coefficients (log-odds per SD):\n"
+                   + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
+
+
+def _write_plots(lb: Leaderboard, plot: Path | None, heatmap: Path | None) -> None:
+    if plot or heatmap:
+        from arena.plots import forest_plot, win_rate_heatmap  # matplotlib only when asked for
+
+        if plot:
+            err.print(f"wrote {forest_plot(lb.table, plot)}")
+        if heatmap:
+            err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
 
 
 @app.command()
@@ -40,7 +77,8 @@ def rank(
     level: Annotated[float, typer.Option("--level", help="Interval level.")] = 0.95,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     filters: Annotated[list[str] | None, typer.Option(
-        "--filter", help="category=A,B | language=X | exclude=M1,M2 | anony | daily-cap=N | dedup (repeatable)")] = None,
+        "--filter",
+        help="category=A,B | language=X | exclude=M1,M2 | anony | daily-cap=N | dedup (repeatable)")] = None,
     output: Annotated[Path | None, typer.Option("--output", help="Write the table: .csv, .json or .parquet.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Forest plot of ratings: .png or .html.")] = None,
     heatmap: Annotated[Path | None, typer.Option("--heatmap", help="Observed win-rate heatmap: .png/.html.")] = None,
@@ -77,9 +115,7 @@ def rank(
     from arena.io.battles import STYLE_COLUMNS
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
-    # filters and judge matching read the optional columns; a plain fit reads names and outcomes (+ style)
-    items = ("question_id",) if unit == "item" else ()  # the item id, for the sampling unit
-    need = None if filters or judge_battles is not None else (*STYLE_COLUMNS, *items) if style_control else items
+    need = _columns_needed(STYLE_COLUMNS, style_control, unit, bool(filters) or judge_battles is not None)
     try:
         battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
     finally:  # also on bad input: no exit while a thread is still importing
@@ -119,22 +155,9 @@ def rank(
         err.print(f"[yellow]warning:[/yellow] {cli_words(str(w.message))}", highlight=False)
     show = report_console(output if is_stdout(output) else plot if is_stdout(plot) else heatmap)
     show.print(rich_table(lb.table, top))
-    if lb.tie_parameter:
-        tp = lb.tie_parameter
-        show.print(f"tie parameter ({ties}): {tp['value']:.4f}  " + "  ".join(
-            f"{m} [{tp[f'lower_{m}']:.4f}, {tp[f'upper_{m}']:.4f}]" for m in ("sandwich", "bootstrap")
-            if f"lower_{m}" in tp))
-    if lb.style is not None:
-        show.print("style coefficients (log-odds per SD):\n"
-                   + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
+    _print_tie_and_style(show, lb, ties)
     if output:
         err.print(f"wrote {write_table(lb.table, output, meta_key='leaderboard')}")
-    if plot or heatmap:
-        from arena.plots import forest_plot, win_rate_heatmap  # matplotlib only when asked for
-
-        if plot:
-            err.print(f"wrote {forest_plot(lb.table, plot)}")
-        if heatmap:
-            err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
+    _write_plots(lb, plot, heatmap)
     timings.lap("output")
     timings.report()

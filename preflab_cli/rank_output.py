@@ -37,8 +37,8 @@ def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
     sep = table.attrs.get("separation")
     captions = [f"sampling unit: {table.attrs['unit_text']}"] if table.attrs.get("unit_text") else []
     if sep:
-        captions.append("no MLE: the models split into groups (see the warning): " + "; ".join("{" + ", ".join(g[:4]) + (", ..." if len(g) > 4 else "") + "}"
-                                                 for g in sep["groups"][:5]))
+        groups = "; ".join("{" + ", ".join(g[:4]) + (", ..." if len(g) > 4 else "") + "}" for g in sep["groups"][:5])
+        captions.append("no MLE: the models split into groups (see the warning): " + groups)
     if captions:
         out.caption = "\n".join(captions)
     return out

@@ -19,7 +19,8 @@ from preflab_cli.common import DEMO_DIR, app, console, err, fail
 #: (the settings of .streamlit/config.toml, for any folder).
 STREAMLIT_FLAGS = ("--server.headless", "true", "--server.fileWatcherType", "none", "--server.runOnSave",
                    "false", "--runner.postScriptGC", "false", "--runner.magicEnabled", "false",
-                   "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer", "--client.disableDataExport", "true",
+                   "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+                   "--client.disableDataExport", "true",
                    "--client.showErrorDetails", "none")  # no tracebacks in the browser (the log has them)
 DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://...")]
 

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = {"arena", "judge", "voting", "preflab", "preflab_cli"}
+OURS = {"arena", "judge", "judge_arena", "voting", "preflab", "preflab_cli"}
 #: package -> our packages it must never import (preflab_cli, the command line, is the top: it may import all)
 FORBIDDEN = {
-    "arena": {"judge", "voting", "preflab_cli"},
-    "judge": {"arena", "voting", "preflab_cli"},
+    "arena": {"judge", "judge_arena", "voting", "preflab_cli"},
+    "judge": {"arena", "judge_arena", "voting", "preflab_cli"},
+    "judge_arena": {"voting", "preflab_cli"},  # judges and arena statistics together, below the app and the CLI
     "voting": {"preflab_cli"},
-    "preflab": {"arena", "judge", "voting", "preflab_cli"},  # the shared leaf
+    "preflab": {"arena", "judge", "judge_arena", "voting", "preflab_cli"},  # the shared leaf
 }
 
 

@@ -35,8 +35,8 @@ PUBLIC = {
               "write_card"],
     "judge.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
                         "make_provider", "parse_spec"],
-    "voting": ["calibration_report", "export_bytes", "import_items", "judge_assisted_leaderboard", "load_items",
-               "load_votes", "open_store"],
+    "judge_arena": ["calibration_report", "judge_assisted_leaderboard", "judge_ppi_gain", "verdict_battles"],
+    "voting": ["export_bytes", "import_items", "load_items", "load_votes", "open_store"],
     "voting.pages": [],
     "preflab": ["InputError", "Outcome", "write_table"],
     "preflab_cli": ["OPTION_ALIASES", "app", "canonical_args", "main"],
@@ -44,8 +44,8 @@ PUBLIC = {
 
 
 def test_every_package_is_pinned_here() -> None:
-    found = {".".join(f.parent.relative_to(ROOT).parts) for top in ("arena", "judge", "voting", "preflab", "preflab_cli")
-             for f in (ROOT / top).rglob("__init__.py")}
+    tops = ("arena", "judge", "judge_arena", "voting", "preflab", "preflab_cli")
+    found = {".".join(f.parent.relative_to(ROOT).parts) for top in tops for f in (ROOT / top).rglob("__init__.py")}
     assert found == set(PUBLIC)
 
 
@@ -76,7 +76,7 @@ def test_importing_the_packages_loads_none_of_their_names() -> None:
     """The surface is declared, not imported: ``import judge`` and ``import arena`` load no JAX (nor pandas),
     and using ``judge.run_judge`` still loads no JAX."""
     code = ("import sys, arena, arena.io, arena.bt, arena.bootstrap, arena.style, arena.lc, arena.ppi,"
-            " arena.simulation, judge, voting, preflab\n"
+            " arena.simulation, judge, judge_arena, voting, preflab\n"
             "light = not any(m in sys.modules for m in ('jax', 'pandas', 'numpy'))\n"
             "judge.run_judge, judge.make_provider\n"
             "print(light, 'jax' in sys.modules)\n")

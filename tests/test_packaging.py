@@ -51,7 +51,7 @@ def run(env_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_wheel_is_imported_from_the_install_not_the_checkout(installed, tmp_path) -> None:
-    code = "import arena, judge, voting, preflab_cli, preflab.demo; print(voting.__file__)"
+    code = "import arena, judge, judge_arena.assist, voting, preflab_cli, preflab.demo; print(judge_arena.__file__)"
     out = subprocess.run([str(installed / "bin" / "python"), "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, check=True).stdout
     assert str(installed) in out and str(ROOT) not in out

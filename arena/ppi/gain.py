@@ -1,5 +1,5 @@
 """How useful a judge is for PPI++: the effective-sample-size gain with unlimited judge verdicts (the judge
-card's "PPI gain", :func:`voting.judge_assist.judge_ppi_gain`, and the LLMFAO diagnostics)."""
+card's "PPI gain", :func:`judge_arena.assist.judge_ppi_gain`, and the LLMFAO diagnostics)."""
 
 from __future__ import annotations
 

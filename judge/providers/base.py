@@ -77,7 +77,8 @@ class Completion:
     def from_json(cls, data: Mapping) -> Completion:
         """Inverse of :meth:`to_json`."""
         return cls(data["text"], data.get("tokens"), int(data.get("tokens_in", 0)),
-                   int(data.get("tokens_out", 0)), float(data.get("latency", 0.0)), {"served": data.get("served") or {}},
+                   int(data.get("tokens_out", 0)), float(data.get("latency", 0.0)),
+                   {"served": data.get("served") or {}},
                    samples=data.get("samples"))
 
 

@@ -118,7 +118,8 @@ class CompatibleProvider(LearnsCapabilities):
         except httpx.TimeoutException as e:
             raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
         except httpx.TransportError as e:  # connection refused/reset, server disconnected
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True, kind="connection") from None
+            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
+                                kind="connection") from None
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, resp.text)
         try:
@@ -126,7 +127,8 @@ class CompatibleProvider(LearnsCapabilities):
             choice = data["choices"][0]
             text = choice["message"]["content"] if "message" in choice else choice["text"]
         except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
-            raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True, kind="malformed") from None
+            raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True,
+                                kind="malformed") from None
         usage = data.get("usage") or {}
         if choice.get("finish_reason") == "length" and _unfinished_thinking(text or ""):
             raise ProviderError(f"the reply was cut off inside <think> after {usage.get('completion_tokens')} tokens; "

@@ -260,7 +260,8 @@ def test_judge_vs_human_compare_against_scipy():
     import pandas as pd
     from scipy.stats import spearmanr
 
-    from voting.judge_vs_human import compare, pair_win_shares, verdict_battles
+    from judge_arena.battles import verdict_battles
+    from judge_arena.versus_human import compare, pair_win_shares
 
     verdicts = pd.DataFrame({"item_id": ["i1", "i2"], "model_x": ["a", "b"], "model_y": ["b", "c"],
                              "judge_xy": [0.0, 2.0], "judge_yx": [1.0, float("nan")]})

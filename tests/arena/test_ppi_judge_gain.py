@@ -1,6 +1,7 @@
-"""Issue 15, judge card: the PPI gain a judge would give a BT leaderboard (:func:`voting.judge_assist.judge_ppi_gain`),
-against known truth: the control-variate factor 1 / (1 - rho^2) on one model pair, unbounded for a judge that
-reproduces the votes, about 1 for a random judge and for one that only knows which model is better."""
+"""The judge card's PPI gain, what a judge would give a BT leaderboard
+(:func:`judge_arena.assist.judge_ppi_gain`), against known truth: the control-variate factor
+1 / (1 - rho^2) on one model pair, unbounded for a judge that reproduces the votes, about 1 for a random
+judge and for one that only knows which model is better."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from voting.judge_assist import judge_ppi_gain
+from judge_arena.assist import judge_ppi_gain
 
 
 def judged(judge, n: int = 800, k: int = 6, seed: int = 0) -> pd.DataFrame:

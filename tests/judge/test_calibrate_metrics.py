@@ -11,7 +11,7 @@ from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
 from judge import agreement as agr
 from judge.bias import (
-    combine_orders,
+    combine_order_codes,
     length_bias,
     logistic_slope,
     one_order_position_bias,
@@ -62,16 +62,16 @@ def test_position_bias_leaves_out_unparsable_and_missing():
 
 
 def test_combining_orders_seed_fixture_and_probability_averaging():
-    both = combine_orders(SEED_XY, SEED_YX)
+    both = combine_order_codes(SEED_XY, SEED_YX)
     assert outcome_counts(both["conservative"]) == {"a": 9, "b": 5, "tie": 6, "unparsable": 0}
     # Probabilities: an inconsistent pair whose first-slot confidence differs is decided by the average.
     xy, yx = np.array([X, X]), np.array([Y, X])
     p_xy, p_yx = np.array([0.9, 0.8]), np.array([0.4, 0.7])
-    res = combine_orders(xy, yx, p_xy, p_yx)
+    res = combine_order_codes(xy, yx, p_xy, p_yx)
     assert list(res["conservative"]) == [TIE, X]
     assert list(res["average"]) == [X, X]  # mean P(x) = 0.65 > 0.35
     assert res["p_x"] == pytest.approx([0.65, 0.75])
-    one = combine_orders(np.array([Y, np.nan]), np.array([np.nan, np.nan]))
+    one = combine_order_codes(np.array([Y, np.nan]), np.array([np.nan, np.nan]))
     assert list(one["conservative"]) == [Y, UNPARSABLE] and list(one["average"]) == [Y, UNPARSABLE]
 
 

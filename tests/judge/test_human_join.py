@@ -73,8 +73,8 @@ def _metrics(report: dict) -> dict:
 def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     pytest.importorskip("streamlit")
     from judge.calibrate import report_json
+    from judge_arena.assist import calibration_report
     from preflab_cli.judge_cmds import app
-    from voting.judge_assist import calibration_report
     from voting.pages.calibration import judged_pairs
     from voting.store import load_votes, open_store
     from voting.votes import export_bytes, seed_demo

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.pairs import Pair, combine_orders, load_pairs
+from judge.pairs import Pair, combined_table, load_pairs
 from judge.providers.base import JudgeRequest
 from judge.providers.compatible import CompatibleProvider
 from judge.rubrics import BUILTIN
@@ -93,7 +93,7 @@ def test_temperature_zero_is_deterministic(llama_url):
 
 def test_swapping_orders_exposes_position_bias(llama_run):
     first, _ = llama_run
-    table = combine_orders(first.verdicts, "conservative")
+    table = combined_table(first.verdicts, "conservative")
     both = table.dropna(subset=["p_x_xy", "p_x_yx"])
     assert len(both) >= 1
     # position bias: P(first slot) averaged over both orders; by identity the same pair moves with the slot

@@ -44,7 +44,8 @@ def test_every_row_records_what_served_it_and_the_cache_keeps_it(tmp_path, monke
     assert set(again.verdicts["model_version"]) == {"gpt-4.1-mini-2025-04-14"}
     assert set(again.verdicts["system_fingerprint"]) == {"fp_fault"}
     settings = load_verdicts_jsonl(out).attrs["settings"]
-    assert settings["model version"] == "gpt-4.1-mini-2025-04-14" and settings["rubric hash"] == rubric_text_hash(BUILTIN["abt"])
+    assert settings["model version"] == "gpt-4.1-mini-2025-04-14"
+    assert settings["rubric hash"] == rubric_text_hash(BUILTIN["abt"])
 
 
 def test_two_rubric_texts_are_refused_naming_the_hashes(tmp_path, monkeypatch):
@@ -73,7 +74,7 @@ def test_a_changed_model_version_is_refused_by_rank_and_the_app_loader(tmp_path,
     _, b = _run(tmp_path, BUILTIN["abt"], suffix="-2026-01-01", name="b.jsonl", db="b.sqlite")
     both = tmp_path / "both.jsonl"
     both.write_text(a.read_text() + b.read_text())
-    from voting.judge_assist import verdict_frame
+    from judge_arena.assist import verdict_frame
 
     with pytest.raises(InputError, match="model version.*2025-04-14.*2026-01-01"):
         verdict_frame(both)  # what `rank --judge-battles` and the Leaderboard page read

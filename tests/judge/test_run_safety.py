@@ -1,4 +1,4 @@
-"""Issue 14, judge runs: fail loudly (exit status), keep secrets (redaction), share a cache between processes,
+"""Judge runs: fail loudly (exit status), keep secrets (redaction), share a cache between processes,
 lose at most the calls in flight on SIGKILL, and a fault server driven from the command line."""
 
 from __future__ import annotations

@@ -13,11 +13,13 @@ import pytest
 from arena.io.battles import load_battles
 from judge import run as run_mod
 from judge.cache import CallCache, cache_key
-from judge.pairs import Pair, PairsError, combine_orders, load_pairs, verdict_battle_rows
+from judge.pairs import Pair, PairsError, combined_table, load_pairs
 from judge.providers.base import parse_retry_after
 from judge.retry import RateLimiter, backoff_delay
 from judge.rubrics import BUILTIN, RubricError, load_rubric
 from judge.run import RunConfig, run_judge
+from judge_arena.battles import identity_battles
+from preflab.outcomes import IDENTITY_LABELS
 from tests.judge.fault_server import Faults, FaultServer, canned_logprobs
 
 PAIRS = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(6)]
@@ -108,14 +110,14 @@ def test_combine_conservative_and_average():
         ("2", "a", "b", "xy", 0.7, 0.3, 0.0), ("2", "a", "b", "yx", 0.2, 0.8, 0.0),  # disagree
         ("3", "a", "b", "xy", 0.5, 0.2, 0.3), ("3", "a", "b", "yx", np.nan, np.nan, np.nan),  # unparsable order
     ])
-    cons = combine_orders(df, "conservative").set_index("item_id")
-    avg = combine_orders(df, "average").set_index("item_id")
+    cons = combined_table(df, "conservative").set_index("item_id")
+    avg = combined_table(df, "average").set_index("item_id")
     assert cons.loc["1", "winner"] == "x" and avg.loc["1", "winner"] == "x"
     assert cons.loc["2", "winner"] == "tie" and avg.loc["2", "winner"] == "y"  # mean p_x 0.45 < p_y 0.55
     assert pd.isna(cons.loc["3", "winner"]) and pd.isna(avg.loc["3", "winner"])
     assert avg.loc["2", "p_x"] == pytest.approx(0.45)
     assert list(cons["consistent"]) == [True, False, False]
-    battles = load_battles(verdict_battle_rows(cons.reset_index(), judge="j"))
+    battles = load_battles(identity_battles(cons.reset_index(), cons["winner"].map(IDENTITY_LABELS), judge="j"))
     assert len(battles) == 2 and list(battles.df["winner"]) == ["model_a", "tie"]
 
 
@@ -218,16 +220,16 @@ def test_identical_requests_are_made_once():
     assert a.equals(b)
 
 
-def test_combine_orders_keeps_only_observed_pairs() -> None:
+def test_combined_table_keeps_only_observed_pairs() -> None:
     """Three pairs with different models give three rows (not the cross product of items and models)."""
-    from judge.pairs import combine_orders
+    from judge.pairs import combined_table
 
     rows = []
     for item, (x, y), (pxy, pyx) in [("1", ("a", "b"), (0.7, 0.4)), ("2", ("b", "c"), (0.2, 0.3)),
                                      ("3", ("a", "c"), (0.9, 0.8))]:
         rows += [{"item_id": item, "model_x": x, "model_y": y, "order": "xy", "p_x": pxy, "p_y": 1 - pxy, "p_tie": 0.0},
                  {"item_id": item, "model_x": x, "model_y": y, "order": "yx", "p_x": pyx, "p_y": 1 - pyx, "p_tie": 0.0}]
-    out = combine_orders(pd.DataFrame(rows)).set_index("item_id")
+    out = combined_table(pd.DataFrame(rows)).set_index("item_id")
     assert len(out) == 3
     assert out["winner"].to_dict() == {"1": "tie", "2": "y", "3": "x"}
     assert out["consistent"].tolist() == [False, True, True]

@@ -60,7 +60,7 @@ def render() -> None:
         st.error(f"Could not read the verdicts: {public_message(e)}")
         return
     from judge.card import render_card
-    from voting.judge_assist import calibration_report
+    from judge_arena.assist import calibration_report
 
     report = calibration_report(pairs, n_bootstrap=500)
     for note in report.get("notes", []):

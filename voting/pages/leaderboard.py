@@ -235,8 +235,9 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
     if path == "(none)":
         return
     from judge.datasets import load_verdicts_jsonl
+    from judge_arena.battles import verdict_battles
+    from judge_arena.versus_human import as_battles, compare, shared_items
     from preflab.errors import InputError
-    from voting.judge_vs_human import as_battles, compare, shared_items, verdict_battles
 
     try:
         judged = verdict_battles(load_verdicts_jsonl(path))
@@ -268,7 +269,7 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
 def ppi_table(filters: tuple, digest: str, ci: str, n_bootstrap: int, _path: str) -> pd.DataFrame:
     """The PPI++ fit for one filter set (``filters``: url, dataset, voters, since, until, categories,
     exclude, votes stamp) and one judge file (``digest`` of its bytes; ``_path`` is not part of the key)."""
-    from voting.judge_assist import judge_assisted_leaderboard
+    from judge_arena.assist import judge_assisted_leaderboard
 
     _, dataset, voters, since, until, categories, exclude, _ = filters
     human = votes_to_battles(keep(load_votes(get_engine(), dataset, list(voters), since, until), categories,
@@ -277,7 +278,7 @@ def ppi_table(filters: tuple, digest: str, ci: str, n_bootstrap: int, _path: str
 
 
 def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
-    """Issue 15: the human-only leaderboard beside the PPI++ one that a judge file sharpens (the call that
+    """The human-only leaderboard beside the PPI++ one that a judge file sharpens (the call that
     ``preflab rank VOTES --judge-battles JUDGE`` makes), with lambda, the item counts and the ESS gain."""
     import hashlib
     from pathlib import Path

@@ -1,5 +1,6 @@
-"""A judge's ratings beside the human ones, on the same items: battles from a verdict file (both orders),
-rank correlation of the two leaderboards, and the model pairs on which they disagree most."""
+"""A judge's ratings beside the human ones, on the same items (the judge's battles from
+:func:`judge_arena.battles.verdict_battles`): rank correlation of the two leaderboards, and the model pairs
+on which they disagree most."""
 
 from __future__ import annotations
 
@@ -7,25 +8,6 @@ import numpy as np
 import pandas as pd
 
 from arena.io.battles import Battles, load_battles
-
-WINNER = {0.0: "model_a", 1.0: "model_b", 2.0: "tie"}  # judge.outcomes codes X, Y, TIE with model_a = x
-
-
-def verdict_battles(verdicts: pd.DataFrame, judge: str = "judge") -> pd.DataFrame:
-    """Verdicts (:func:`judge.datasets.load_verdicts_jsonl`: ``judge_xy``/``judge_yx`` identity codes) as
-    Chatbot Arena battles, one per order judged: the model shown first is ``model_a``. Unparsed verdicts
-    (NaN) are left out."""
-    rows = []
-    for order, first, second in (("xy", "model_x", "model_y"), ("yx", "model_y", "model_x")):
-        code = verdicts[f"judge_{order}"]
-        ok = code.notna()
-        v = verdicts.loc[ok]
-        winner = code[ok].map(WINNER)
-        if order == "yx":  # model_a is y here: swap the identity codes' sides
-            winner = winner.map({"model_a": "model_b", "model_b": "model_a", "tie": "tie"})
-        rows.append(pd.DataFrame({"model_a": v[first], "model_b": v[second], "winner": winner,
-                                  "question_id": v["item_id"].astype(str), "judge": judge}))
-    return pd.concat(rows, ignore_index=True)
 
 
 def shared_items(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

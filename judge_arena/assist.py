@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from arena.io.battles import Battles
+from judge_arena.battles import human_battles, judge_rows
 from preflab.errors import InputError
 
 
@@ -45,37 +46,6 @@ def verdict_frame(path: str | Path, labels: str = "auto", allow_mixed: bool = Fa
     rows = judge_rows(pairs, labels, str(path))
     rows.attrs["notes"] = list(pairs.attrs.get("notes", []))
     return rows
-
-
-def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdicts>") -> pd.DataFrame:
-    """Judged pairs (:mod:`judge.outcomes`) as judge rows ``model_a (= x), model_b (= y), question_id
-    (= item_id), p_a, p_b, p_tie``.
-
-    Both orders are averaged: their probabilities (``soft``) or their one-hot verdicts (``hard``; an order
-    naming x and one naming y give half each). ``auto`` is soft when the file has probabilities. Pairs with
-    no usable order keep NaN and are counted by the PPI fit.
-    """
-    from judge.outcomes import TIE, X, Y, column
-
-    for col in ("model_x", "model_y"):
-        if col not in pairs.columns or (pairs[col].astype(str) == "").any():
-            raise InputError(source, None, col, "missing on some rows", "verdict rows need model_x and model_y")
-    p_x = np.stack([column(pairs, "p_xy"), column(pairs, "p_yx")], axis=1)
-    p_t = np.nan_to_num(np.stack([column(pairs, "pt_xy"), column(pairs, "pt_yx")], axis=1), nan=0.0)
-    soft = labels == "soft" or (labels == "auto" and bool(np.isfinite(p_x).any()))
-    if soft:
-        probs = np.stack([p_x, 1.0 - p_x - p_t, p_t], axis=-1)  # (pair, order, outcome by identity)
-    else:
-        code = np.stack([column(pairs, "judge_xy"), column(pairs, "judge_yx")], axis=1)
-        probs = np.stack([code == X, code == Y, code == TIE], axis=-1).astype(float)
-        probs[~np.isin(code, [X, Y, TIE])] = np.nan
-    ok = np.isfinite(probs).all(-1, keepdims=True)
-    with np.errstate(invalid="ignore"):  # a pair with no usable order: NaN, counted by the fit
-        mean = np.where(ok, probs, 0.0).sum(axis=1) / ok.sum(axis=1)
-    return pd.DataFrame({"model_a": pairs["model_x"].astype(str).to_numpy(),
-                         "model_b": pairs["model_y"].astype(str).to_numpy(),
-                         "question_id": pairs["item_id"].astype(str).to_numpy(), "p_a": mean[:, 0],
-                         "p_b": mean[:, 1], "p_tie": mean[:, 2]})
 
 
 def load_judge(path: str | Path, layout: str = "arena", skip_bad_rows: bool = False,
@@ -119,24 +89,6 @@ def footer(table: pd.DataFrame, judge_name: str) -> str:
 
 
 # ------------------------------------------------------------------------------ the judge card's PPI gain
-
-
-def human_battles(pairs: pd.DataFrame) -> pd.DataFrame:
-    """The human votes of a judged-pairs table as battles (``model_a`` = x): one per ``human_k`` vote, or the
-    ``human`` label when there are no single-annotator columns. Ties (both kinds) are ties; no vote: no row."""
-    from judge.outcomes import TIE, X, Y, annotator_columns
-
-    cols = annotator_columns(pairs) or (["human"] if "human" in pairs.columns else [])
-    winner = {X: "model_a", Y: "model_b", TIE: "tie", TIE + 1: "tie"}  # TIE + 1: tie (both bad)
-    frames = []
-    for col in cols:
-        code = pd.to_numeric(pairs[col], errors="coerce")
-        ok = code.isin(list(winner))
-        frames.append(pd.DataFrame({"model_a": pairs.loc[ok, "model_x"].astype(str),
-                                    "model_b": pairs.loc[ok, "model_y"].astype(str),
-                                    "winner": code[ok].map(winner), "question_id": pairs.loc[ok, "item_id"].astype(str)}))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["model_a", "model_b", "winner", "question_id"])
 
 
 def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half") -> dict | None:
