@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import write_table
-from tests.app.test_browser import ARGS, CHROMIUM  # the suite's flags
+from tests.voting.test_browser import ARGS, CHROMIUM  # the suite's flags
 
 # A fresh round of another item: the pair's data-item, or an older checkout's item marker (--app-root main).
 FRESH_ITEM = """(old) => {
@@ -360,7 +360,7 @@ def leaderboard_render(n_votes: int, kinds: tuple[str, ...] = ("postgresql",)) -
     (a new fit each); wall and this process's CPU seconds (the database server's CPU is not in it)."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.app.pg_server import temporary_postgres
+    from tests.harness.pg_server import temporary_postgres
     from voting.store import Vote, open_store, record_vote, vote_summary
 
     rows = []
@@ -423,7 +423,7 @@ def main() -> None:
         write_table("bench_app_rerun", f"CPU of one vote + Next (two reruns, AppTest) of {args.app_root}",
                     ["stored votes", "CPU ms (median)"], cost)
         return
-    from tests.app.pg_server import temporary_postgres
+    from tests.harness.pg_server import temporary_postgres
 
     steps = [(db, int(s)) for db in args.db.split(",") for s in args.stored.split(",")] if voters else []
     for db, stored in steps:

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_app import FRESH_ITEM, FRESH_NEXT, ROOT, chromium_cpu, seed, start_server, when
-from tests.app.browser_trace import js_self, self_times
-from tests.app.test_browser import ARGS, CHROMIUM
+from tests.harness.browser_trace import js_self, self_times
+from tests.voting.test_browser import ARGS, CHROMIUM
 
 CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "blink", "toplevel", "cc",
               "viz"]
