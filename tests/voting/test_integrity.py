@@ -79,7 +79,7 @@ def test_a_second_undo_in_the_app_shows_no_traceback(monkeypatch, seeded_url):
 
 
 def test_unexpected_errors_show_one_line_and_log_the_detail(monkeypatch, seeded_url, caplog):
-    import voting.store
+    import voting.writes
     from tests.voting.test_vote_page import login, shown_text, start
     from voting.pages.common import OOPS
 
@@ -87,7 +87,7 @@ def test_unexpected_errors_show_one_line_and_log_the_detail(monkeypatch, seeded_
         raise sa.exc.IntegrityError("INSERT INTO undone_votes (id) VALUES (?)", (7,), Exception("UNIQUE failed"))
 
     at = login(start(monkeypatch, seeded_url))
-    monkeypatch.setattr(voting.store, "vote_row", broken)
+    monkeypatch.setattr(voting.writes, "vote_row", broken)
     with caplog.at_level("ERROR", logger="preflab.app"):
         round_button(at, "vote_A").click().run()
     assert not at.exception
