@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import write_table
-from tests.voting.test_browser import ARGS, CHROMIUM  # the suite's flags
+from tests.harness.chromium import ARGS, CHROMIUM  # the suite's flags
 
 # A fresh round of another item: the pair's data-item, or an older checkout's item marker (--app-root main).
 FRESH_ITEM = """(old) => {

@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
+from tests.harness.chromium import ARGS, CHROMIUM
 from tests.harness.pg_server import free_port
 from tests.voting.conftest import MODELS, tiny_items, wait_for
 from voting.items import load_items
@@ -34,10 +35,7 @@ from voting.store import count_rows, import_items, load_votes, open_store, set_c
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
 ENGINES: dict = {}  # server address -> its store, for issuing invites
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 
 def _healthy(url: str) -> bool:

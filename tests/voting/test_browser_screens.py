@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.voting.test_browser import ARGS, CHROMIUM, shown_item, streamlit_server, wait_revealed
+from tests.harness.chromium import ARGS, CHROMIUM
+from tests.voting.test_browser import shown_item, streamlit_server, wait_revealed
 from voting.store import open_store
 from voting.votes import seed_demo
 
