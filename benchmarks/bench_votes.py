@@ -37,6 +37,12 @@ def run_config(url: str, writers: int, total: int) -> dict:
     cmd = [sys.executable, "-m", "tests.harness.vote_writer", url]
     procs = [subprocess.Popen([*cmd, f"w{k}", str(per), "--go", str(go)], cwd=ROOT, stdout=subprocess.PIPE,
                               text=True) for k in range(writers)]
+    outs = _released_together(procs, go)
+    return summarise(writers, outs)
+
+
+def _released_together(procs: list[subprocess.Popen], go: Path) -> list[str]:
+    """Release the writers at once (each reports "ready" with its store open) and collect what they print."""
     outs = []
     try:
         for p in procs:  # start barrier: every writer has its store open
@@ -51,6 +57,11 @@ def run_config(url: str, writers: int, total: int) -> dict:
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    return outs
+
+
+def summarise(writers: int, outs: list[str]) -> dict:
+    """Latency percentiles and throughput from the writers' ``start``, ``end`` and per-vote latency lines."""
     lat, starts, ends = [], [], []
     for out in outs:
         for line in out.splitlines():
