@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from arena.simulate import uniform_pairs
 from tests.voting.conftest import MODELS, tiny_items
 from tests.voting.test_vote_page import APP
 from tests.voting.test_vote_perf import RowCounter
-from voting import store
+from voting import reads
 from voting.bulk import bulk_insert_votes
 from voting.items import load_items
 from voting.store import (
@@ -39,8 +40,7 @@ def votes_frame(n: int, dataset: str = "tiny", start: int = 0, voters: int | Non
     k = np.arange(start, start + n)
     rng = np.random.default_rng(start + n)
     models = np.array(MODELS)
-    a = rng.integers(0, 3, n)
-    b = (a + rng.integers(1, 3, n)) % 3
+    a, b = uniform_pairs(n, 3, rng)
     who = k if voters is None else k % voters
     turn = np.zeros(n, int) if voters is None else k // voters
     outcome = rng.choice(["win", "win", "win", "tie", "tie (bothbad)"], n)
@@ -170,7 +170,7 @@ def test_leaderboard_page_rows_do_not_grow_with_stored_votes_and_equal_the_fit_o
     from voting.pages.leaderboard import keep
     from voting.votes import votes_to_battles
 
-    monkeypatch.setattr(store, "MAX_VOTER_OPTIONS", 50)
+    monkeypatch.setattr(reads, "MAX_VOTER_OPTIONS", 50)
     small, big = f"sqlite:///{tmp_path / 'small.db'}", f"sqlite:///{tmp_path / 'big.db'}"
     two_category_store(small, 1_000)
     two_category_store(big, 100_000)
