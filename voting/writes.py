@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -176,6 +178,18 @@ def _is_unique_error(e: IntegrityError) -> bool:
     return "unique" in text or "uq_" in text or "duplicate" in text
 
 
+@contextmanager
+def _writing_once(engine: Engine, row: dict) -> Iterator[sa.Connection]:
+    """A write transaction in which a unique-key failure means the voter answered the item already."""
+    try:
+        with writing(engine) as conn:
+            yield conn
+    except IntegrityError as e:
+        if _is_unique_error(e):
+            raise _duplicate(row) from None
+        raise
+
+
 def record_vote(engine: Engine, vote: Vote, checks: VoteChecks | None = None) -> int:
     """Store one vote in its own transaction; returns its id.
 
@@ -186,21 +200,16 @@ def record_vote(engine: Engine, vote: Vote, checks: VoteChecks | None = None) ->
     row = vote_row(vote)
 
     def attempt() -> int:
-        try:
-            with writing(engine) as conn:
-                _serialise(conn, _item_key(vote.voter, vote.dataset, vote.item_id), *(k for k, _ in checks.rate))
-                if checks.round_id is not None:
-                    row["voted_at"], row["seconds_on_pair"] = _use_round(
-                        conn, checks.round_id, vote.voter, vote.dataset, vote.item_id,
-                        (vote.model_left, vote.model_right), checks.min_seconds)
-                if _seen_before(conn, vote.voter, vote.dataset, vote.item_id, vote.round):
-                    raise _duplicate(row)
-                _check_rate(conn, checks, time.time())
-                return int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
-        except IntegrityError as e:
-            if _is_unique_error(e):
-                raise _duplicate(row) from None
-            raise
+        with _writing_once(engine, row) as conn:
+            _serialise(conn, _item_key(vote.voter, vote.dataset, vote.item_id), *(k for k, _ in checks.rate))
+            if checks.round_id is not None:
+                row["voted_at"], row["seconds_on_pair"] = _use_round(
+                    conn, checks.round_id, vote.voter, vote.dataset, vote.item_id,
+                    (vote.model_left, vote.model_right), checks.min_seconds)
+            if _seen_before(conn, vote.voter, vote.dataset, vote.item_id, vote.round):
+                raise _duplicate(row)
+            _check_rate(conn, checks, time.time())
+            return int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
 
     return retry(attempt)
 
@@ -212,15 +221,10 @@ def record_skip(engine: Engine, voter: str, dataset: str, item_id: str, round: i
     row = dict(voter=voter, dataset=dataset, item_id=item_id, round=round, skipped_at=time.time())
 
     def attempt() -> int:
-        try:
-            with writing(engine) as conn:
-                if round_id is not None:
-                    _use_round(conn, round_id, voter, dataset, item_id, None, 0.0)
-                return int(conn.execute(skips_t.insert().values(**row)).inserted_primary_key[0])
-        except IntegrityError as e:
-            if _is_unique_error(e):
-                raise _duplicate(row) from None
-            raise
+        with _writing_once(engine, row) as conn:
+            if round_id is not None:
+                _use_round(conn, round_id, voter, dataset, item_id, None, 0.0)
+            return int(conn.execute(skips_t.insert().values(**row)).inserted_primary_key[0])
 
     return retry(attempt)
 

@@ -21,6 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo" / "battles.jsonl"
 
 
+def python_prints(code: str, **env: str) -> str:
+    """What a fresh interpreter prints running ``code`` with this checkout on its path (and ``env``); it must
+    exit 0."""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
 def scipy_strongly_connected(k: int, src: np.ndarray, dst: np.ndarray) -> bool:
     graph = coo_matrix((np.ones(src.size), (src, dst)), shape=(k, k))
     return connected_components(graph, directed=True, connection="strong")[0] == 1
@@ -131,10 +140,8 @@ def test_importing_the_cli_leaves_typer_as_it_is() -> None:
             "import preflab_cli\n"
             "print(sorted(f'{m.__name__}.{k}' for m in before for k, v in vars(m).items()\n"
             "             if k in before[m] and before[m][k] is not v))\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "[]", res.stdout
+    out = python_prints(code)
+    assert out == "[]", out
 
 
 def test_numpy_and_pandas_load_before_the_jax_import_thread_starts() -> None:
@@ -151,10 +158,8 @@ def test_numpy_and_pandas_load_before_the_jax_import_thread_starts() -> None:
             "from preflab_cli.common import import_jax_in_background\n"
             "import_jax_in_background().join()\n"
             "print(seen[0])\n")  # (JAX may start threads of its own later)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "(True, True)", res.stdout
+    out = python_prints(code)
+    assert out == "(True, True)", out
 
 
 def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> None:
@@ -172,10 +177,8 @@ def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> N
             "assert scipy.linalg.cython_blas.__pyx_capi__ and cython_lapack.__pyx_capi__\n"
             "assert np.allclose(scipy.linalg.solve(a, b), np.linalg.solve(a, b))\n"
             "print('ok')\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_ENABLE_X64": "1"})  # (its own solve)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "ok"
+    out = python_prints(code, JAX_ENABLE_X64="1")  # (its own solve)
+    assert out == "ok", out
 
 
 def test_openblas_workers_sleep_at_once_on_a_rank() -> None:
@@ -213,10 +216,8 @@ def test_jax_import_reads_the_metadata_of_plugin_candidates_only() -> None:
             "import_jax_in_background().join()\n"
             "assert 'jax' in sys.modules and md.distributions.__module__ == 'importlib.metadata'\n"
             "print(reads, len(list(md.distributions())) > 10)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "[] True", res.stdout
+    out = python_prints(code)
+    assert out == "[] True", out
 
 
 def test_the_plugin_scan_filter_serves_other_callers_everything() -> None:

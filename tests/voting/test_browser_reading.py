@@ -79,6 +79,16 @@ def open_as(browser, base: str, voter: str, viewport: dict, outside: list):  # n
     return page
 
 
+def open_reader(browser, base: str, voter: str, viewport: dict):  # noqa: ANN001, ANN201
+    """A voter's page with its first pair shown and the reading script running: (page, the item shown, the
+    list of requests to other hosts, which stays empty)."""
+    outside: list = []
+    page = open_as(browser, base, voter, viewport, outside)
+    shown = shown_item(page)
+    page.wait_for_function("() => !!window.__preflabReading")
+    return page, shown, outside
+
+
 def go_to(page, item: str, shown: str) -> str:  # noqa: ANN001
     """Skip until ``item`` is on screen (each voter sees each item once)."""
     for _ in range(len(ANSWERS)):
@@ -163,10 +173,7 @@ def the_one_bar_box(page):  # noqa: ANN001, ANN201
 
 def test_every_kind_of_answer_reads_well_at_1280x800(server, browser):
     base, _ = server
-    outside: list = []
-    page = open_as(browser, base, "reader-desktop", DESKTOP, outside)
-    shown = shown_item(page)
-    page.wait_for_function("() => !!window.__preflabReading")
+    page, shown, outside = open_reader(browser, base, "reader-desktop", DESKTOP)
     page.keyboard.press("?")
     page.get_by_role("dialog", name="Keyboard shortcuts").get_by_text("Both are bad").wait_for()
     page.keyboard.press("Escape")
@@ -189,10 +196,8 @@ def test_every_kind_of_answer_reads_well_at_1280x800(server, browser):
 
 def test_expand_read_both_and_the_vote_at_1280x800(server, browser):
     base, _ = server
-    outside: list = []
-    page = open_as(browser, base, "reader-long", DESKTOP, outside)
-    go_to(page, "long", shown_item(page))
-    page.wait_for_function("() => !!window.__preflabReading")
+    page, shown, outside = open_reader(browser, base, "reader-long", DESKTOP)
+    go_to(page, "long", shown)
     side = next(s for s in "AB" if page.locator(ANSWER % s).inner_text().startswith("word0"))
     before = box(page, side)
     assert before["sh"] > 10 * before["h"], before  # 20,000 characters scroll in a box
@@ -225,10 +230,7 @@ def test_expand_read_both_and_the_vote_at_1280x800(server, browser):
 
 def test_back_to_the_top_of_the_pair_after_skip_undo_and_next(server, browser):
     base, _ = server
-    outside: list = []
-    page = open_as(browser, base, "reader-scroll", {"width": 1280, "height": 500}, outside)
-    shown = shown_item(page)
-    page.wait_for_function("() => !!window.__preflabReading")
+    page, shown, outside = open_reader(browser, base, "reader-scroll", {"width": 1280, "height": 500})
     scroll_to_bottom(page)
     page.locator(".st-key-skip button").click()
     shown = shown_item(page, old=shown)
@@ -250,10 +252,7 @@ def test_back_to_the_top_of_the_pair_after_skip_undo_and_next(server, browser):
 
 def test_phone_stacks_the_answers_and_closes_the_sidebar(server, browser):
     base, _ = server
-    outside: list = []
-    page = open_as(browser, base, "reader-phone", PHONE, outside)
-    shown = shown_item(page)
-    page.wait_for_function("() => !!window.__preflabReading")
+    page, shown, outside = open_reader(browser, base, "reader-phone", PHONE)
     a, b = box(page, "A"), box(page, "B")
     assert b["top"] >= a["bottom"] and abs(a["left"] - b["left"]) < 2 and a["w"] > 300, (a, b)
     shown = go_to(page, "table", shown)
