@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_app import FRESH_ITEM, FRESH_NEXT, ROOT, chromium_cpu, seed, start_server, when
+from benchmarks.bench_app import FRESH_ITEM, FRESH_NEXT, ROOT, chromium_cpu, start_server, when
+from benchmarks.bench_app_server import seed
 from tests.harness.browser_trace import js_self, self_times
 from tests.harness.chromium import ARGS, CHROMIUM
 

@@ -13,9 +13,9 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.judge.conftest import llama_url  # noqa: F401  (fixture)
+from tests.voting.browser_app import ENGINES, browser, invite_link, new_page, shot, streamlit_server  # noqa: F401
 from tests.voting.conftest import wait_for
 from tests.voting.test_battle import NAMES, second_llama_url  # noqa: F401  (fixture)
-from tests.voting.test_browser import ENGINES, browser, invite_link, new_page, shot, streamlit_server  # noqa: F401
 from voting.battles import BATTLE_DATASET, battles_t
 from voting.store import load_votes, open_store
 

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pandas as pd
 import pytest
 
-from tests.voting.test_browser import (  # noqa: F401  (browser: the fixture)
+from tests.voting.browser_app import (  # noqa: F401  (browser: the fixture)
     ENGINES,
     browser,
     invite_link,

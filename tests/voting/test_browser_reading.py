@@ -1,13 +1,12 @@
 """Reading real answers on the vote page, in Debian's Chromium at 1280x800 and 390x844, over an imported CSV
 holding a wide markdown table, long code, RTL text, an indented poem and a 20,000-character answer.
 
-Checks: each answer's length in words and how far it was scrolled, Expand and "read both full height", tables that scroll sideways
-(no cell broken mid-token), A stacked above B on a phone with the vote bar reachable, ``dir="auto"``
-per block, indentation kept outside code, back to the top of the pair after Next, Skip and Undo, the vote
-bar and the Undo/Next row on a 1280x800 screen, the sidebar closed on a phone after choosing a dataset,
-the ``?`` help overlay, the voter's progress updated at the vote, and no request leaving the server.
-Every wait is on state only the new page has (see :func:`tests.voting.test_browser.shown_item`).
-"""
+Checks: each answer's length in words and how far it was scrolled, Expand and "read both full height", tables that
+scroll sideways (no cell broken mid-token), A stacked above B on a phone with the vote bar reachable,
+``dir="auto"`` per block, indentation kept outside code, back to the top of the pair after Next, Skip and Undo, the
+vote bar and the Undo/Next row on a 1280x800 screen, the sidebar closed on a phone after choosing a dataset, the
+``?`` help overlay, the voter's progress updated at the vote, and no request leaving the server. Every wait is on
+state only the new page has (see :func:`tests.voting.browser_app.shown_item`)."""
 
 from __future__ import annotations
 
@@ -17,9 +16,8 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.voting import test_browser
-from tests.voting.conftest import tiny_items
-from tests.voting.test_browser import (
+from tests.voting import browser_app
+from tests.voting.browser_app import (
     ANSWER,
     ENGINES,
     invite_link,
@@ -29,12 +27,13 @@ from tests.voting.test_browser import (
     streamlit_server,
     wait_revealed,
 )
+from tests.voting.conftest import tiny_items
 from voting.items import load_items
 from voting.pages.reading import word_count
 from voting.store import import_items, open_store
 
 pytestmark = pytest.mark.browser
-browser = test_browser.browser  # the module's Chromium fixture
+browser = browser_app.browser  # the module's Chromium fixture
 DESKTOP, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
 CELLS = ("Model", "Accuracy", "50.0", "1234567.891", "Latency_ms", "Throughput", "Parameters", "Checkpoint",
          "Tokenizer", "Vocabulary", "Context", "Precision")
@@ -73,7 +72,8 @@ def server(tmp_path_factory):
 
 def open_as(browser, base: str, voter: str, viewport: dict, outside: list):  # noqa: ANN001, ANN201
     page = new_page(browser, viewport)
-    page.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:", "about:")) else outside.append(r.url))
+    local = (base, "data:", "blob:", "about:")
+    page.on("request", lambda r: None if r.url.startswith(local) else outside.append(r.url))
     page.goto(invite_link(base, voter))
     page.get_by_text(f"Voting as {voter}").wait_for()
     return page
@@ -108,7 +108,8 @@ def box(page, side: str) -> dict:  # noqa: ANN001
 
 def single_line_cells(page) -> list[str]:  # noqa: ANN001
     """The table cells whose text the browser laid out on more than one line."""
-    return page.evaluate("""() => [...document.querySelectorAll('.preflab-pair .pf-answer td, .preflab-pair .pf-answer th')]
+    return page.evaluate("""() => [...document.querySelectorAll(
+            '.preflab-pair .pf-answer td, .preflab-pair .pf-answer th')]
         .filter(c => { const r = document.createRange(); r.selectNodeContents(c);
                        return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1; })
         .map(c => c.textContent)""")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.chromium import ARGS, CHROMIUM
-from tests.voting.test_browser import shown_item, streamlit_server, wait_revealed
+from tests.voting.browser_app import shown_item, streamlit_server, wait_revealed
 from voting.store import open_store
 from voting.votes import seed_demo
 
@@ -144,5 +144,6 @@ def test_calibration(page):
 
 def test_every_readme_shot_was_taken():
     out = ROOT / "test-artifacts" / "readme"
-    missing = [n for n in README_SHOTS if not (out / f"{n}.png").exists() or (out / f"{n}.png").stat().st_mtime < STARTED]
+    missing = [n for n in README_SHOTS
+               if not (out / f"{n}.png").exists() or (out / f"{n}.png").stat().st_mtime < STARTED]
     assert not missing, f"not produced by this run: {missing}"
