@@ -72,7 +72,8 @@ def main() -> None:
         tokens = [issue_invite(engine, f"voter-{k}") for k in range(VOTERS)]
         latencies, errors, wall = asyncio.run(drive(base, tokens))
         with engine.connect() as conn:
-            status = dict(conn.execute(sa.select(battles_t.c.status, sa.func.count()).group_by(battles_t.c.status)).all())
+            status = dict(conn.execute(sa.select(battles_t.c.status, sa.func.count())
+                                       .group_by(battles_t.c.status)).all())
         votes = len(load_votes(engine, BATTLE_DATASET))
     q = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [float("nan")] * 19
     rows = [[VOTERS, ROUNDS, len(latencies), votes, status.get("voted", 0), status.get("failed", 0),

@@ -119,7 +119,8 @@ def main() -> None:
         ["same, first call in a fresh process (includes XLA compile / cache load)", f"{t_first:.2f}", "", ""],
         ["joint instruction-difficulty fit (Newton + Schur complement, 925 parameters)", f"{t_diff:.3f}", "", ""],
         ["60 per-model GLM fits (one vmapped Newton call)", f"{t_fit:.4f}", "", ""],
-        [f"{N_BOOT} bootstrap refits of everything (joint fit + 60 GLMs; vmapped, chunks of 20)", f"{t_boot:.2f}", "", ""],
+        [f"{N_BOOT} bootstrap refits of everything (joint fit + 60 GLMs; vmapped, chunks of 20)", f"{t_boot:.2f}",
+         "", ""],
         ["one GLM fit (805 soft-label rows): preflab Newton (jit)", f"{t_one * 1e3:.2f} ms", "1.0x", ""],
         ["one GLM fit: scikit-learn LogisticRegression (lbfgs, 1610 weighted rows)", f"{t_sk * 1e3:.2f} ms",
          f"{t_sk / t_one:.1f}x slower", f"max coef diff {diff:.1e}"],
@@ -130,7 +131,8 @@ def main() -> None:
                 ["step", "time (s unless noted)", "ratio", "note"], rows,
                 notes=f"Machine: {cpu} CPU cores shared with other jobs (load average {load:.1f} at the end), "
                       f"JAX {jax.__version__} on CPU, float64. Best of 2-20 runs. Bootstrap refits warm-start "
-                      "from the full-data fit: the joint difficulty fit (length sd, gamma, per-model slopes) is refitted "
+                      "from the full-data fit: the joint difficulty fit (length sd, gamma, per-model slopes) is "
+                      "refitted "
                       "in every replicate (8 chord-Newton steps), then 4 Newton steps per model (damped Newton and 25 "
                       "steps if a gradient stays large).")
 

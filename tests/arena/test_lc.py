@@ -56,7 +56,8 @@ def simulate(n_models: int = 8, n_instr: int = 300, length_effect: float = 1.5, 
         truth[f"m{m}"] = 100 * expit(theta[m] + gamma).mean()
         rows.append(pd.DataFrame({"instruction": [f"q{i}" for i in range(n_instr)], "model": f"m{m}",
                                   "preference": p, "output_length": out_len, "baseline_length": base_len}))
-    return pd.concat(rows, ignore_index=True), pd.Series(truth), pd.Series(gamma, index=[f"q{i}" for i in range(n_instr)])
+    difficulty = pd.Series(gamma, index=[f"q{i}" for i in range(n_instr)])
+    return pd.concat(rows, ignore_index=True), pd.Series(truth), difficulty
 
 
 def test_newton_matches_sklearn_on_soft_labels():

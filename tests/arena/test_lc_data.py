@@ -54,7 +54,8 @@ def test_mismatched_baseline_outputs_between_files(tmp_path):
 
 def alpha_and_beta(tmp_path, **beta):  # noqa: ANN001, ANN003, ANN201
     """Two annotation files, alpha.json as made and beta.json made with ``beta`` (the case under test)."""
-    return write(tmp_path / "alpha.json", annotations("alpha")), write(tmp_path / "beta.json", annotations("beta", **beta))
+    return (write(tmp_path / "alpha.json", annotations("alpha")),
+            write(tmp_path / "beta.json", annotations("beta", **beta)))
 
 
 def test_files_with_no_common_instruction(tmp_path):

@@ -83,8 +83,8 @@ def test_tuned_lambda_matches_ppi_py(logistic_case):
     x1 = ppi_py.ppi_logistic_pointestimate(_design(a, b), y, yh, _design(au, bu), yhu, lam=1.0)
     stats = _logistic_get_stats(x1, _design(a, b), y, yh, _design(au, bu), yhu, np.ones(len(y)), np.ones(len(yhu)))
     ref = _calc_lam_glm(*stats, clip=True)
-    assert ppi.fit_ppi(items, None, include_labelled=False, contrasts=REFERENCE_CONTRASTS, bread="pooled").lam == pytest.approx(
-        ref, rel=0.02)
+    fit = ppi.fit_ppi(items, None, include_labelled=False, contrasts=REFERENCE_CONTRASTS, bread="pooled")
+    assert fit.lam == pytest.approx(ref, rel=0.02)
 
 
 def _battles(rng, n, votes_per_item=1, prefix="q"):

@@ -44,7 +44,8 @@ def test_every_row_records_what_served_it_and_the_cache_keeps_it(tmp_path, monke
     assert set(again.verdicts["model_version"]) == {"gpt-4.1-mini-2025-04-14"}
     assert set(again.verdicts["system_fingerprint"]) == {"fp_fault"}
     settings = load_verdicts_jsonl(out).attrs["settings"]
-    assert settings["model version"] == "gpt-4.1-mini-2025-04-14" and settings["rubric hash"] == rubric_text_hash(BUILTIN["abt"])
+    assert settings["model version"] == "gpt-4.1-mini-2025-04-14"
+    assert settings["rubric hash"] == rubric_text_hash(BUILTIN["abt"])
 
 
 def test_two_rubric_texts_are_refused_naming_the_hashes(tmp_path, monkeypatch):

@@ -115,8 +115,8 @@ def _everything(at: AppTest) -> str:
 
 def _roster(url: str, url_2: str) -> str:
     return "".join(f'[[model]]\nname = "{n}"\nspec = "local:{u}#smollm2"\nsystem = "{s}"\ntemperature = 0.0\n'
-                   f"max_tokens = 24\n\n" for n, u, s in zip(NAMES, (url, url_2), ("Answer briefly.", "You are a pirate."),
-                                                            strict=True))
+                   f"max_tokens = 24\n\n"
+                   for n, u, s in zip(NAMES, (url, url_2), ("Answer briefly.", "You are a pirate."), strict=True))
 
 
 @pytest.mark.llama

@@ -105,7 +105,8 @@ def test_judging_criteria_before_the_first_vote_and_on_demand(monkeypatch, seede
     set_criteria(open_store(seeded_url), "tiny", "Prefer **correct** answers over long ones.")
     at = login(start(monkeypatch, seeded_url))
     assert "Prefer **correct** answers" in shown_text(at)
-    assert [b for b in at.button if b.key == "criteria_ok"] and not [b for b in at.button if (b.key or "").startswith("vote_A-")]
+    assert [b for b in at.button if b.key == "criteria_ok"]
+    assert not [b for b in at.button if (b.key or "").startswith("vote_A-")]
     at.button(key="criteria_ok").click().run()
     assert [b for b in at.button if (b.key or "").startswith("vote_A-")]
     assert any("Prefer **correct** answers" in m.value for m in at.sidebar.markdown)  # on demand
