@@ -52,8 +52,6 @@ FRESH_ITEM = """(old) => {
   return id && id !== old ? id : null;
 }"""
 
-# the measured voters click as soon as a pair shows: no minimum time on the pair (its check still runs)
-os.environ.setdefault("PREFLAB_MIN_SECONDS", "0")
 
 
 FRESH_NEXT = """() => { const b = document.querySelector('.st-key-next button');

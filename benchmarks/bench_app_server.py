@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+# the measured voters click as soon as a pair shows: no minimum time on the pair (its check still runs)
+os.environ.setdefault("PREFLAB_MIN_SECONDS", "0")
 
 
 def _vote_a(at):  # noqa: ANN001, ANN202
