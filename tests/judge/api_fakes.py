@@ -35,6 +35,9 @@ when neither does), so a test knows every correct verdict. A conversation that i
 generation answer: 8 to 39 words chosen by its hash (:func:`answer_words`), one token per word, cut at the token
 limit with the API's truncation reason (``length`` / ``max_tokens``). A model name OpenAI does not use
 (not ``gpt-*``, ``o<digit>*``, ``ft:*``) is a local OpenAI-compatible server's model and answers the same way.
+
+Each API lives in its own module (:mod:`tests.judge.fake_openai`, :mod:`tests.judge.fake_anthropic`) over the
+answers and state they share (:mod:`tests.judge.fake_base`); :class:`ApiFake` serves both over HTTP.
 """
 
 from __future__ import annotations

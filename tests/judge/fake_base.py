@@ -91,6 +91,8 @@ def generation_events(anthropic: bool, body: dict, words: list[str], reason: str
 
 
 def generation(anthropic: bool, body: dict, thinking: int = 0) -> tuple[int, dict | list[bytes]]:
+    """A generation answer (not a judge prompt) in the API's shape: whole, or as events when ``stream`` is set;
+    ``thinking`` tokens (Anthropic) count against the limit."""
     msgs = body["messages"]
     if anthropic:
         limit, system = body["max_tokens"], body.get("system")
