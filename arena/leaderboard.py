@@ -17,12 +17,13 @@ import jax
 import numpy as np
 import pandas as pd
 
-from arena import bootstrap as bs
-from arena import bt, diagnostics, matrices
-from arena._jax import float64
-from arena.data import Battles, PairCounts, aggregate, load_battles
-from arena.units import UNITS, Unit, cluster_sandwich, item_units
-from arena.weights import WeightKind
+from arena.bootstrap import refits as bs
+from arena.bootstrap.weights import WeightKind
+from arena.bt import diagnostics, matrices
+from arena.bt import likelihood as bt
+from arena.bt.units import UNITS, Unit, cluster_sandwich, item_units
+from arena.io.battles import Battles, PairCounts, aggregate, load_battles
+from arena.jax_setup import float64
 
 CI = Literal["bootstrap", "sandwich", "both"]
 
@@ -140,7 +141,7 @@ def fit_leaderboard(
 
     ``cluster`` names a battle column (e.g. ``question_id``) whose values are the bootstrap's resampling
     unit (style control only: the aggregated fit resamples battles).
-    ``unit``: the sampling unit of both intervals (:mod:`arena.units`): ``"item"`` (default) clusters the
+    ``unit``: the sampling unit of both intervals (:mod:`arena.bt.units`): ``"item"`` (default) clusters the
     sandwich and resamples items (question id x model pair) whenever an item holds several battles, else it
     is the battle; ``"battle"`` treats every battle as independent. ``table.attrs["unit"]`` names the one used.
     ``battles`` may also be their :class:`PairCounts` (e.g. counted by a database; the bootstrap resamples
@@ -171,7 +172,7 @@ def fit_leaderboard(
     else:
         battles = _as_battles(battles)
         if filters is not None:
-            from arena.hygiene import apply_filters
+            from arena.bt.hygiene import apply_filters
 
             battles, hygiene_report = apply_filters(battles, filters)
         if len(battles) == 0:
@@ -198,7 +199,7 @@ def fit_leaderboard(
 
     style_table = None
     if style_control:
-        from arena.style import style_fit
+        from arena.style.fit import style_fit
 
         clusters = None if units is None else units.battle_item
         if cluster is not None:  # the caller's unit (e.g. Arena-Hard's prompts), for both intervals
@@ -298,7 +299,7 @@ def _too_wide(table: pd.DataFrame, limit: float) -> list[str]:
     msg = (f"not identified: the style-controlled intervals of {names} span more than {limit:,.0f} points, so those "
            "ratings are not results; control for fewer style features (style_features=length) or collect battles "
            "where style varies within models")
-    from arena.style import ConfoundedStyleWarning
+    from arena.style.fit import ConfoundedStyleWarning
 
     warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
     return [msg]

@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from arena.data import aggregate, load_battles
-from arena.simulate import uniform_pairs
+from arena.io.battles import aggregate, load_battles
+from arena.simulation.simulate import uniform_pairs
 from benchmarks.common import best_of, write_table
 
 

@@ -24,7 +24,7 @@ from statistics import median
 import numpy as np
 import pandas as pd
 
-from arena.simulate import uniform_pairs
+from arena.simulation.simulate import uniform_pairs
 from benchmarks.common import RESULTS
 
 
@@ -64,8 +64,8 @@ def table(title: str, header: list[str], rows: list[list[object]]) -> str:
 
 
 def bench_preflab(df: pd.DataFrame, device: str | None, repeat: int) -> dict[str, float]:
-    from arena import bt
-    from arena.data import aggregate, load_battles
+    from arena.bt import likelihood as bt
+    from arena.io.battles import aggregate, load_battles
     from arena.leaderboard import rank_battles
 
     out: dict[str, float] = {}

@@ -9,7 +9,8 @@ from contextlib import ExitStack
 import pandas as pd
 import pytest
 
-from arena import data, readers
+from arena.io import battles as data
+from arena.io import readers
 from preflab.errors import InputError
 from tests.arena.test_lean_load import arena_records, whole_file_readers, write
 from tests.preflab_cli import bad_cases as bc

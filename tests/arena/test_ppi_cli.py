@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
-from arena.simulate import uniform_pairs
+from arena.simulation.simulate import uniform_pairs
 from preflab_cli import app
 
 runner = CliRunner()

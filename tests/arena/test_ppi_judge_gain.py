@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena.simulate import uniform_pairs
+from arena.simulation.simulate import uniform_pairs
 from voting.judge_assist import judge_ppi_gain
 
 

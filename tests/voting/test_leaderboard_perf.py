@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from arena.simulate import uniform_pairs
+from arena.simulation.simulate import uniform_pairs
 from tests.voting.conftest import MODELS, tiny_items
 from tests.voting.test_vote_page import APP
 from tests.voting.test_vote_perf import RowCounter
