@@ -28,7 +28,8 @@ def simulate_codes(k: int, n: int, seed: int, tie_share: float = 0.15, spread: f
     """Uniform random pairs, BT outcomes, a fixed share of ties; returns (a, b, outcome, strengths)."""
     rng = np.random.default_rng(seed)
     s = rng.normal(0, spread, k)
-    a, b = uniform_pairs(n, k, rng)
+    a = rng.integers(0, k, n)  # not uniform_pairs: test_refit pins the bootstrap replicates of these draws
+    b = (a + rng.integers(1, k, n)) % k
     p = 1 / (1 + np.exp(-(s[a] - s[b])))
     out = np.where(rng.random(n) < tie_share, 2, np.where(rng.random(n) < p, 0, 1))
     return a, b, out, s
