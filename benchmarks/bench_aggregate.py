@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from arena.io.battles import aggregate, load_battles
+from arena.simulation.simulate import uniform_pairs
 from benchmarks.common import best_of, write_table
 
 
@@ -20,8 +21,7 @@ def synthetic_frame(n: int, k: int = 100, seed: int = 0) -> pd.DataFrame:
     """``n`` battles among ``k`` models with 15% ties, names as strings (as a user's file would give)."""
     rng = np.random.default_rng(seed)
     names = np.array([f"model-{i:03d}" for i in range(k)], dtype=object)
-    a = rng.integers(0, k, n)
-    b = (a + rng.integers(1, k, n)) % k
+    a, b = uniform_pairs(n, k, rng)
     winner = np.array(["model_a", "model_b", "tie"], dtype=object)[rng.choice(3, n, p=[0.45, 0.40, 0.15])]
     return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": winner})
 

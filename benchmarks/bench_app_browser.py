@@ -22,9 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_app import FRESH_ITEM, FRESH_NEXT, ROOT, chromium_cpu, seed, start_server, when
-from tests.app.browser_trace import js_self, self_times
-from tests.app.test_browser import ARGS, CHROMIUM
+from benchmarks.bench_app import FRESH_ITEM, FRESH_NEXT, ROOT, chromium_cpu, start_server, when
+from benchmarks.bench_app_server import seed
+from tests.harness.browser_trace import js_self, self_times
+from tests.harness.chromium import ARGS, CHROMIUM
 
 CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "blink", "toplevel", "cc",
               "viz"]
@@ -47,6 +48,38 @@ async def _cycle(page, item: str) -> tuple[float, float, str]:  # noqa: ANN001
     return c1 - c0, _cpu() - c1, item
 
 
+async def _idle_cpu(page, item: str) -> tuple[float, float, str]:  # noqa: ANN001
+    """Chromium's CPU per second on an idle vote page and on an idle reveal (its Undo countdown); the next item."""
+    await asyncio.sleep(2)
+    c0 = _cpu()
+    await asyncio.sleep(10)
+    idle_vote = _cpu() - c0
+    await page.locator(".st-key-vote_A button").click()
+    await when(page, FRESH_NEXT)
+    await asyncio.sleep(1)
+    c0 = _cpu()
+    await asyncio.sleep(10)
+    idle_reveal = _cpu() - c0
+    await page.locator(".st-key-next button").click()
+    return idle_vote, idle_reveal, await when(page, FRESH_ITEM, item)
+
+
+def _print_js(profile: dict, votes: int) -> None:
+    by_script, by_function = js_self(profile)
+    print("JavaScript (sampled self time, ms per cycle) by script:")
+    for name, us in by_script.most_common(16):
+        print(f"  {us / 1000 / votes:7.1f}  {name}")
+    print("... by function:")
+    for name, us in by_function.most_common(25):
+        print(f"  {us / 1000 / votes:7.1f}  {name}")
+
+
+def _print_trace(events: list, votes: int) -> None:
+    print("trace events (self time, ms per cycle) by thread:")
+    for (thread, name), us in collections.Counter(self_times(events)).most_common(30):
+        print(f"  {us / 1000 / votes:7.1f}  {thread}: {name}")
+
+
 async def profile(base: str, token: str, votes: int, js: bool, trace: bool) -> None:
     from playwright.async_api import async_playwright
 
@@ -58,18 +91,7 @@ async def profile(base: str, token: str, votes: int, js: bool, trace: bool) -> N
         item = await when(page, FRESH_ITEM)
         for _ in range(2):  # warm: lazy chunks loaded, caches filled
             item = (await _cycle(page, item))[2]
-        await asyncio.sleep(2)
-        c0 = _cpu()
-        await asyncio.sleep(10)
-        idle_vote = _cpu() - c0
-        await page.locator(".st-key-vote_A button").click()
-        await when(page, FRESH_NEXT)
-        await asyncio.sleep(1)
-        c0 = _cpu()
-        await asyncio.sleep(10)
-        idle_reveal = _cpu() - c0
-        await page.locator(".st-key-next button").click()
-        item = await when(page, FRESH_ITEM, item)
+        idle_vote, idle_reveal, item = await _idle_cpu(page, item)
         cdp = await ctx.new_cdp_session(page)
         if js:
             await cdp.send("Profiler.enable")
@@ -91,18 +113,9 @@ async def profile(base: str, token: str, votes: int, js: bool, trace: bool) -> N
               f"Next phase {next_cpu * ms:.0f}; " + ", ".join(f"{k} {v * ms:.0f}" for k, v in kinds.items()) + ")")
         print(f"idle: vote page {idle_vote * 100:.1f} ms/s, reveal (Undo countdown) {idle_reveal * 100:.1f} ms/s")
         if js:
-            by_script, by_function = js_self((await cdp.send("Profiler.stop"))["profile"])
-            print("JavaScript (sampled self time, ms per cycle) by script:")
-            for name, us in by_script.most_common(16):
-                print(f"  {us / 1000 / votes:7.1f}  {name}")
-            print("... by function:")
-            for name, us in by_function.most_common(25):
-                print(f"  {us / 1000 / votes:7.1f}  {name}")
+            _print_js((await cdp.send("Profiler.stop"))["profile"], votes)
         if trace:
-            events = json.loads(await browser.stop_tracing())["traceEvents"]
-            print("trace events (self time, ms per cycle) by thread:")
-            for (thread, name), us in collections.Counter(self_times(events)).most_common(30):
-                print(f"  {us / 1000 / votes:7.1f}  {thread}: {name}")
+            _print_trace(json.loads(await browser.stop_tracing())["traceEvents"], votes)
         await browser.close()
 
 

@@ -13,18 +13,15 @@ import asyncio
 import os
 import random
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import sqlalchemy as sa
 
-from benchmarks.bench_app import ROOT, start_server
+from benchmarks.bench_battle import battle_app
 from benchmarks.common import write_table
-from judge.local_server import free_port, llama_server, smollm2_gguf
 from voting.access import issue_invite
-from voting.battles import BATTLE_DATASET, battles_t, open_battles
-from voting.store import load_votes, open_store
+from voting.battles import BATTLE_DATASET, battles_t
+from voting.store import load_votes
 
 VOTERS = int(os.environ.get("BENCH_VOTERS", "10"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
@@ -71,25 +68,12 @@ async def drive(base: str, tokens: list[str]) -> tuple[list[float], list[str], f
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp, \
-            llama_server(smollm2_gguf(), n_threads=1, interrupt=False) as u1, \
-            llama_server(smollm2_gguf(), n_threads=1, interrupt=False) as u2:
-        roster = Path(tmp) / "roster.toml"
-        roster.write_text("".join(f'[[model]]\nname = "m{i}"\nspec = "local:{u}#smollm2"\ntemperature = 0.0\n'
-                                  f"max_tokens = 32\ntimeout = 240\n\n" for i, u in enumerate((u1, u2))))
-        url = f"sqlite:///{tmp}/votes.db"
-        engine = open_battles(open_store(url))
-        os.environ.update(PREFLAB_ARENA=str(roster), PREFLAB_ACCESS="invite", PREFLAB_ARENA_PER_MINUTE="100")
-        port = free_port()
-        proc = start_server(url, ROOT, port)
-        try:
-            tokens = [issue_invite(engine, f"voter-{k}") for k in range(VOTERS)]
-            latencies, errors, wall = asyncio.run(drive(f"http://127.0.0.1:{port}", tokens))
-        finally:
-            proc.terminate()
-            proc.wait()
+    with battle_app("max_tokens = 32\ntimeout = 240", interrupt=False) as (base, engine):
+        tokens = [issue_invite(engine, f"voter-{k}") for k in range(VOTERS)]
+        latencies, errors, wall = asyncio.run(drive(base, tokens))
         with engine.connect() as conn:
-            status = dict(conn.execute(sa.select(battles_t.c.status, sa.func.count()).group_by(battles_t.c.status)).all())
+            status = dict(conn.execute(sa.select(battles_t.c.status, sa.func.count())
+                                       .group_by(battles_t.c.status)).all())
         votes = len(load_votes(engine, BATTLE_DATASET))
     q = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [float("nan")] * 19
     rows = [[VOTERS, ROUNDS, len(latencies), votes, status.get("voted", 0), status.get("failed", 0),

@@ -132,10 +132,12 @@ def main() -> None:
     rows = loopback_rows() + llama_rows()
     load = os.getloadavg()[0]
     write_table("bench_judge", "Judge runner throughput",
-                ["setup", "verdicts", "calls", "wall s", "calls/s", "ratio", "client CPU ms/call", "server CPU ms/call"],
+                ["setup", "verdicts", "calls", "wall s", "calls/s", "ratio", "client CPU ms/call",
+                 "server CPU ms/call"],
                 rows, notes=f"Loopback server answering in {DELAY * 1000:.0f} ms, in its own process; ceiling at "
                 f"concurrency {CONCURRENCY}: {LIMIT:,.0f} calls/s; target >= 500 calls/s. Both orders per pair; "
-                f"verdicts parsed from top logprobs. Each row is the best of {REPEATS} runs. CPU columns are process CPU per verdict: the client's CPU per "
+                f"verdicts parsed from top logprobs. Each row is the best of {REPEATS} runs. CPU columns are "
+                "process CPU per verdict: the client's CPU per "
                 "call bounds what one core can do (1000 / ms). Machine: 2 CPU cores shared with other jobs "
                 f"(1-minute load average {load:.1f} at the end of the run).")
 

@@ -36,7 +36,8 @@ def main() -> None:
         for b in (1_000,):
             t_ours = best_of(lambda: kappa_interval(judge, human, n_bootstrap=b))  # noqa: B023
             t_ref = best_of(lambda: sklearn_loop(judge, human, b), repeat=1)  # noqa: B023
-            rows.append([f"kappa bootstrap, n={n:,}, B={b:,}", f"{t_ours:.3f}", f"{t_ref:.2f}", f"{t_ref / t_ours:.0f}x"])
+            rows.append([f"kappa bootstrap, n={n:,}, B={b:,}", f"{t_ours:.3f}", f"{t_ref:.2f}",
+                         f"{t_ref / t_ours:.0f}x"])
     if DATA.is_dir():
         pandalm, llmfao = load_pandalm(DATA / "pandalm"), load_llmfao(DATA / "llmfao")
         for name, pairs in (("PandaLM (999 pairs)", pandalm), ("LLMFAO (2,139 pairs)", llmfao)):

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from arena.simulation.simulate import uniform_pairs
 from benchmarks.common import write_table
 
 
@@ -23,8 +24,7 @@ def make_frames(k: int = 100, n_judge: int = 1_000_000, n_items: int = 10_000, v
     """Human battles (``n_items`` items x ``votes``) and judge rows (one per judged item, hard labels)."""
     rng = np.random.default_rng(seed)
     s = rng.normal(0, 1, k)
-    a = rng.integers(0, k, n_judge)
-    b = (a + rng.integers(1, k, n_judge)) % k
+    a, b = uniform_pairs(n_judge, k, rng)
     e = rng.normal(0, 1.5, n_judge)
     pj = 1 / (1 + np.exp(-(s[a] - s[b] + e + 0.3)))
     judge_win = np.where(rng.random(n_judge) < pj, "model_a", "model_b")

@@ -24,6 +24,7 @@ from statistics import median
 import numpy as np
 import pandas as pd
 
+from arena.simulation.simulate import uniform_pairs
 from benchmarks.common import RESULTS
 
 
@@ -31,8 +32,7 @@ def make_w1(n: int = 1_000_000, k: int = 100, tie_share: float = 0.15, seed: int
     """W1-style battles as a DataFrame of strings plus the style totals used by style control."""
     rng = np.random.default_rng(seed)
     s = rng.normal(0, 1, k)
-    a = rng.integers(0, k, n)
-    b = (a + rng.integers(1, k, n)) % k
+    a, b = uniform_pairs(n, k, rng)
     la, lb = rng.lognormal(6, 0.5, n).round(), rng.lognormal(6, 0.5, n).round()
     p = 1 / (1 + np.exp(-(s[a] - s[b] + 0.5 * (la - lb) / (la + lb + 1))))
     out = np.where(rng.random(n) < tie_share, 2, np.where(rng.random(n) < p, 0, 1))
@@ -282,6 +282,42 @@ def gpu_check(device: str) -> None:
     print(text)
 
 
+def peer_rows_of(df: pd.DataFrame, ours: dict, ref: float, fschat_rounds: int) -> list[list[str]]:
+    """The peers' rows: arena-rank, evalica, choix and fschat on the same battles, timed or extrapolated."""
+    peer_rows = []
+    ar = bench_arena_rank(df)
+    if "error" in ar:
+        peer_rows.append(["arena-rank 0.1.1", "—", "—", ar["error"]])
+    else:
+        peer_rows.append(["arena-rank 0.1.1 sandwich", f"{ar['sandwich']:.2f}",
+                          f"{ar['sandwich'] / ours['sandwich only, end to end']:.1f}x vs our sandwich", "measured"])
+        boot = ar["sandwich"] + 1000 * ar["refit"]
+        peer_rows.append(["arena-rank 0.1.1 sandwich + 1000 bootstrap refits", f"{boot:.0f}",
+                          f"{boot / ref:.0f}x", f"extrapolated: one refit {ar['refit']:.2f} s x 1000"])
+    ev = bench_evalica(df)
+    peer_rows.append(["evalica 0.4.2 (single fit)", f"{ev:.2f}" if isinstance(ev, float) else "—",
+                      f"{ev / ref:.2f}x" if isinstance(ev, float) else "—",
+                      "measured" if isinstance(ev, float) else ev])
+    if isinstance(ev, float):
+        peer_rows.append(["evalica 0.4.2 + 1000 bootstrap refits", f"{1000 * ev:.0f}", f"{1000 * ev / ref:.0f}x",
+                          "extrapolated: single fit x 1000 (evalica has no bootstrap)"])
+    ch = bench_choix(df)
+    peer_rows.append(["choix 0.4.1 ilsr_pairwise_dense (ties dropped, single fit)",
+                      f"{ch:.2f}" if isinstance(ch, float) else "—",
+                      f"{ch / ref:.2f}x" if isinstance(ch, float) else "—",
+                      "measured" if isinstance(ch, float) else ch])
+    fs = bench_fschat(df, fschat_rounds)
+    if isinstance(fs, str):
+        peer_rows.append(["fschat 0.2.36 elo_analysis", "—", "—", fs])
+    else:
+        total = fs["fit"] + 1000 * fs["per_round"]
+        peer_rows.append(["fschat 0.2.36 compute_elo_mle_with_tie (single MLE)", f"{fs['fit']:.1f}",
+                          f"{fs['fit'] / ref:.1f}x", "measured"])
+        peer_rows.append(["fschat 0.2.36 MLE + 1000 bootstrap rounds", f"{total:.0f}", f"{total / ref:.0f}x",
+                          f"extrapolated from {fschat_rounds} rounds ({fs['per_round']:.1f} s/round)"])
+    return peer_rows
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None, help="JAX platform for preflab (cpu, gpu); default: JAX's default")
@@ -334,35 +370,7 @@ def main(argv: list[str] | None = None) -> None:
                             peak_memory_mb(k, 1000, args.device), 1536 if k == 100 else None, 0))
     peer_rows = [["preflab (sandwich + 1000 bootstrap refits)", f"{ref:.2f}", "1.0x", "measured"]]
     if not args.skip_peers:
-        ar = bench_arena_rank(df)
-        if "error" in ar:
-            peer_rows.append(["arena-rank 0.1.1", "—", "—", ar["error"]])
-        else:
-            peer_rows.append(["arena-rank 0.1.1 sandwich", f"{ar['sandwich']:.2f}",
-                              f"{ar['sandwich'] / ours['sandwich only, end to end']:.1f}x vs our sandwich", "measured"])
-            boot = ar["sandwich"] + 1000 * ar["refit"]
-            peer_rows.append(["arena-rank 0.1.1 sandwich + 1000 bootstrap refits", f"{boot:.0f}",
-                              f"{boot / ref:.0f}x", f"extrapolated: one refit {ar['refit']:.2f} s x 1000"])
-        ev = bench_evalica(df)
-        peer_rows.append(["evalica 0.4.2 (single fit)", f"{ev:.2f}" if isinstance(ev, float) else "—",
-                          f"{ev / ref:.2f}x" if isinstance(ev, float) else "—",
-                          "measured" if isinstance(ev, float) else ev])
-        if isinstance(ev, float):
-            peer_rows.append(["evalica 0.4.2 + 1000 bootstrap refits", f"{1000 * ev:.0f}", f"{1000 * ev / ref:.0f}x",
-                              "extrapolated: single fit x 1000 (evalica has no bootstrap)"])
-        ch = bench_choix(df)
-        peer_rows.append(["choix 0.4.1 ilsr_pairwise_dense (ties dropped, single fit)",
-                          f"{ch:.2f}" if isinstance(ch, float) else "—",
-                          f"{ch / ref:.2f}x" if isinstance(ch, float) else "—", "measured" if isinstance(ch, float) else ch])
-        fs = bench_fschat(df, args.fschat_rounds)
-        if isinstance(fs, str):
-            peer_rows.append(["fschat 0.2.36 elo_analysis", "—", "—", fs])
-        else:
-            total = fs["fit"] + 1000 * fs["per_round"]
-            peer_rows.append(["fschat 0.2.36 compute_elo_mle_with_tie (single MLE)", f"{fs['fit']:.1f}",
-                              f"{fs['fit'] / ref:.1f}x", "measured"])
-            peer_rows.append(["fschat 0.2.36 MLE + 1000 bootstrap rounds", f"{total:.0f}", f"{total / ref:.0f}x",
-                              f"extrapolated from {args.fschat_rounds} rounds ({fs['per_round']:.1f} s/round)"])
+        peer_rows += peer_rows_of(df, ours, ref, args.fschat_rounds)
     text = ["## bench_rank: W1 (1,000,000 battles, 100 models, 15% ties, seed 0)", "",
             table("preflab timings (seconds, median of runs; memory in MB)", ["what", "value", "target",
                                                                                 "vs target"], rows),

@@ -66,7 +66,8 @@ def main() -> None:
     given = [_timed(lambda: next_pair(counts, ratings, seed=0)) for _ in range(50)]
     rows2 = [["ratings estimated from counts (BT fit + pick)", f"{statistics.median(with_fit):.2f}",
               f"{50 / statistics.median(with_fit):.0f}x"],
-             ["ratings passed in (pick only)", f"{statistics.median(given):.2f}", f"{50 / statistics.median(given):.0f}x"]]
+             ["ratings passed in (pick only)", f"{statistics.median(given):.2f}",
+              f"{50 / statistics.median(given):.0f}x"]]
     spec5 = ArenaSpec((1.6, 1.2, 0.9, 0.4, 0.0))
     rng = np.random.default_rng(2)
     outcomes = np.stack([outcome_tensor(simulate_codes(spec5, 500, rng), 5) for _ in range(2000)])

@@ -1,6 +1,6 @@
 """Vote-write latency (p50/p95) and throughput: SQLite (WAL) and PostgreSQL 15, 1 / 8 / 32 concurrent writers.
 
-Each writer is a separate process (``tests.app.vote_writer``) casting votes one transaction each, as the app
+Each writer is a separate process (``tests.harness.vote_writer``) casting votes one transaction each, as the app
 does; all writers wait on a start barrier, so throughput = all votes / (last end - first start).
 PostgreSQL is a throw-away local server (Debian's binaries, unix socket, default fsync on).
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_config(url: str, writers: int, total: int) -> dict:
     """Write ``total`` votes with ``writers`` processes into a fresh store at ``url``."""
-    from tests.app.vote_writer import stress_items
+    from tests.harness.vote_writer import stress_items
     from voting.store import import_items, open_store
 
     per = max(1, total // writers)
@@ -34,9 +34,15 @@ def run_config(url: str, writers: int, total: int) -> dict:
     import_items(engine, stress_items(per), "stress")
     engine.dispose()
     go = Path(tempfile.mkdtemp()) / "go"
-    cmd = [sys.executable, "-m", "tests.app.vote_writer", url]
+    cmd = [sys.executable, "-m", "tests.harness.vote_writer", url]
     procs = [subprocess.Popen([*cmd, f"w{k}", str(per), "--go", str(go)], cwd=ROOT, stdout=subprocess.PIPE,
                               text=True) for k in range(writers)]
+    outs = _released_together(procs, go)
+    return summarise(writers, outs)
+
+
+def _released_together(procs: list[subprocess.Popen], go: Path) -> list[str]:
+    """Release the writers at once (each reports "ready" with its store open) and collect what they print."""
     outs = []
     try:
         for p in procs:  # start barrier: every writer has its store open
@@ -51,6 +57,11 @@ def run_config(url: str, writers: int, total: int) -> dict:
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    return outs
+
+
+def summarise(writers: int, outs: list[str]) -> dict:
+    """Latency percentiles and throughput from the writers' ``start``, ``end`` and per-vote latency lines."""
     lat, starts, ends = [], [], []
     for out in outs:
         for line in out.splitlines():
@@ -81,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         for w in counts:
             rows.append({"backend": "SQLite (WAL)", **run_config(_sqlite_url(Path(tmp), str(w)), w, args.votes)})
             print(rows[-1], flush=True)
-    from tests.app import pg_server
+    from tests.harness import pg_server
 
     if pg_server.available():
         import sqlalchemy as sa
@@ -101,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     table = [[r["backend"], r["writers"], r["votes"], f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}",
               f"{r['throughput']:.0f}", f"{r['throughput'] / base[r['backend']]:.2f}x"] for r in rows]
     notes = (f"{os.cpu_count()} CPU cores, shared with other jobs while measured ({time.strftime('%Y-%m-%d')}); "
-             "each vote is one transaction from its own writer process (`tests.app.vote_writer`), all writers "
+             "each vote is one transaction from its own writer process (`tests.harness.vote_writer`), all writers "
              "released together; throughput counts all writers together. PostgreSQL: local server, unix socket, "
              "fsync on; SQLite: WAL, synchronous=NORMAL, BEGIN IMMEDIATE with busy_timeout and retries.")
     write_table("bench_votes", "Vote writes: latency and throughput", header, table, notes)

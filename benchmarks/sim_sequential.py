@@ -24,7 +24,8 @@ def main() -> None:
                      f"{r['naive_rejection_rate']:.4f} ({r['naive_rejection_se']:.4f})",
                      f"{r['mean_pairs']:.1f} ({r['mean_pairs_se']:.1f})", f"{r['median_pairs']:.0f}",
                      f"{r['pairs_for_80pct']:.0f}", fixed or "—"])
-    write_table("sim_sequential", f"sequential sign test, Beta({DEFAULT_PRIOR:g}, {DEFAULT_PRIOR:g}) mixture, alpha 0.05",
+    write_table("sim_sequential",
+                f"sequential sign test, Beta({DEFAULT_PRIOR:g}, {DEFAULT_PRIOR:g}) mixture, alpha 0.05",
                 ["true win rate", "look after every pair, up to", "e-process rejects (se)",
                  "naive repeated sign test rejects (se)", "mean pairs judged (se)", "median", "80% stopped by",
                  "fixed n, exact test, 80% power"], rows)

@@ -39,3 +39,11 @@ def execute_notebook(path: Path, timeout: int = 600, cwd: Path | None = None) ->
         if saved is not None:
             os.environ["MPLBACKEND"] = saved
     return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+
+
+def run_notebook(name: str, timeout: int = 600) -> tuple[list, str]:
+    """Run ``notebooks/<name>`` (:func:`execute_notebook`), which must show no error: (its outputs, the text
+    its cells printed)."""
+    outputs = execute_notebook(ROOT / "notebooks" / name, timeout=timeout)
+    assert not [o for o in outputs if o.output_type == "error"]
+    return outputs, "\n".join(o.get("text", "") for o in outputs)

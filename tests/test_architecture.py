@@ -56,6 +56,18 @@ def test_tests_never_import_the_benchmarks() -> None:
     assert bad == []
 
 
+def test_benchmarks_use_only_the_tests_harness() -> None:
+    """The benchmarks import the shared harness (``tests.harness``: servers, browser flags), never a test module."""
+    bad = {}
+    for f in modules("benchmarks"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+            bad.update({str(f.relative_to(ROOT)): n for n in names
+                        if n.split(".")[0] == "tests" and not n.startswith("tests.harness")})
+    assert bad == {}
+
+
 def module_name(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 

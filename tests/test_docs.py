@@ -141,7 +141,8 @@ def test_the_readmes_calibrate_output_is_what_the_cli_prints(demo_tour: Path) ->
 
 
 def test_the_pasted_labels_header_is_the_exports_header(demo_tour: Path) -> None:
-    pasted = pasted_output(ROOT / "docs" / "vote.md", "preflab export-votes labels.csv --as labels && head -3 labels.csv")
+    pasted = pasted_output(ROOT / "docs" / "vote.md",
+                           "preflab export-votes labels.csv --as labels && head -3 labels.csv")
     written = (demo_tour / "labels.csv").read_text().splitlines()
     assert pasted[1:] == written[:3]  # the header (with category) and the first two rows
 

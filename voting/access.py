@@ -17,8 +17,9 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from voting.engine import retry, writing
 from voting.items import check_name, normal_name
-from voting.store import guests_t, invites_t, retry, votes_t, writing
+from voting.tables import guests_t, invites_t, votes_t
 
 GUEST_PREFIX = "guest-"
 

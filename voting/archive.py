@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from voting.items import ItemDataError
-from voting.store import answers_t, counts_t, items_t, meta_t, skips_t, votes_t
+from voting.tables import answers_t, counts_t, items_t, meta_t, skips_t, votes_t
 
 audit = sa.MetaData()
 archived_votes_t = sa.Table(

@@ -28,8 +28,9 @@ from judge.model_specs import ModelSpec, load_roster
 from judge.providers.base import ProviderError
 from judge.providers.generation import Generation
 from judge.providers.generators import make_generator
-from voting.store import DuplicateVote, Vote, vote_row, votes_t
+from voting.tables import votes_t
 from voting.votes import style_meta
+from voting.writes import DuplicateVote, Vote, vote_row
 
 BATTLE_DATASET = "battle"
 BATTLE_SOURCE = "battle"
@@ -94,7 +95,7 @@ def pair_counts(engine: Engine) -> dict[frozenset, int]:
 def battle_outcomes(engine: Engine, names: Sequence[str]) -> np.ndarray:
     """(k, k, 3) counts of (left wins, right wins, tie) per ordered pair of roster models from the battle
     votes (both tie kinds are ties), as :func:`arena.simulation.sampling.outcome_tensor` lays them out."""
-    from voting.store import load_votes
+    from voting.reads import load_votes
     from voting.votes import vote_codes
 
     index = {n: i for i, n in enumerate(names)}
@@ -224,8 +225,9 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
     # time on the pair: from both answers of the last turn finishing (the battle's last update) to the vote
     row["seconds_on_pair"] = max(0.0, row["voted_at"] - battle["updated_at"])
     with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
+        b = battles_t.c
         claimed = conn.execute(battles_t.update().where(  # the turn read above, still unvoted
-            battles_t.c.id == battle_id, battles_t.c.status == "answered", battles_t.c.updated_at == battle["updated_at"])
+            b.id == battle_id, b.status == "answered", b.updated_at == battle["updated_at"])
                                .values(status="voted", choice=choice, updated_at=row["voted_at"])).rowcount
         if not claimed:
             raise DuplicateVote(f"battle {battle_id} was already voted on")

@@ -12,7 +12,8 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from voting.store import COUNT_KEY, SQLITE_TRIGGERS, retry, votes_t, writing
+from voting.engine import retry, writing
+from voting.tables import COUNT_KEY, SQLITE_TRIGGERS, votes_t
 
 #: Columns a bulk row needs (the others take their defaults or stay NULL).
 COLUMNS = ("voter", "dataset", "item_id", "round", "model_left", "model_right", "shown_order", "outcome",

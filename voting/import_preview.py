@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from voting.items import ItemDataError, ItemSet, check_name, load_items
-from voting.store import items_t
+from voting.tables import items_t
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 NOTHING = "Nothing was imported."
@@ -79,8 +79,9 @@ def preview_upload(engine: Engine, name: str, payload: bytes, dataset: str, firs
         problems.append("no dataset name given: type a name for the dataset")
     else:
         with engine.connect() as conn:
+            ids = list(items.items["item_id"])
             clash = conn.execute(sa.select(items_t.c.item_id).where(
-                items_t.c.dataset == dataset, items_t.c.item_id.in_(list(items.items["item_id"]))).limit(5)).scalars().all()
+                items_t.c.dataset == dataset, items_t.c.item_id.in_(ids)).limit(5)).scalars().all()
         if clash:
             problems.append(f"dataset {dataset!r} already has item id(s) {clash}: import under another name or "
                             "rename the item ids")

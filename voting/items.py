@@ -129,9 +129,8 @@ def _melt_pairs(raw: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(sides, ignore_index=True).sort_values("line", kind="stable")
 
 
-def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemSet:
-    """Check a long-layout frame: no empty fields, one prompt per item, one answer per (item, model),
-    at least two models per item. Raises :class:`ItemDataError` on the first problem (by line)."""
+def _normal_fields(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The fields stripped and names normalised; raises on an empty field, a bad name or an over-long text."""
     df = df.copy()
     if "category" not in df:
         df["category"] = None
@@ -154,7 +153,10 @@ def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemS
             raise ItemDataError(source, int(row["line"]), col,
                                 f"{len(row[col]):,} characters (at most {MAX_TEXT_CHARS:,} are stored)",
                                 f"shorten the {col}, or split the item")
-    first = df.drop_duplicates("item_id")
+    return df
+
+
+def _check_one_prompt_per_item(df: pd.DataFrame, first: pd.DataFrame, source: str) -> None:
     prompts = df["item_id"].map(first.set_index("item_id")["prompt"])
     clash = df["prompt"] != prompts
     if clash.any():
@@ -163,6 +165,10 @@ def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemS
         raise ItemDataError(source, int(row["line"]), "item_id",
                             f"duplicate item id {row['item_id']!r} with a different prompt (first at line {line0})",
                             "give each prompt its own item_id")
+
+
+def _one_answer_per_model(df: pd.DataFrame, source: str, layout: str) -> pd.DataFrame:
+    """The rows with one answer per (item, model), each item answered by two models at least; raises otherwise."""
     dup = df.duplicated(["item_id", "model"], keep="first")
     if layout == "pairs":  # the same answer shown in several pairs is fine; a different one is not
         dup &= ~df.duplicated(["item_id", "model", "answer"], keep="first")
@@ -180,6 +186,16 @@ def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemS
         raise ItemDataError(source, int(row["line"]), "model",
                             f"item {item!r} has only one answer (from {row['model']!r})",
                             "an item needs answers from at least two models; add answers or remove the item")
+    return df
+
+
+def validate_items(df: pd.DataFrame, source: str, layout: str = "long") -> ItemSet:
+    """Check a long-layout frame: no empty fields, one prompt per item, one answer per (item, model),
+    at least two models per item. Raises :class:`ItemDataError` on the first problem (by line)."""
+    df = _normal_fields(df, source)
+    first = df.drop_duplicates("item_id")
+    _check_one_prompt_per_item(df, first, source)
+    df = _one_answer_per_model(df, source, layout)
     items = first[["item_id", "prompt", "category"]].reset_index(drop=True)
     items["category"] = items["category"].astype("string")
     answers = df[["item_id", "model", "answer"]].astype(str).reset_index(drop=True)

@@ -10,7 +10,8 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from voting.store import events_t, retry, writing
+from voting.engine import retry, writing
+from voting.tables import events_t
 
 #: Wrong admin passcodes one address may try before it must wait ``ADMIN_LOCK_S``; each miss after that
 #: doubles the wait, up to ``ADMIN_MAX_LOCK_S``. Misses older than ``ADMIN_MAX_LOCK_S`` are forgotten.

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from preflab.outcomes import VOTE_CHOICES
-from voting.store import skips_t
+from voting.tables import skips_t
 from voting.votes import identity_labels, vote_codes
 
 #: A vote cast sooner than this after its pair was shown counts as fast (too little time to read two answers).

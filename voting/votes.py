@@ -14,7 +14,8 @@ from sqlalchemy.engine import Engine
 from arena.io.battles import Battles, load_battles, write_battles
 from preflab.outcomes import BATTLE_LABELS, Outcome
 from voting.items import load_items
-from voting.store import import_battles, import_items, list_datasets
+from voting.reads import list_datasets
+from voting.writes import import_battles, import_items
 
 
 def vote_codes(votes: pd.DataFrame) -> np.ndarray:

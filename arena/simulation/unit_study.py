@@ -54,7 +54,7 @@ def simulate_items(design: ItemArena, rng: np.random.Generator) -> pd.DataFrame:
     """One arena's battles: ``model_a, model_b, winner, question_id`` (one question id per item)."""
     k = len(design.theta)
     theta = np.asarray(design.theta)
-    a = rng.integers(0, k, design.n_items)
+    a = rng.integers(0, k, design.n_items)  # the table in docs/rank.md was measured on these draws
     b = (a + rng.integers(1, k, design.n_items)) % k
     u = rng.normal(0.0, design.item_sd, design.n_items)
     p = 1 / (1 + np.exp(-(theta[a] - theta[b] + u)))

@@ -187,7 +187,8 @@ def test_leaderboard_excludes_separated_replicates_and_reports_them():
 
     # before: champ [1416, 3218] (ridge artefact) and model-1 dragged to [95, 588] by those replicates; now
     # champ [1414, +inf], model-1 [471, 596], and a warning
-    with pytest.warns(ExcludedReplicatesWarning, match=r"excluded from the intervals.*have no MLE.*champ \(upper \+inf"):
+    with pytest.warns(ExcludedReplicatesWarning,
+                      match=r"excluded from the intervals.*have no MLE.*champ \(upper \+inf"):
         lb = fit_leaderboard(champion_frame(), n_bootstrap=200, seed=1)
     t = lb.table.set_index("model")
     ex = lb.excluded

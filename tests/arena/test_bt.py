@@ -17,6 +17,7 @@ from sklearn.linear_model import LogisticRegression
 
 from arena.bt import likelihood as bt
 from arena.io.battles import aggregate, aggregate_codes, load_battles
+from arena.simulation.simulate import uniform_pairs
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 
@@ -27,7 +28,7 @@ def simulate_codes(k: int, n: int, seed: int, tie_share: float = 0.15, spread: f
     """Uniform random pairs, BT outcomes, a fixed share of ties; returns (a, b, outcome, strengths)."""
     rng = np.random.default_rng(seed)
     s = rng.normal(0, spread, k)
-    a = rng.integers(0, k, n)
+    a = rng.integers(0, k, n)  # not uniform_pairs: test_refit pins the bootstrap replicates of these draws
     b = (a + rng.integers(1, k, n)) % k
     p = 1 / (1 + np.exp(-(s[a] - s[b])))
     out = np.where(rng.random(n) < tie_share, 2, np.where(rng.random(n) < p, 0, 1))
@@ -130,8 +131,7 @@ def test_tie_parameter_recovered_from_davidson_simulation():
     rng = np.random.default_rng(7)
     k, n, nu = 6, 200_000, 0.8
     s = np.linspace(-1, 1, k)
-    a = rng.integers(0, k, n)
-    b = (a + rng.integers(1, k, n)) % k
+    a, b = uniform_pairs(n, k, rng)
     pa, pb = np.exp(s[a]), np.exp(s[b])
     den = pa + pb + nu * np.sqrt(pa * pb)
     u = rng.random(n)

@@ -27,6 +27,7 @@ from arena.io.battles import (
     warn_if_disconnected,
     write_battles,
 )
+from arena.simulation.simulate import uniform_pairs
 
 RECORDS = [
     {"model_a": "alpha", "model_b": "beta", "winner": "model_a", "judge": "v1", "tstamp": 1700000000.5,
@@ -218,8 +219,7 @@ def test_aggregate_matches_pandas_groupby() -> None:
     rng = np.random.default_rng(1)
     n, k = 20_000, 12
     names = [f"m{i:02d}" for i in range(k)]
-    a = rng.integers(0, k, n)
-    b = (a + rng.integers(1, k, n)) % k
+    a, b = uniform_pairs(n, k, rng)
     winner = np.array(["model_a", "model_b", "tie", "tie (bothbad)"])[rng.integers(0, 4, n)]
     df = pd.DataFrame({"model_a": np.array(names)[a], "model_b": np.array(names)[b], "winner": winner})
     counts = aggregate(load_battles(df))

@@ -52,16 +52,20 @@ def test_mismatched_baseline_outputs_between_files(tmp_path):
         load_alpaca_table([a, b])
 
 
+def alpha_and_beta(tmp_path, **beta):  # noqa: ANN001, ANN003, ANN201
+    """Two annotation files, alpha.json as made and beta.json made with ``beta`` (the case under test)."""
+    return (write(tmp_path / "alpha.json", annotations("alpha")),
+            write(tmp_path / "beta.json", annotations("beta", **beta)))
+
+
 def test_files_with_no_common_instruction(tmp_path):
-    a = write(tmp_path / "alpha.json", annotations("alpha"))
-    b = write(tmp_path / "beta.json", annotations("beta", start=10))
+    a, b = alpha_and_beta(tmp_path, start=10)
     with pytest.raises(LCDataError, match=r"shares no instruction with the other files"):
         load_alpaca_table([a, b])
 
 
 def test_files_against_different_baselines_and_the_baseline_option(tmp_path):
-    a = write(tmp_path / "alpha.json", annotations("alpha"))
-    b = write(tmp_path / "beta.json", annotations("beta", baseline="text_davinci_003"))
+    a, b = alpha_and_beta(tmp_path, baseline="text_davinci_003")
     with pytest.raises(LCDataError, match=r"judged against baseline .* pass --baseline NAME"):
         load_alpaca_table([a, b])
     assert load_alpaca_table([a, b], baseline="text_davinci_003")["model"].unique().tolist() == ["beta"]
@@ -85,8 +89,7 @@ def test_alpaca_preference_outside_one_two(tmp_path, value):
 
 
 def test_single_row_model(tmp_path):
-    a = write(tmp_path / "alpha.json", annotations("alpha"))
-    b = write(tmp_path / "beta.json", annotations("beta", n=1))
+    a, b = alpha_and_beta(tmp_path, n=1)
     with pytest.raises(LCDataError, match=r"beta\.json, record 1: field 'model': model 'beta' has a single row"):
         load_alpaca_table([a, b])
 

@@ -106,7 +106,8 @@ def test_never_lost_and_never_won_models_warn_with_the_regularised_value():
 
 def test_too_few_battles_warns():
     df = pd.concat([battles_frame(k=3, n=600), pd.DataFrame(
-        {"model_a": ["rare"] * 3, "model_b": ["model-0", "model-1", "model-2"], "winner": ["model_a", "model_b", "tie"]})])
+        {"model_a": ["rare"] * 3, "model_b": ["model-0", "model-1", "model-2"],
+         "winner": ["model_a", "model_b", "tie"]})])
     with pytest.warns(TooFewBattlesWarning, match=r"rare \(3\)"):
         rank_battles(df, ci="sandwich", min_battles=10)
 

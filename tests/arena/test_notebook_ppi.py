@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import execute_notebook
-
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "judge_assisted_leaderboard.ipynb"
+from tests.conftest import run_notebook
 
 
 @pytest.mark.slow
 def test_ppi_notebook_executes():
-    outputs = execute_notebook(NOTEBOOK, timeout=900)
-    assert not [o for o in outputs if o.output_type == "error"]
-    text = "\n".join(o.get("text", "") for o in outputs)
+    _, text = run_notebook("judge_assisted_leaderboard.ipynb", timeout=900)
     judge_only = float(re.search(r"judge_only\s+([\d.]+)", text).group(1))
     ppi = float(re.search(r"ppi_sandwich\s+([\d.]+)", text).group(1))
     assert judge_only < 0.5 < 0.85 <= ppi

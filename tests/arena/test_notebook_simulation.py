@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import execute_notebook
-
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "arena_simulation.ipynb"
+from tests.conftest import run_notebook
 
 
 @pytest.mark.slow
 def test_simulation_notebook_executes():
-    outputs = execute_notebook(NOTEBOOK, timeout=600)
-    assert not [o for o in outputs if o.output_type == "error"]
-    text = "\n".join(o.get("text", "") for o in outputs)
+    outputs, text = run_notebook("arena_simulation.ipynb", timeout=600)
     assert "782" in text and "194" in text
     coverage = [float(v) for v in re.findall(r"N= *(?:500|5000): coverage (0\.\d+)", text)]
     assert len(coverage) == 6 and all(0.90 <= c <= 0.99 for c in coverage)

@@ -38,7 +38,7 @@ def test_the_command_imports_neither_scipy_stats_nor_jax(command, tmp_path):
     if command == "power":
         mods = imported(["power"], tmp_path)
     else:
-        from tests.app.conftest import tiny_items
+        from tests.voting.conftest import tiny_items
 
         tiny_items(3).to_csv(tmp_path / "items.csv", index=False)
         mods = imported(["import", "items.csv", "--dataset", "d", "--db", f"sqlite:///{tmp_path / 's.db'}"], tmp_path)

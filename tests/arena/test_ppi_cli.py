@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
+from arena.simulation.simulate import uniform_pairs
 from preflab_cli import app
 
 runner = CliRunner()
@@ -16,8 +17,7 @@ runner = CliRunner()
 def _human(rng, n=300):
     models = np.array(["alpha", "beta", "gamma", "delta"])
     s = np.array([1.0, 0.4, 0.0, -0.5])
-    a = rng.integers(0, 4, n)
-    b = (a + rng.integers(1, 4, n)) % 4
+    a, b = uniform_pairs(n, 4, rng)
     win = rng.random(n) < 1 / (1 + np.exp(-(s[a] - s[b])))
     return pd.DataFrame({"model_a": models[a], "model_b": models[b], "winner": np.where(win, "model_a", "model_b"),
                          "question_id": [f"q{t}" for t in range(n)]})

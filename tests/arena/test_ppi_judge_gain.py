@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from arena.simulation.simulate import uniform_pairs
 from judge_arena.assist import judge_ppi_gain
 
 
@@ -21,8 +22,7 @@ def judged(judge, n: int = 800, k: int = 6, seed: int = 0) -> pd.DataFrame:
     knows which model is better, not which answer) or agrees with the vote with probability ``judge``."""
     rng = np.random.default_rng(seed)
     s = np.linspace(-1, 1, k)
-    x = rng.integers(0, k, n)
-    y = (x + rng.integers(1, k, n)) % k
+    x, y = uniform_pairs(n, k, rng)
     p = 1 / (1 + np.exp(-(s[x] - s[y])))
     human = np.where(rng.random(n) < p, 0.0, 1.0)
     if judge == "perfect":

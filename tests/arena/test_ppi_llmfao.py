@@ -22,7 +22,8 @@ from arena.ppi.studies import llmfao_diagnostics, llmfao_study
 @pytest.fixture(scope="module")
 def study(shared_data):
     # crowd pairs only: labelled and unlabelled items are a random split of one population, as PPI assumes
-    return llmfao_study(shared_data / "llmfao", shares=(0.5,), repeats=6, seed=0, judge_pairs="crowd").set_index("judge")
+    return llmfao_study(shared_data / "llmfao", shares=(0.5,), repeats=6, seed=0,
+                        judge_pairs="crowd").set_index("judge")
 
 
 @pytest.fixture(scope="module")

@@ -201,5 +201,6 @@ def test_custom_unsorted_model_names_keep_their_strengths():
     battles, truth = simulate(ArenaSpec((1.0, 0.0), models=("zeta", "alpha")), 20_000, seed=8)
     assert battles.models == ["alpha", "zeta"] and truth["model"].tolist() == ["zeta", "alpha"]
     df = battles.df
-    zeta_wins = ((df.model_a == "zeta") & (df.winner == "model_a")) | ((df.model_b == "zeta") & (df.winner == "model_b"))
+    zeta_wins = (((df.model_a == "zeta") & (df.winner == "model_a"))
+                 | ((df.model_b == "zeta") & (df.winner == "model_b")))
     assert zeta_wins.mean() == pytest.approx(1 / (1 + math.exp(-1.0)), abs=0.012)

@@ -46,7 +46,8 @@ def test_vmapped_fits_equal_the_leaderboard():
         sw = (table["upper_sandwich"] - table["lower_sandwich"]).to_numpy()
         np.testing.assert_allclose(2 * 1.959964 * np.sqrt(np.diag(cov[a])[:4] + cov[a, 4, 4] - 2 * cov[a, :4, 4]),
                                    sw[:4], rtol=1e-6)
-        # same bootstrap estimator, different random draws: endpoints agree to Monte Carlo noise (SE of a difference ~0.025)
+        # same bootstrap estimator, different random draws: endpoints agree to Monte Carlo noise
+        # (SE of a difference ~0.025)
         np.testing.assert_allclose(lo[a], table["lower_bootstrap"], atol=0.09)
         np.testing.assert_allclose(hi[a], table["upper_bootstrap"], atol=0.09)
 

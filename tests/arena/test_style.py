@@ -26,7 +26,7 @@ def style_frame(k: int = 8, n: int = 6_000, seed: int = 0, length_effect: float 
     """Simulated battles where longer answers win more often; totals given as Arena columns."""
     rng = np.random.default_rng(seed)
     s = rng.normal(0, 0.7, k)
-    a = rng.integers(0, k, n)
+    a = rng.integers(0, k, n)  # not uniform_pairs: the checks on the style intervals are this seed's draws
     b = (a + rng.integers(1, k, n)) % k
     # some models are verbose: their answers are longer on average
     verbosity = np.linspace(5.5, 6.5, k)

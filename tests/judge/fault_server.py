@@ -60,6 +60,23 @@ def canned_logprobs(key: str) -> list[dict]:
              "top_logprobs": [{"token": t, "logprob": lp} for t, lp in tops]}]
 
 
+#: fault -> (status, error object) of the error answers; the ``message`` gets the echoed key when asked
+ERROR_REPLIES = {
+    "429": (429, {"message": "rate limited", "type": "rate_limit"}),
+    "500": (500, {"message": "server error"}),
+    "401": (401, {"message": "invalid API key", "type": "auth"}),
+}
+
+
+async def read_request(reader: asyncio.StreamReader) -> tuple[str, dict, dict]:
+    """(path, lower-cased headers, JSON body) of the next request on a keep-alive connection."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+    body = json.loads(await reader.readexactly(int(headers.get("content-length", 0))) or b"{}")
+    return lines[0].split(" ")[1], headers, body
+
+
 @dataclass
 class FaultServer:
     """Start with ``with FaultServer(Faults(...)) as srv:``; ``srv.url`` is the ``/v1`` base URL."""
@@ -99,7 +116,8 @@ class FaultServer:
                     "content": [{"type": "text", "text": lps[0]["token"]}], "stop_reason": "end_turn",
                     "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 1}}
         if path.endswith("/chat/completions"):
-            choice = {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": lps[0]["token"]},
+            choice = {"index": 0, "finish_reason": "length",
+                      "message": {"role": "assistant", "content": lps[0]["token"]},
                       "logprobs": {"content": lps} if body.get("logprobs") else None}
             obj = "chat.completion"
         else:
@@ -109,18 +127,32 @@ class FaultServer:
                                    "top_logprobs": [top], "text_offset": [0]} if body.get("logprobs") else None}
             obj = "text_completion"
         # Like OpenAI, the answer names the model version served and (chat) the backend's fingerprint.
-        return {"id": "cmpl-" + key, "object": obj, "created": 0, "model": body.get("model", "m") + self.faults.served_suffix,
+        return {"id": "cmpl-" + key, "object": obj, "created": 0,
+                "model": body.get("model", "m") + self.faults.served_suffix,
                 "choices": [choice], "usage": usage,
                 **({"system_fingerprint": "fp_fault"} if obj == "chat.completion" else {})}
+
+    def _echo(self, headers: dict) -> str:
+        """What a careless server appends to its errors: the credentials it got (with ``echo_key``)."""
+        if not self.faults.echo_key:
+            return ""
+        return f" (you sent {headers.get('authorization') or headers.get('x-api-key') or headers.get('api-key', '')})"
+
+    def _reply(self, fault: str, path: str, body: dict, key: str, headers: dict) -> tuple[int, dict, bytes]:
+        """(status, extra headers, body bytes) of the answer to a request the fault ``fault`` was drawn for."""
+        if fault == "malformed":
+            return 200, {}, b'{"id": "x", "choices": [{"message": '
+        if fault not in ERROR_REPLIES:
+            return 200, {}, json.dumps(self._answer(path, body, key)).encode()
+        status, error = ERROR_REPLIES[fault]
+        extra = {"Retry-After": self.faults.retry_after} if status == 429 else {}
+        error = {**error, "message": error["message"] + self._echo(headers)}
+        return status, extra, json.dumps({"error": error}).encode()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
-                body = json.loads(await reader.readexactly(int(headers.get("content-length", 0))) or b"{}")
+                path, headers, body = await read_request(reader)
                 key = request_key(body)
                 with self._lock:
                     self.requests[key] += 1
@@ -133,23 +165,7 @@ class FaultServer:
                     return
                 if fault == "slow":
                     await asyncio.sleep(self.faults.slow_delay)
-                status, extra, payload = 200, {}, b""
-                echo = ""
-                if self.faults.echo_key:  # what a careless server does: repeat the credentials it got
-                    sent = headers.get("authorization") or headers.get("x-api-key") or headers.get("api-key", "")
-                    echo = f" (you sent {sent})"
-                if fault == "429":
-                    status, extra = 429, {"Retry-After": self.faults.retry_after}
-                    payload = json.dumps({"error": {"message": "rate limited" + echo, "type": "rate_limit"}}).encode()
-                elif fault == "500":
-                    status, payload = 500, json.dumps({"error": {"message": "server error" + echo}}).encode()
-                elif fault == "401":
-                    status = 401
-                    payload = json.dumps({"error": {"message": "invalid API key" + echo, "type": "auth"}}).encode()
-                elif fault == "malformed":
-                    payload = b'{"id": "x", "choices": [{"message": '
-                else:
-                    payload = json.dumps(self._answer(path, body, key)).encode()
+                status, extra, payload = self._reply(fault, path, body, key, headers)
                 hdr = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
                 writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: "
                              f"{len(payload)}\r\n{hdr}\r\n".encode() + payload)

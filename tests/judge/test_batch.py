@@ -24,7 +24,8 @@ def chat_body(token: str) -> dict:
                                                                 "logprob": -2.4, "bytes": None}]
     return {"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-4.1-mini",
             "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": token},
-                         "logprobs": {"content": [{"token": token, "logprob": -0.1, "bytes": None, "top_logprobs": tops}]}}],
+                         "logprobs": {"content": [{"token": token, "logprob": -0.1, "bytes": None,
+                                                   "top_logprobs": tops}]}}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51}}
 
 
@@ -42,7 +43,8 @@ def test_openai_batch_submit_poll_collect_then_run_from_cache(monkeypatch, tmp_p
         if path == "/v1/files" and request.method == "POST":
             state["input"] = request.content
             return httpx.Response(200, json={"id": "file_in", "object": "file", "bytes": 1, "created_at": 0,
-                                             "filename": "preflab-batch.jsonl", "purpose": "batch", "status": "processed"})
+                                             "filename": "preflab-batch.jsonl", "purpose": "batch",
+                                             "status": "processed"})
         if path == "/v1/batches" and request.method == "POST":
             assert json.loads(request.content)["input_file_id"] == "file_in"
             return httpx.Response(200, json=batch_obj("validating"))

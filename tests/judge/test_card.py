@@ -135,7 +135,8 @@ def test_cli_on_judge_run_jsonl_with_human_lengths_and_family(tmp_path):
         mx, my = ("gpt-4o", "llama-3") if i % 2 else ("llama-3", "gpt-4o-mini")
         truth = rng.random() < 0.5  # x better
         ax, ay = "word " * int(rng.integers(5, 60)), "word " * int(rng.integers(5, 60))
-        pair_rows.append({"item_id": f"q{i}", "prompt": "p", "model_x": mx, "answer_x": ax, "model_y": my, "answer_y": ay})
+        pair_rows.append({"item_id": f"q{i}", "prompt": "p", "model_x": mx, "answer_x": ax, "model_y": my,
+                          "answer_y": ay})
         human_rows.append(f"q{i},{'A' if truth else 'B'}")
         for order in ("xy", "yx"):
             # A judge that adds 0.3 to whichever answer it sees first.

@@ -201,6 +201,7 @@ def test_console_and_gate_report_print_the_same_check_lines(tmp_path, capsys) ->
                              str(verdicts), "--report", str(html), "--json", str(tmp_path / "r.json"))
     assert code == 0, err
     lines = check_lines(json.loads((tmp_path / "r.json").read_text())["checks"])
-    assert lines[0].startswith("length: mean words base 4.0, candidate 1.0") and "concise 23.1% [" in lines[0]  # 6 of 26
+    # concise: 6 of 26
+    assert lines[0].startswith("length: mean words base 4.0, candidate 1.0") and "concise 23.1% [" in lines[0]
     page = html.read_text()
     assert all(line in out and escape(line) in page for line in lines)

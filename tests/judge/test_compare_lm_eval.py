@@ -41,8 +41,9 @@ def test_the_course_mcnemar_and_bootstrap_numbers(tmp_path) -> None:
     # 200 items: both right 140, base only 8, candidate only 20 -> McNemar 0.036, delta +0.06 [0.010, 0.115]
     base = [1.0] * 140 + [1.0] * 8 + [0.0] * 20 + [0.0] * 32
     cand = [1.0] * 140 + [0.0] * 8 + [1.0] * 20 + [0.0] * 32
-    res = compare_lm_eval(lm_eval_folder(tmp_path / "a", "gsm8k", base, "exact_match", ("strict-match", "flexible-extract")),
-                          lm_eval_folder(tmp_path / "b", "gsm8k", cand, "exact_match", ("strict-match", "flexible-extract")))
+    filters = ("strict-match", "flexible-extract")
+    res = compare_lm_eval(lm_eval_folder(tmp_path / "a", "gsm8k", base, "exact_match", filters),
+                          lm_eval_folder(tmp_path / "b", "gsm8k", cand, "exact_match", filters))
     (row,) = res["tasks"]
     assert (row["metric"], row["filter"]) == ("exact_match", "strict-match")  # lm-eval's gsm8k default
     assert row["mcnemar_p"] == pytest.approx(0.036, abs=5e-4)
@@ -51,7 +52,8 @@ def test_the_course_mcnemar_and_bootstrap_numbers(tmp_path) -> None:
     assert (row["delta"]["lower"], row["delta"]["upper"]) == pytest.approx((0.010, 0.115), abs=1e-9)
     base2 = [1.0] * 140 + [1.0] * 13 + [0.0] * 15 + [0.0] * 32
     cand2 = [1.0] * 140 + [0.0] * 13 + [1.0] * 15 + [0.0] * 32
-    row2 = compare_lm_eval(lm_eval_folder(tmp_path / "c", "t", base2), lm_eval_folder(tmp_path / "d", "t", cand2))["tasks"][0]
+    row2 = compare_lm_eval(lm_eval_folder(tmp_path / "c", "t", base2),
+                           lm_eval_folder(tmp_path / "d", "t", cand2))["tasks"][0]
     assert (row2["delta"]["lower"], row2["delta"]["upper"]) == pytest.approx((-0.04, 0.06), abs=1e-9)
     # Wilson 40/50 [0.670, 0.888] on a score
     row3 = compare_lm_eval(lm_eval_folder(tmp_path / "e", "t", [1.0] * 40 + [0.0] * 10),

@@ -135,7 +135,8 @@ def test_plan_gives_the_smallest_detectable_win_rate_calls_and_cost(tmp_path, ca
     mdw = plan["min_detectable_win_rate"]
     assert sign_test_power(100, mdw) >= 0.8 > sign_test_power(100, mdw - 0.005)
     assert plan["judge_calls"] == 100 * 2 * 2 and plan["price_known"] and plan["cost"] > 0
-    code, out, _ = preflab(capsys, "compare", str(items), "--plan", "--judge", "openai:some-unknown-model", "--json", "-")
+    code, out, _ = preflab(capsys, "compare", str(items), "--plan", "--judge", "openai:some-unknown-model",
+                           "--json", "-")
     assert json.loads(out)["plan"]["cost"] is None
     code, _, err = preflab(capsys, "compare", str(items), "--plan", "--judge", "openai:some-unknown-model")
     assert "unknown (no price for this judge)" in err + _

@@ -28,7 +28,8 @@ COLS = ["p_a", "p_b", "p_tie", "verdict", "p_x", "p_y"]
 
 
 def make_pairs(n: int = N_PAIRS) -> list[Pair]:
-    return [Pair(f"q{i}", f"Question {i}: explain item {i}.", "mx", f"X answer {i}", "my", f"Y answer {i} " * (i % 3 + 1))
+    return [Pair(f"q{i}", f"Question {i}: explain item {i}.", "mx", f"X answer {i}", "my",
+                 f"Y answer {i} " * (i % 3 + 1))
             for i in range(n)]
 
 
@@ -90,7 +91,8 @@ def test_2000_calls_through_faults_every_verdict_exactly_once(reference_table):
 
 
 def _cli(pairs_path: Path, url: str, cache: Path, out: Path) -> list[str]:
-    return [sys.executable, "-c", "from preflab_cli import main; main()", "judge", "run", str(pairs_path), "--judge", f"local:{url}#fault",
+    return [sys.executable, "-c", "from preflab_cli import main; main()", "judge", "run", str(pairs_path),
+            "--judge", f"local:{url}#fault",
             "--cache", str(cache), "--output", str(out), "--concurrency", "8", "--quiet", "--timeout", "5"]
 
 

@@ -104,7 +104,8 @@ def test_paid_apis_through_the_sdks_with_429s_500s_and_truncation(provider, keys
     with ApiFake(rate_429=0.15, rate_500=0.1, echo_key=True, seed=5) as srv:
         base = (f"openai:{srv.url}#gpt-4.1-mini" if provider == "openai"
                 else f"anthropic:{srv.root}#claude-haiku-4-5")
-        models = [ModelSpec("short", base, max_tokens=12), ModelSpec("long", base, system="Be thorough.", max_tokens=64)]
+        models = [ModelSpec("short", base, max_tokens=12),
+                  ModelSpec("long", base, system="Be thorough.", max_tokens=64)]
         config = GenerateConfig(concurrency=8, backoff_base=0.001, max_attempts=12)
         result = run_generate(prompts, models, config, cache=tmp_path / "c.sqlite")
         requests, outcomes, rejected = sum(srv.requests.values()), dict(srv.outcomes), list(srv.rejected)
@@ -172,7 +173,8 @@ def test_sigkill_then_resume_generates_nothing_twice(keys, tmp_path):
         done = subprocess.run(args, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stderr[-2000:]
         after = dict(srv.answered)
-    regenerated = {k for k in kept if after.get(f"Question number {k[1:]}?", 0) > before.get(f"Question number {k[1:]}?", 0)}
+    regenerated = {k for k in kept
+                   if after.get(f"Question number {k[1:]}?", 0) > before.get(f"Question number {k[1:]}?", 0)}
     assert 100 - concurrency <= len(kept) < n and regenerated == set()  # nothing in the cache was generated again
     assert sum(after.values()) - sum(before.values()) == n - len(kept)
     assert f"{n - len(kept)} generated, {len(kept)} cached" in done.stdout

@@ -104,6 +104,18 @@ def test_openai_429_retry_after_and_logprob_refusal(monkeypatch):
     assert OpenAIProvider("o3-mini").supports_logprobs and OpenAIProvider("gpt-6-luna").supports_logprobs
 
 
+def judge_one_pair(model: str, handler, config: RunConfig):  # noqa: ANN001, ANN201
+    """The run's result on one pair, judged by the OpenAI SDK's ``model`` against a mock transport."""
+    async def go():  # noqa: ANN202
+        prov = OpenAIProvider(model, http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+        try:
+            return await arun_judge([Pair("1", "q", "x", "ax", "y", "ay")], prov, config)
+        finally:
+            await prov.aclose()
+
+    return asyncio.run(go())
+
+
 def test_reasoning_model_sampled_with_room_to_think(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     bodies = []
@@ -119,15 +131,7 @@ def test_reasoning_model_sampled_with_room_to_think(monkeypatch):
             "index": i, "finish_reason": "stop", "logprobs": None,
             "message": {"role": "assistant", "content": "B"}} for i in range(body.get("n", 1))]})
 
-    async def go():
-        prov = OpenAIProvider("o4-mini", http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
-        try:
-            return await arun_judge([Pair("1", "q", "x", "ax", "y", "ay")], prov,
-                                    RunConfig(BUILTIN["abt"], fallback_samples=3, both_orders=False))
-        finally:
-            await prov.aclose()
-
-    res = asyncio.run(go())
+    res = judge_one_pair("o4-mini", handler, RunConfig(BUILTIN["abt"], fallback_samples=3, both_orders=False))
     # one request for the 3 samples (n = 3: one input charge), with room to reason
     assert len(bodies) == 1 and bodies[0]["n"] == 3 and "logprobs" not in bodies[0]
     assert res.verdicts.loc[0, "method"] == "sampled" and res.verdicts.loc[0, "p_b"] == 1.0
@@ -147,15 +151,7 @@ def test_openai_refusing_logprobs_falls_back_to_sampled_verdicts(monkeypatch):
             "index": 0, "finish_reason": "stop", "logprobs": None,
             "message": {"role": "assistant", "content": "Final verdict: [[A]]"}}]})
 
-    async def go():
-        prov = OpenAIProvider("future-model", http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
-        try:
-            return await arun_judge([Pair("1", "q", "x", "ax", "y", "ay")], prov,
-                                    RunConfig(BUILTIN["abt"], fallback_samples=4))
-        finally:
-            await prov.aclose()
-
-    res = asyncio.run(go())
+    res = judge_one_pair("future-model", handler, RunConfig(BUILTIN["abt"], fallback_samples=4))
     assert res.stats.method == "sampled" and len(temps) == 8 and set(temps) == {1.0}
     assert list(res.verdicts["method"]) == ["sampled", "sampled"]
     assert list(res.verdicts["p_a"]) == [1.0, 1.0] and list(res.verdicts["samples"]) == [4, 4]

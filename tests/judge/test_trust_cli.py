@@ -21,7 +21,8 @@ def test_drift_cli_flags_a_new_version_with_more_position_bias(tmp_path):
     q = rng.normal(0, 1.5, 300)
     old = write_verdicts(tmp_path / "old.jsonl", _sigmoid(q), _sigmoid(-q), judge="openai:gpt-4.1-mini")
     new = write_verdicts(tmp_path / "new.jsonl", _sigmoid(q + 0.8), _sigmoid(-q + 0.8), judge="openai:gpt-4.1")
-    res = CliRunner().invoke(app, ["drift", str(old), str(new), "--bootstrap", "100", "--json", str(tmp_path / "d.json")])
+    res = CliRunner().invoke(app, ["drift", str(old), str(new), "--bootstrap", "100",
+                                   "--json", str(tmp_path / "d.json")])
     assert res.exit_code == 1, res.output
     assert "verdict (false-flag rate ≤ 0.05): changed" in res.output and "McNemar" in res.output
     rep = json.loads((tmp_path / "d.json").read_text())

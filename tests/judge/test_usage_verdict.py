@@ -50,7 +50,8 @@ def test_calibrated_but_uninformative_probabilities_are_not_soft_labels():
     report = {"kappa": _iv(0.7, 0.62, 0.78), "calibration": {"ece": 0.01, "reliability": sharp}}
     assert any("soft labels" in u for u in usage_verdict(report)["usable_for"])
     # without kappa, information is the resolution term
-    assert any("soft labels" in u for u in usage_verdict({"calibration": {"ece": 0.01, "reliability": sharp}})["usable_for"])
+    usable = usage_verdict({"calibration": {"ece": 0.01, "reliability": sharp}})["usable_for"]
+    assert any("soft labels" in u for u in usable)
     assert not usage_verdict({"calibration": {"ece": 0.01, "reliability": flat}})["usable_for"]
     # a calibrated point ECE whose bins' intervals allow miscalibration past 0.05
     loose = _reliability([0.1, 0.9], [0.11, 0.9], [20, 20], half=0.12)

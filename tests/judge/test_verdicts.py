@@ -267,7 +267,8 @@ def test_duplicate_token_strings_are_summed_not_overwritten():
 
 
 def _tok(t, tops=None):
-    return {"token": t, "logprob": -0.1, "top_logprobs": [{"token": k, "logprob": v} for k, v in (tops or {t: -0.1}).items()]}
+    return {"token": t, "logprob": -0.1,
+            "top_logprobs": [{"token": k, "logprob": v} for k, v in (tops or {t: -0.1}).items()]}
 
 
 def test_reason_first_reply_read_at_its_stated_verdict_not_its_first_token():

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from preflab.errors import InputError
-from tests.preflab import bad_cases as bc
+from tests.preflab_cli import bad_cases as bc
 
 # FUZZ_EXAMPLES=500 for a longer hunt; the default keeps `make test` fast.
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")), deadline=None, database=None,

@@ -108,7 +108,8 @@ def _send(path: str, voter: str) -> None:
         return
     if battle is None or battle["status"] != "answered":
         if recent_battles(engine, voter) >= limits.battles_per_minute:
-            state["warn"] = f"You can start {limits.battles_per_minute} battles a minute; wait a moment, then send again."
+            state["warn"] = (f"You can start {limits.battles_per_minute} battles a minute; wait a moment, "
+                             "then send again.")
             return
         rng = state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
         strategy = get_config().strategy
@@ -184,27 +185,22 @@ def _revealed(engine, revealed: dict) -> None:  # noqa: ANN001
                f"**B** was {code_span(battle['model_b'])}.")
 
 
-def render() -> None:
-    cfg = get_config()
-    path = os.environ.get("PREFLAB_ARENA")
-    st.title("Battle")
-    if not path:
-        st.info("No arena roster: start the app with `preflab app --arena roster.toml`.")
-        return
-    voter = voter_gate(cfg)
-    if not voter:
-        return
-    _roster(path)  # a bad roster fails here, before any prompt
-    engine = open_battles(get_engine())
+def _notices(engine) -> None:  # noqa: ANN001
+    """What the last action left to say: a message, a warning, or the names behind the pair just voted on."""
     state = st.session_state
-    st.caption("Type a prompt: two anonymous models answer it side by side. Vote once both have finished; "
-               "the names are shown after your vote.")
     if msg := state.pop("flash", None):
         st.info(msg)
     if msg := state.pop("warn", None):
         st.warning(msg)
     if revealed := state.pop("revealed", None):
         _revealed(engine, revealed)
+
+
+def _current_battle(engine) -> tuple[dict | None, str | None, TurnRun | None, dict | None]:  # noqa: ANN001
+    """Show the voter's battle as it stands: (battle, its status, its run in this process, the streaming boxes).
+
+    An answered battle gets the vote bar; a failed or interrupted one is dropped with a message."""
+    state = st.session_state
     current = state.get("battle")
     battle = load_battle(engine, current["id"]) if current else None
     status = battle["status"] if battle is not None else None
@@ -226,6 +222,25 @@ def render() -> None:
         if status == "answering":
             abandon(engine, current["id"])
             st.info("That battle was interrupted before both answers finished; it will not count.")
+    return battle, status, run, boxes
+
+
+def render() -> None:
+    cfg = get_config()
+    path = os.environ.get("PREFLAB_ARENA")
+    st.title("Battle")
+    if not path:
+        st.info("No arena roster: start the app with `preflab app --arena roster.toml`.")
+        return
+    voter = voter_gate(cfg)
+    if not voter:
+        return
+    _roster(path)  # a bad roster fails here, before any prompt
+    engine = open_battles(get_engine())
+    st.caption("Type a prompt: two anonymous models answer it side by side. Vote once both have finished; "
+               "the names are shown after your vote.")
+    _notices(engine)
+    battle, status, run, boxes = _current_battle(engine)
     following = status == "answered" or (run is not None and battle["turns"] > 0)
     if (prompt_set := os.environ.get("PREFLAB_ARENA_PROMPTS")) and not following and run is None:
         st.button("Draw a prompt", on_click=_draw_prompt, args=(prompt_set,), key="battle_draw",
@@ -236,6 +251,7 @@ def render() -> None:
         st.form_submit_button("Send", type="primary", on_click=_send, args=(path, voter), disabled=run is not None)
     if run is not None:
         _follow(run, boxes)
+
 
 if __name__ == "__main__":
     render()

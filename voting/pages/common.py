@@ -161,9 +161,9 @@ def require_admin() -> bool:
                 admin_failed(engine, address)
                 wait, left = admin_lock(engine, address)
                 log.warning("wrong admin passcode from %s", address)
-                st.error("Wrong passcode. " + (f"{left} {'try' if left == 1 else 'tries'} left before a lockout."
-                                               if wait <= 0 else
-                                               f"Too many wrong passcodes: locked for {max(wait / 60, 1):.0f} minutes."))
+                st.error("Wrong passcode. " + (
+                    f"{left} {'try' if left == 1 else 'tries'} left before a lockout." if wait <= 0 else
+                    f"Too many wrong passcodes: locked for {max(wait / 60, 1):.0f} minutes."))
     return False
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from arena.plots import forest_figure, heatmap_figure
-from voting import store
+from voting import reads
 from voting.assign import tally_counts
 from voting.pages.common import get_config, get_engine, public_message, require_admin
 from voting.store import (
@@ -128,7 +128,7 @@ def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float |
     categories = tuple(st.sidebar.multiselect("Categories (empty = all)", item_categories(engine, dataset),
                                               key="lb_categories"))
     if summary["more_voters"]:  # too many to list: typed ids (a list of them all would be the slow part)
-        typed = st.sidebar.text_input(f"Voters (ids, comma-separated; empty = all; over {store.MAX_VOTER_OPTIONS:,}"
+        typed = st.sidebar.text_input(f"Voters (ids, comma-separated; empty = all; over {reads.MAX_VOTER_OPTIONS:,}"
                                       " voters)", key="lb_voter_ids")
         voters = sorted({v.strip() for v in typed.split(",") if v.strip()})
     else:

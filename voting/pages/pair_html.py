@@ -5,14 +5,13 @@ highlighter for fenced code, KaTeX, one React subtree per element), which cost m
 new pair. Here the server turns each text into HTML once (cached) and the page shows it in one ``st.html``
 element: the browser only sets its HTML when a new pair comes.
 
-Safety: model output is never HTML, and loads nothing: an image (inline, reference-style, ``//host``, in a
-table) becomes a link labelled ``[image: its description]`` that the browser never fetches (an answer's
-image could track voters before the vote, with the page as Referer, and breaks in an offline room). The parser runs with raw HTML off, so ``<script>`` and ``<img onerror>``
-become text; links only keep safe schemes (markdown-it's ``validateLink`` refuses ``javascript:``,
-``vbscript:``, ``file:`` and non-image ``data:``) and open in a new tab (the page's script in
-:mod:`voting.pages.keyboard`: the sanitiser drops ``target``); fenced code is escaped and shown
-plain (no syntax colouring, no diagram for ``mermaid``, no maths). Streamlit sanitises ``st.html`` with
-DOMPurify as a second layer.
+Safety: model output is never HTML, and loads nothing: an image (inline, reference-style, ``//host``, in a table)
+becomes a link labelled ``[image: its description]`` that the browser never fetches (an answer's image could track
+voters before the vote, with the page as Referer, and breaks in an offline room). The parser runs with raw HTML off,
+so ``<script>`` and ``<img onerror>`` become text; links only keep safe schemes (markdown-it's ``validateLink``
+refuses ``javascript:``, ``vbscript:``, ``file:`` and non-image ``data:``) and open in a new tab (the page's script
+in :mod:`voting.pages.keyboard`: the sanitiser drops ``target``); fenced code is escaped and shown plain (no syntax
+colouring, no diagram for ``mermaid``, no maths). Streamlit sanitises ``st.html`` with DOMPurify as a second layer.
 """
 
 from __future__ import annotations
@@ -93,7 +92,8 @@ def _parser() -> MarkdownIt:
 
     def image(self, tokens, idx, options, env):  # noqa: ANN001, ANN202 - a labelled link, never an <img>
         token = tokens[idx]
-        label = html.escape(f"[image: {self.renderInlineAsText(token.children or [], options, env) or 'no description'}]")
+        alt = self.renderInlineAsText(token.children or [], options, env) or "no description"
+        label = html.escape(f"[image: {alt}]")
         src = token.attrGet("src") or ""
         if not src:  # markdown-it drops a src its validateLink refuses (javascript:, ...)
             return f'<span class="pf-image">{label}</span>'
@@ -152,7 +152,8 @@ def pair_html(item_id: str, prompt: str, answer_a: str, answer_b: str, *, progre
         for side, text in (("A", answer_a), ("B", answer_b)))
     both = _toggle("pf-both", "Read both full height", "Back to side-by-side boxes")
     return (CSS % {"prompt": prompt_height, "answer": answer_height}
-            + f'<div class="{PAIR_CLASS}" data-item="{html.escape(item_id, quote=True)}">{_bars(progress)}<h4>Prompt</h4>'
+            + f'<div class="{PAIR_CLASS}" data-item="{html.escape(item_id, quote=True)}">'
+            + f'{_bars(progress)}<h4>Prompt</h4>'
             + f'<p class="pf-item">Item {html.escape(item_id)} · press <kbd>?</kbd> for the keyboard shortcuts</p>'
             + f'<div class="pf-box pf-prompt{" pf-long" if long_prompt else ""}">{markdown_html(prompt)}</div>'
             + f'<div class="pf-answers">{both}<div class="pf-cols">{boxes}</div></div></div>')

@@ -7,8 +7,8 @@ the next one; see :mod:`voting.pages.keyboard`). Each pair is a round drawn in t
 and uses it, so a click, key or replayed message can only vote on the pair it was made under, once, and not
 sooner than ``PREFLAB_MIN_SECONDS`` after the pair was drawn. The progress bars, the prompt and the answers
 are one block of HTML rendered on the server (:mod:`voting.pages.pair_html`: Markdown with raw HTML shown
-as text, line breaks kept, code plain), in equal-height boxes that scroll. After the vote they stay as they are; only the bar under them
-changes: it is a fragment inside the pair's fragment, so a vote is not sent the pair again.
+as text, line breaks kept, code plain), in equal-height boxes that scroll. After the vote they stay as they are;
+only the bar under them changes: it is a fragment inside the pair's fragment, so a vote is not sent the pair again.
 
 Per rerun the page reads only what is bounded by the dataset's size: the vote counts per (item, pair,
 outcome) and this voter's own items; items, models and answers are cached per dataset version.

@@ -47,7 +47,8 @@ def main() -> None:
                 cmd = [python, "-m", "lm_eval", "run", "--model", "local-chat-completions", "--model_args",
                        f"base_url={url}/chat/completions,model=smollm2,num_concurrent=1,max_retries=3",
                        "--tasks", "preflab_capitals", "--include_path", str(task_dir),
-                       "--system_instruction", system, "--apply_chat_template", "--log_samples", "--output_path", str(out),
+                       "--system_instruction", system, "--apply_chat_template", "--log_samples",
+                       "--output_path", str(out),
                        "--seed", "0"]
                 env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
                        "TOKENIZERS_PARALLELISM": "false"}
