@@ -9,7 +9,7 @@ from preflab.lazy import lazy_names
 
 _HOMES = {
     "Battles": "arena.io.battles",
-    "ColumnMap": "arena.io.battles",
+    "ColumnMap": "arena.io.schema",
     "PairCounts": "arena.io.counts",
     "aggregate": "arena.io.counts",
     "load_battles": "arena.io.battles",

@@ -9,9 +9,8 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -31,6 +30,22 @@ from arena.io.counts import (  # noqa: F401  (re-exported)
     comparison_components,
     warn_if_disconnected,
 )
+from arena.io.schema import (  # noqa: F401  (the schema's names are the data model's: re-exported)
+    CHUNK_ROWS,
+    LAYOUTS,
+    NUMBER_RANGES,
+    OPTIONAL_TEXT,
+    REQUIRED,
+    STYLE_COLUMNS,
+    ColumnMap,
+    OnError,
+    SkippedRow,
+    not_utf8_rows,
+    number_checks,
+    parse_conv_metadata,
+    quoted_bytes,
+    style_from_metadata,
+)
 from preflab.errors import InputError, shown
 from preflab.io import (
     is_stdout,
@@ -44,51 +59,7 @@ from preflab.io import (
     require_rows,
     write_output,
 )
-from preflab.outcomes import BATTLE_LABELS as WINNERS  # noqa: E402  (winner labels, indexed by code)
-
-STYLE_COLUMNS: tuple[str, ...] = (
-    "sum_assistant_a_tokens", "header_count_a", "list_count_a", "bold_count_a",
-    "sum_assistant_b_tokens", "header_count_b", "list_count_b", "bold_count_b",
-)
-"""Per-side style totals from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` summed)."""
-REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
-OPTIONAL_TEXT: tuple[str, ...] = ("judge", "question_id", "category", "language")
-NUMBER_RANGES: dict[str, tuple[str, float, float]] = {
-    "tstamp": ("seconds since the epoch", 0.0, 1e11), **{c: ("a style count", 0.0, 1e12) for c in STYLE_COLUMNS}}
-"""The numeric columns validation checks: what each holds and its allowed range."""
-
-OnError = Literal["raise", "skip"]
-
-
-@dataclass(frozen=True)
-class SkippedRow:
-    """One input row dropped at the user's request (``on_error='skip'``), with the reason."""
-
-    line: int
-    field: str
-    problem: str
-
-
-@dataclass(frozen=True)
-class ColumnMap:
-    """How another layout's columns and winner labels map onto the Chatbot Arena battle layout.
-
-    ``columns`` maps source column -> canonical column; ``winners`` maps source winner label ->
-    one of :data:`WINNERS`.
-    """
-
-    columns: Mapping[str, str] = field(default_factory=dict)
-    winners: Mapping[str, str] = field(default_factory=dict)
-
-
-LAYOUTS: dict[str, ColumnMap] = {
-    "arena": ColumnMap(),
-    # LLMFAO (Ustalov): `left`/`right` hold the model names shown on each side, `worker` is the voter.
-    "llmfao": ColumnMap(
-        columns={"left": "model_a", "right": "model_b", "worker": "judge", "prompt": "question_id"},
-        winners={"left": "model_a", "right": "model_b", "tie": "tie"},
-    ),
-}
+from preflab.outcomes import BATTLE_LABELS as WINNERS  # winner labels, indexed by code
 
 
 @dataclass(frozen=True)
@@ -234,11 +205,6 @@ def _head_text(path: Path) -> str:
     return ""
 
 
-#: JSONL rows parsed per chunk: each chunk becomes a compact frame (repeated strings as categoricals), so
-#: peak memory is the final frame plus one chunk of Python dicts, not the whole file as dicts.
-CHUNK_ROWS = 20_000
-
-
 def _records_frame(records: list, lines: list[int], name: str, on_error: OnError, unit: str = "line",
                    bad: list[tuple[int, str, str]] | None = None) -> pd.DataFrame:
     """Battle records as a frame; a record that is not an object, or holds NaN/Infinity, raises or is skipped."""
@@ -267,25 +233,6 @@ def _records_frame(records: list, lines: list[int], name: str, on_error: OnError
             df[col] = df[col].astype("category")
     df["line"] = np.asarray(keep_lines, dtype=np.int64)
     df.attrs["bad_json_lines"] = bad
-    return df
-
-
-def concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
-    """Chunk frames as one; a column categorical in every chunk stays categorical (categories united)."""
-    if len(chunks) == 1:
-        return chunks[0]
-    columns = list(dict.fromkeys(c for ch in chunks for c in ch.columns))
-    out = {}
-    for col in columns:
-        parts = [ch[col] if col in ch else pd.Series([None] * len(ch), dtype=object) for ch in chunks]
-        if all(isinstance(p.dtype, pd.CategoricalDtype) or p.isna().all() for p in parts):
-            cats = [p if isinstance(p.dtype, pd.CategoricalDtype) else p.astype("category") for p in parts]
-            out[col] = pd.Series(pd.api.types.union_categoricals(cats, ignore_order=True))
-        else:
-            out[col] = pd.concat([p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p
-                                  for p in parts], ignore_index=True)
-    df = pd.DataFrame(out)
-    df.attrs["bad_json_lines"] = chunks[0].attrs.get("bad_json_lines", [])
     return df
 
 
@@ -326,35 +273,10 @@ def _read_jsonl_lines(path: Path, on_error: OnError, lean: lean_load.Lean | None
     if records or not chunks:
         chunks.append(lean_load.shrink(_records_frame(records, lines, name, on_error, bad=bad), lean, False))
     if lean is None:
-        return concat_chunks(chunks)
+        return readers.concat_chunks(chunks)
     df = lean_load.finish(readers.concat_json_chunks(chunks), lean)
     df.attrs["bad_json_lines"] = bad
     return df
-
-
-def parse_conv_metadata(df: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Tabular formats store ``conv_metadata`` as JSON text; turn it back into dicts."""
-    if "conv_metadata" in df:
-        if (not_utf8 := readers.not_utf8_rows(df["conv_metadata"])) is not None:  # reading it would raise
-            first = int(np.argmax(not_utf8))
-            try:
-                value = shown(df["conv_metadata"].iloc[first])
-            except UnicodeDecodeError as e:
-                value = readers.quoted_bytes(e)
-            raise InputError(str(path), int(df["line"].iloc[first]), "conv_metadata", f"not valid UTF-8 text "
-                             f"({value})", "write the file's text as UTF-8")
-        df["conv_metadata"] = [json_cell(v, str(path), n) for v, n in zip(df["conv_metadata"], df["line"], strict=True)]
-    return df
-
-
-def json_cell(value: object, name: str, line: int) -> object:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        raise InputError(name, int(line), "conv_metadata", "not valid JSON",
-                              "write conv_metadata as a JSON object or leave it empty") from None
 
 
 # -------------------------------------------------------------------------------------------- validation
@@ -388,7 +310,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
     for col in df.columns.drop([*REQUIRED, "line", "conv_metadata"], errors="ignore"):  # e.g. conversation text
         if read is not None and col not in read:
             continue
-        if (not_utf8 := readers.not_utf8_rows(df[col])) is not None:
+        if (not_utf8 := not_utf8_rows(df[col])) is not None:
             checks.append((col, "not valid UTF-8 text", "write the file's text as UTF-8", not_utf8))
     if cmap.winners:
         labels["winner"] = pd.Index([cmap.winners.get(w, w) for w in labels["winner"]], dtype=object)
@@ -421,7 +343,7 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
             try:
                 value = shown(raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first])
             except UnicodeDecodeError as e:  # quoted as the bytes that are not UTF-8
-                value = readers.quoted_bytes(e)
+                value = quoted_bytes(e)
             raise InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value})",
                                   hint + "; or load with on_error='skip' to drop and count such rows")
         skipped += [SkippedRow(int(n), col, problem) for n in df["line"].to_numpy()[mask]]
@@ -433,29 +355,6 @@ def validate(raw: pd.DataFrame, source: str, cmap: ColumnMap, on_error: OnError 
         raise InputError(source, None, None, f"no valid battles: all {len(skipped)} row(s) are bad",
                          "fix the rows (load without skipping to see the first problem)")
     return Battles(_finalise(df), source, tuple(skipped))
-
-
-def number_checks(values: pd.Series, col: str, what: str, lo: float, hi: float
-                   ) -> list[tuple[str, str, str, np.ndarray]]:
-    """Row masks of a numeric column's problems: given but not a number; not finite or outside [lo, hi]."""
-    structured = np.zeros(len(values), bool)
-    if isinstance(values.dtype, pd.ArrowDtype) and not pd.api.types.is_numeric_dtype(values):
-        values = values.astype(object)  # e.g. an Arrow struct or list column: its cells checked one by one
-    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) not in (
-            "string", "floating", "integer", "mixed-integer-float", "empty", "decimal"):
-        structured = values.map(lambda v: isinstance(v, (dict, list, bool))).to_numpy(bool)
-        values = values.where(~structured, None)
-    num = pd.to_numeric(values, errors="coerce")
-    x = num.to_numpy(float, na_value=np.nan)
-    nan = np.isnan(x)
-    not_number = nan & values.notna().to_numpy()
-    if not_number.any() and values.dtype == object:  # blank text cells are missing values, not errors
-        idx = np.flatnonzero(not_number)
-        not_number[idx] = [str(v).strip() != "" for v in values.to_numpy()[idx]]
-    with np.errstate(invalid="ignore"):
-        out_of_range = ~nan & ~((x >= lo) & (x <= hi))
-    return [(col, f"not a number ({what})", "fix or remove the value", not_number | structured),
-            (col, f"not finite or outside [{lo:g}, {hi:g}] ({what})", "fix or remove the value", out_of_range)]
 
 
 def _finalise(df: pd.DataFrame) -> pd.DataFrame:
@@ -547,54 +446,12 @@ def _to_bool(v: object) -> object:
     return pd.NA if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)
 
 
-def _total(v: object) -> object:
-    """A style count (a number, or a dict of counts summed); anything else is returned as is, for the check."""
-    try:
-        if isinstance(v, Mapping):
-            return float(sum(float(x) for x in v.values()))
-        return float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return v if v is not None else float("nan")
-
-
 def _fill_style_columns(df: pd.DataFrame) -> None:
     """Add the flat style columns missing from ``df`` from its nested ``conv_metadata`` (in place)."""
     if "conv_metadata" in df and not all(c in df for c in STYLE_COLUMNS):
         for col, values in style_from_metadata(df["conv_metadata"]).items():
             if col not in df:
                 df[col] = values
-
-
-def style_from_metadata(meta: Collection) -> dict[str, np.ndarray]:
-    """Totals per side from Chatbot Arena ``conv_metadata`` (dict counts such as ``{"h1": 2}`` are summed).
-
-    Float arrays (NaN where absent); a column with a value that is not a count becomes an object array
-    holding that value, for the validation to report."""
-    n = len(meta)
-    out = {c: np.full(n, np.nan) for c in STYLE_COLUMNS}
-    odd: dict[str, list[tuple[int, object]]] = {}
-    for i, m in enumerate(meta):
-        if not isinstance(m, Mapping):
-            continue
-        for col in STYLE_COLUMNS:
-            if col in m:
-                v = m[col]
-                if type(v) is int or type(v) is float:  # the common case, without a function call
-                    out[col][i] = v
-                else:
-                    total = _total(v)
-                    if isinstance(total, float):
-                        out[col][i] = total
-                    else:
-                        odd.setdefault(col, []).append((i, total))
-    result: dict[str, np.ndarray] = {}
-    for col, values in out.items():
-        if col in odd:
-            values = values.astype(object)
-            for i, v in odd[col]:
-                values[i] = v
-        result[col] = values
-    return result
 
 
 # --------------------------------------------------------------------------------------------- writing

@@ -32,9 +32,8 @@ from arena.io.lean_load import (
     shrink,
     text_kept,
 )
+from arena.io.schema import CHUNK_ROWS, parse_conv_metadata, style_from_metadata
 
-#: Rows (CSV, JSONL) or rows per batch (Parquet) converted to compact columns at a time.
-CHUNK_ROWS = 20_000
 PARQUET_BATCH_BYTES = 4 << 20
 """Uncompressed bytes per Parquet batch: narrow files (names and winner only) read in a few large batches,
 since 20,000-row batches of them cost more in per-batch overhead than in memory."""
@@ -76,8 +75,6 @@ def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     """The CSV branch of :func:`arena.io.battles.read_file` (every cell text, blank = missing, ``line`` = row + 2,
     ``conv_metadata`` parsed), CHUNK_ROWS rows at a time. None on any problem: the whole-file reader then
     reports it, in the order it always did (a ragged row before a bad ``conv_metadata`` cell)."""
-    from arena.io.battles import parse_conv_metadata
-
     try:
         with open(path, "rb") as fh:
             head = fh.read(8192)
@@ -110,8 +107,6 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
 
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from arena.io.battles import parse_conv_metadata
 
     try:
         schema = pq.read_schema(path)
@@ -175,57 +170,30 @@ def parquet_batch_rows(meta) -> int:  # noqa: ANN001  (pyarrow.parquet.FileMetaD
     return int(max(CHUNK_ROWS, min(25 * CHUNK_ROWS, PARQUET_BATCH_BYTES // per_row)))
 
 
-def not_utf8_rows(s: pd.Series) -> np.ndarray | None:
-    """Rows whose text is not valid UTF-8, or None. Arrow does not check Parquet's strings and pandas keeps them
-    as Arrow holds them, so a bad byte only raises (a bare UnicodeDecodeError) when a value is read; Python-held
-    text is valid by construction. A categorical is checked on its categories."""
-    values, codes = (s.cat.categories, s.cat.codes.to_numpy()) if isinstance(s.dtype, pd.CategoricalDtype) \
-        else (s, None)
-    if not isinstance(values.array, pd.arrays.ArrowStringArray):
-        return None
-    bad, start = [], 0
-    for chunk in values.array.__arrow_array__().chunks:
-        bad += _bad_utf8(chunk, start)
-        start += len(chunk)
-    if not bad:
-        return None
-    if codes is not None:
-        return np.isin(codes, bad)
-    mask = np.zeros(len(s), dtype=bool)
-    mask[bad] = True
-    return mask
-
-
-def _bad_utf8(arr, start: int) -> list[int]:  # noqa: ANN001  (pyarrow.Array)
-    """Positions (from ``start``) of the values that are not UTF-8: Arrow's full validation (C++, fast) on
-    halves, so a clean column costs one pass and each bad value ~log2(n) more."""
-    import pyarrow as pa
-
-    try:
-        arr.validate(full=True)
-        return []
-    except pa.ArrowInvalid:
-        if len(arr) == 1:
-            return [start]
-    half = len(arr) // 2
-    return _bad_utf8(arr.slice(0, half), start) + _bad_utf8(arr.slice(half), start + half)
-
-
-def quoted_bytes(e: UnicodeDecodeError) -> str:
-    """Text that is not UTF-8 as a message quotes it: its bytes, or those around the first bad one when long."""
-    raw = e.object
-    if len(raw) <= 80:
-        return repr(raw)
-    return f"at byte {e.start}: ...{raw[max(e.start - 30, 0):e.end + 30]!r}..."
-
-
 # ---------------------------------------------------------------------------------------------------- JSONL
 
 
-def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
-    """:func:`arena.io.battles.concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
-    from arena.io.battles import concat_chunks
+def concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """Chunk frames as one; a column categorical in every chunk stays categorical (categories united)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    columns = list(dict.fromkeys(c for ch in chunks for c in ch.columns))
+    out = {}
+    for col in columns:
+        parts = [ch[col] if col in ch else pd.Series([None] * len(ch), dtype=object) for ch in chunks]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) or p.isna().all() for p in parts):
+            cats = [p if isinstance(p.dtype, pd.CategoricalDtype) else p.astype("category") for p in parts]
+            out[col] = pd.Series(pd.api.types.union_categoricals(cats, ignore_order=True))
+        else:
+            out[col] = pd.concat([p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p
+                                  for p in parts], ignore_index=True)
+    df = pd.DataFrame(out)
+    df.attrs["bad_json_lines"] = chunks[0].attrs.get("bad_json_lines", [])
+    return df
 
+
+def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """:func:`concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
     meta = [c for c in chunks[0].columns if isinstance(c, str) and c.startswith(META)]
     totals = {c: concat_values([ch[c] for ch in chunks]) for c in meta}
     df = concat_chunks([ch.drop(columns=meta) if meta else ch for ch in chunks])
@@ -251,8 +219,6 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyarrow import json as pa_json
-
-    from arena.io.battles import style_from_metadata
 
     if path.suffix.lower() == ".gz":
         return None
