@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 _HOMES = {
     "ArenaSpec": "arena.simulation.simulate",
-    "Battles": "arena.io.battles",
+    "Battles": "arena.io.validation",
     "EloScale": "arena.leaderboard",
     "Leaderboard": "arena.leaderboard",
     "PairCounts": "arena.io.counts",

@@ -1,4 +1,5 @@
-"""Lean loads (bounded memory on large files): which columns a ``load_battles(..., lean=True)`` keeps, and each chunk cut to them.
+"""Lean loads (bounded memory on large files): which columns a ``load_battles(..., lean=True)`` keeps, and
+each chunk cut to them.
 
 The plan (:func:`lean_plan`) names the columns the statistics read (names and labels held as categoricals,
 ``conv_metadata`` reduced to its style totals) and the numeric columns validation checks but the command does

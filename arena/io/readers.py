@@ -117,8 +117,8 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
         if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
             kept = [n for n in names if n == "conv_metadata" or lean.kept(n) or lean.canonical(n) in lean.checked]
             text = text_kept(lean)
-            dictionary = [n for n in names if lean.canonical(n) in text
-                          and (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
+            dictionary = [n for n in names if lean.canonical(n) in text and (
+                pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
         else:
             dictionary = []
         # no pre-buffering (it pins every row group's compressed column chunks until the end: 25 MB per 612,000
@@ -216,13 +216,37 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
     (a lean load: none at all; otherwise ``conv_metadata``'s, made a slice at a time). None when the file is
     anything but plain, strict, one-object-per-line JSONL (gzip, blank lines, NaN, mixed types, bad bytes,
     nested values where scalars belong...): the line-by-line reader then names the problem."""
+    table = _strict_jsonl_table(path)
+    if table is None:
+        return None
+    columns = {}
+    totals: list[dict[str, np.ndarray]] = []
+    flat = {lean.canonical(n) for n in table.column_names} if lean is not None else set()
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if lean is not None and name != "conv_metadata" and not lean.kept(name):
+            _check_dropped(lean, name, col)  # never read downstream (checked for NaN by the table's reader)
+        elif name == "conv_metadata" and lean is not None and _holds_metadata(col):
+            totals += _metadata_totals(col, lean, flat)
+        elif (series := _arrow_series(name, col)) is not None:
+            columns[name] = series
+        else:
+            return None  # nested values where scalars belong: let the line reader report them
+    df = pd.DataFrame(columns)
+    df["line"] = np.arange(1, len(df) + 1, dtype=_line_type(lean))
+    for c in totals[0] if totals else ():
+        df[META + c] = concat_values([pd.Series(t[c]) for t in totals])
+    df.attrs["bad_json_lines"] = []
+    del table, col
+    release_memory()
+    return finish(df, lean)
+
+
+def _strict_jsonl_table(path: Path):  # noqa: ANN202  (pyarrow.Table | None)
+    """The file as Arrow reads it, or None unless it is plain, strict JSONL with one object per line."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     from pyarrow import json as pa_json
 
-    if path.suffix.lower() == ".gz":
-        return None
-    if not _first_bytes(path).lstrip().startswith(b"{"):
+    if path.suffix.lower() == ".gz" or not _first_bytes(path).lstrip().startswith(b"{"):
         return None
     lines = _count_utf8_lines(path)
     if lines is None:  # not UTF-8 (Arrow would not say where): the line reader reports the line and byte
@@ -235,50 +259,50 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
         return None
     if any(_has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
         return None
-    columns = {}
-    totals: list[dict[str, np.ndarray]] = []
-    flat = {lean.canonical(n) for n in table.column_names} if lean is not None else set()
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        if lean is not None and name != "conv_metadata" and not lean.kept(name):
-            if lean.canonical(name) in lean.checked:
-                check(lean, {lean.canonical(name): _plain_column(col)})
-            continue  # never read downstream (checked for NaN above)
-        if name == "conv_metadata" and lean is not None and (pa.types.is_struct(col.type)
-                                                             or pa.types.is_string(col.type)):
-            lean.saw_metadata = True
-            for part in _dict_slices(col):
-                part_totals = style_from_metadata(part)
-                check(lean, {c: v for c, v in part_totals.items() if c not in flat})
-                totals.append({c: v for c, v in part_totals.items() if c in lean.keep})
-        elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            columns[name] = pc.dictionary_encode(col).to_pandas()
-        elif pa.types.is_struct(col.type) and name == "conv_metadata":
-            # Arrow fills absent keys with None; a row's dict keeps the keys it had
-            columns[name] = pd.Series([m for part in _dict_slices(col) for m in part], dtype=object)
-        elif pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
-            return None  # nested values where scalars belong: let the line reader report them
-        else:
-            columns[name] = col.to_pandas()
-    df = pd.DataFrame(columns)
-    df["line"] = np.arange(1, len(df) + 1, dtype=_line_type(lean))
-    for c in totals[0] if totals else ():
-        df[META + c] = concat_values([pd.Series(t[c]) for t in totals])
-    df.attrs["bad_json_lines"] = []
-    del table, col
-    release_memory()
-    return finish(df, lean)
+    return table
 
 
-def _plain_column(col) -> pd.Series:  # noqa: ANN001  (pyarrow.ChunkedArray)
-    """An Arrow column as :func:`read_jsonl_arrow` converts it when it keeps it; :class:`Decline` where that
-    reader would decline (nested values)."""
+def _check_dropped(lean: Lean, name: str, col) -> None:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    """A column a lean load drops, checked first when validation checks it (:class:`Decline` on a problem, or
+    where the fast path would decline: nested values)."""
+    if lean.canonical(name) in lean.checked:
+        series = _arrow_series(name, col)
+        if series is None:
+            raise Decline("nested")
+        check(lean, {lean.canonical(name): series})
+
+
+def _holds_metadata(col) -> bool:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    import pyarrow as pa
+
+    return pa.types.is_struct(col.type) or pa.types.is_string(col.type)
+
+
+def _metadata_totals(col, lean: Lean, flat: set) -> list[dict[str, np.ndarray]]:  # noqa: ANN001
+    """A lean load's style totals from ``conv_metadata``, a slice at a time: those the file has no flat column
+    for are checked, the kept ones returned."""
+    lean.saw_metadata = True
+    totals = []
+    for part in _dict_slices(col):
+        part_totals = style_from_metadata(part)
+        check(lean, {c: v for c, v in part_totals.items() if c not in flat})
+        totals.append({c: v for c, v in part_totals.items() if c in lean.keep})
+    return totals
+
+
+def _arrow_series(name: str, col) -> pd.Series | None:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    """A kept column as pandas: text as a categorical, ``conv_metadata`` objects as dicts; None for nested
+    values anywhere else."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         return pc.dictionary_encode(col).to_pandas()
+    if pa.types.is_struct(col.type) and name == "conv_metadata":
+        # Arrow fills absent keys with None; a row's dict keeps the keys it had
+        return pd.Series([m for part in _dict_slices(col) for m in part], dtype=object)
     if pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
-        raise Decline("nested")
+        return None
     return col.to_pandas()
 
 
