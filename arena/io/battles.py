@@ -21,10 +21,6 @@ from arena.io import lean_load, readers
 
 # The data model's names, importable from here as from their homes.
 from arena.io.counts import (  # noqa: F401  (re-exported)
-    A_WINS,
-    B_WINS,
-    TIE,
-    TIE_BOTHBAD,
     DisconnectedGraphWarning,
     PairCounts,
     aggregate,

@@ -57,7 +57,7 @@ class Battles:
 
     @property
     def outcome(self) -> np.ndarray:
-        """Outcome codes (:data:`A_WINS`, :data:`B_WINS`, :data:`TIE`, :data:`TIE_BOTHBAD`) as int8."""
+        """Outcome codes (:class:`preflab.outcomes.Outcome`: FIRST, SECOND, TIE, TIE_BOTHBAD) as int8."""
         return self.df["winner"].cat.codes.to_numpy(np.int8)
 
     def skip_report(self) -> str:
