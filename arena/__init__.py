@@ -10,7 +10,7 @@ from preflab.lazy import lazy_names
 
 _HOMES = {
     "ArenaSpec": "arena.simulation.simulate",
-    "Battles": "arena.io.battles",
+    "Battles": "arena.io.validation",
     "EloScale": "arena.leaderboard",
     "Leaderboard": "arena.leaderboard",
     "PairCounts": "arena.io.counts",

@@ -126,7 +126,6 @@ def import_circles(package: str) -> list[list[str]]:
 #: Circles that need functions moved between modules other work is editing now; the restructure of arena
 #: into rooms removes them (then this is empty, and the check fails if one comes back).
 KNOWN_CIRCLES = {
-    "arena": [["arena.io.battles", "arena.io.lean_load", "arena.io.readers"]],
 }
 
 

@@ -19,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from arena.bt.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
-from arena.io.battles import A_WINS, PairCounts
+from arena.io.battles import PairCounts
 from arena.jax_setup import float64, stored_jit
+from preflab.outcomes import Outcome
 
 TIES: tuple[str, ...] = ("half", "rao-kupper", "davidson")
 DEFAULT_RIDGE = 1e-6
@@ -52,7 +53,7 @@ def pair_data(counts: PairCounts) -> PairData:
     k = max(counts.n_models, 1)
     lo, hi = np.minimum(counts.a, counts.b), np.maximum(counts.a, counts.b)
     a_is_lo = counts.a == lo
-    col = np.where(counts.outcome >= 2, 2, np.where((counts.outcome == A_WINS) == a_is_lo, 0, 1))
+    col = np.where(counts.outcome >= 2, 2, np.where((counts.outcome == Outcome.FIRST) == a_is_lo, 0, 1))
     key = lo.astype(np.int64) * k + hi
     pairs, inverse = np.unique(key, return_inverse=True)
     table = np.zeros((len(pairs), 3))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from arena.io.battles import A_WINS, B_WINS, PairCounts
+from arena.io.battles import PairCounts
+from preflab.outcomes import Outcome
 
 
 def _frame(values: np.ndarray, models: tuple[str, ...] | list[str]) -> pd.DataFrame:
@@ -29,7 +30,7 @@ def observed_win_rates(counts: PairCounts, ties: str = "exclude") -> pd.DataFram
         raise ValueError("ties must be 'exclude' or 'half'")
     k = counts.n_models
     wins, tie = np.zeros((k, k)), np.zeros((k, k))
-    a_won, b_won = counts.outcome == A_WINS, counts.outcome == B_WINS
+    a_won, b_won = counts.outcome == Outcome.FIRST, counts.outcome == Outcome.SECOND
     np.add.at(wins, (counts.a[a_won], counts.b[a_won]), counts.count[a_won])
     np.add.at(wins, (counts.b[b_won], counts.a[b_won]), counts.count[b_won])
     is_tie = ~(a_won | b_won)

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from arena.bt import likelihood as bt
-from arena.io.counts import A_WINS
 from arena.jax_setup import stored_jit
+from preflab.outcomes import Outcome
 
 Unit = Literal["item", "battle"]
 UNITS: tuple[str, ...] = ("item", "battle")
@@ -69,7 +69,7 @@ def item_units(df: pd.DataFrame, data: bt.PairData, n_models: int) -> ItemUnits 
     codes, keys = pd.factorize(q * (k * k) + lo * k + hi)  # one int64 key per (item id, pair): a hash, no sort
     if np.bincount(codes).max(initial=0) <= 1:
         return None
-    col = np.where(o >= 2, 2, np.where((o == A_WINS) == (a == lo), 0, 1))
+    col = np.where(o >= 2, 2, np.where((o == Outcome.FIRST) == (a == lo), 0, 1))
     counts = np.zeros((len(keys), 3))
     np.add.at(counts, (codes, col), 1.0)
     pair = np.searchsorted(np.asarray(data.i, np.int64) * k + np.asarray(data.j), np.asarray(keys) % (k * k))

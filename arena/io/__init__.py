@@ -8,12 +8,12 @@ The names below load on first use (importing the room imports none of its module
 from preflab.lazy import lazy_names
 
 _HOMES = {
-    "Battles": "arena.io.battles",
-    "ColumnMap": "arena.io.battles",
+    "Battles": "arena.io.validation",
+    "ColumnMap": "arena.io.schema",
     "PairCounts": "arena.io.counts",
     "aggregate": "arena.io.counts",
     "load_battles": "arena.io.battles",
-    "validate": "arena.io.battles",
+    "validate": "arena.io.validation",
     "write_battles": "arena.io.battles",
 }
 __all__ = sorted(_HOMES)

@@ -17,9 +17,6 @@ if TYPE_CHECKING:
 
 from preflab.outcomes import Outcome
 
-# Short names for battle tables (codes of :class:`preflab.outcomes.Outcome`; labels in ``BATTLE_LABELS``).
-A_WINS, B_WINS, TIE, TIE_BOTHBAD = Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.TIE_BOTHBAD
-
 
 class DisconnectedGraphWarning(UserWarning):
     """The comparison graph has several components: ratings across components are not comparable."""
@@ -45,10 +42,10 @@ class PairCounts:
     def per_model(self) -> pd.DataFrame:
         """Battles, wins, losses and ties per model (both tie kinds count as ties)."""
         k = self.n_models
-        tie = self.outcome >= TIE
+        tie = self.outcome >= Outcome.TIE
         battles = np.bincount(self.a, self.count, k) + np.bincount(self.b, self.count, k)
-        wins = np.bincount(self.a, self.count * (self.outcome == A_WINS), k) + np.bincount(
-            self.b, self.count * (self.outcome == B_WINS), k
+        wins = np.bincount(self.a, self.count * (self.outcome == Outcome.FIRST), k) + np.bincount(
+            self.b, self.count * (self.outcome == Outcome.SECOND), k
         )
         ties = np.bincount(self.a, self.count * tie, k) + np.bincount(self.b, self.count * tie, k)
         return pd.DataFrame(

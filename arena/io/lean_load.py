@@ -1,4 +1,5 @@
-"""Lean loads (bounded memory on large files): which columns a ``load_battles(..., lean=True)`` keeps, and each chunk cut to them.
+"""Lean loads (bounded memory on large files): which columns a ``load_battles(..., lean=True)`` keeps, and
+each chunk cut to them.
 
 The plan (:func:`lean_plan`) names the columns the statistics read (names and labels held as categoricals,
 ``conv_metadata`` reduced to its style totals) and the numeric columns validation checks but the command does
@@ -15,6 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from arena.io.schema import (
+    NUMBER_RANGES,
+    OPTIONAL_TEXT,
+    REQUIRED,
+    STYLE_COLUMNS,
+    json_cell,
+    number_checks,
+    style_from_metadata,
+)
 
 META = "\x00meta:"  # prefix of the style totals read from conv_metadata, before the file-level decision
 
@@ -44,8 +55,6 @@ def lean_plan(renames: dict[str, str], extra: Collection[str] = (), need: Collec
               ) -> Lean | None:
     """The columns the statistics (info, rank, filters, style control) read, or the required ones plus ``need``;
     None when the layout renames ``conv_metadata`` or a style column (the exact reader handles that)."""
-    from arena.io.battles import NUMBER_RANGES, OPTIONAL_TEXT, REQUIRED, STYLE_COLUMNS
-
     touched = {"conv_metadata", *STYLE_COLUMNS}
     if touched & (set(renames) | set(renames.values())):
         return None
@@ -61,8 +70,6 @@ def checks_kept(lean: Lean) -> Lean:
 
 def text_kept(lean: Lean) -> set[str]:
     """Canonical columns that become categoricals or strings downstream (safe to hold as categoricals)."""
-    from arena.io.battles import OPTIONAL_TEXT, REQUIRED
-
     return {*REQUIRED, *OPTIONAL_TEXT}
 
 
@@ -77,8 +84,6 @@ class _ParsedCells:
         return len(self.cells)
 
     def __iter__(self) -> Iterator[object]:
-        from arena.io.battles import json_cell
-
         for v, n in zip(self.cells, self.lines, strict=True):
             yield json_cell(v, self.name, n)
 
@@ -91,8 +96,6 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text
     columns) names and labels as categoricals. ``text_of``: the file whose ``conv_metadata`` is JSON text."""
     if lean is None:
         return chunk
-    from arena.io.battles import STYLE_COLUMNS, style_from_metadata
-
     attrs = chunk.attrs  # before pandas copies them (deeply): the JSONL reader appends to its list later
     if "conv_metadata" in chunk:
         lean.saw_metadata = True
@@ -124,8 +127,6 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text
 def check(lean: Lean, values: dict[str, object]) -> None:
     """:class:`Decline` when a checked column's values (a flat column wins over ``conv_metadata``'s totals, as in
     :func:`arena.io.battles.validate`; None: absent) have any problem that validation would report."""
-    from arena.io.battles import NUMBER_RANGES, number_checks
-
     for col, v in values.items():
         if v is not None and col in lean.checked and any(
                 m.any() for *_, m in number_checks(pd.Series(v), col, *NUMBER_RANGES[col])):
@@ -170,8 +171,6 @@ def finish(df: pd.DataFrame, lean: Lean | None) -> pd.DataFrame:
     lacks, only when it has ``conv_metadata``, appended in :data:`STYLE_COLUMNS` order."""
     if lean is None:
         return df
-    from arena.io.battles import STYLE_COLUMNS
-
     meta = [c for c in df.columns if isinstance(c, str) and c.startswith(META)]
     fill = [c for c in STYLE_COLUMNS if c not in df and META + c in df]
     out = df.drop(columns=meta)

@@ -32,9 +32,8 @@ from arena.io.lean_load import (
     shrink,
     text_kept,
 )
+from arena.io.schema import CHUNK_ROWS, parse_conv_metadata, style_from_metadata
 
-#: Rows (CSV, JSONL) or rows per batch (Parquet) converted to compact columns at a time.
-CHUNK_ROWS = 20_000
 PARQUET_BATCH_BYTES = 4 << 20
 """Uncompressed bytes per Parquet batch: narrow files (names and winner only) read in a few large batches,
 since 20,000-row batches of them cost more in per-batch overhead than in memory."""
@@ -76,8 +75,6 @@ def read_csv_chunks(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     """The CSV branch of :func:`arena.io.battles.read_file` (every cell text, blank = missing, ``line`` = row + 2,
     ``conv_metadata`` parsed), CHUNK_ROWS rows at a time. None on any problem: the whole-file reader then
     reports it, in the order it always did (a ragged row before a bad ``conv_metadata`` cell)."""
-    from arena.io.battles import parse_conv_metadata
-
     try:
         with open(path, "rb") as fh:
             head = fh.read(8192)
@@ -111,8 +108,6 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from arena.io.battles import parse_conv_metadata
-
     try:
         schema = pq.read_schema(path)
         if schema.metadata and b"pandas" in schema.metadata:  # corrupt for a column a lean load drops: unreadable
@@ -122,8 +117,8 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
         if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
             kept = [n for n in names if n == "conv_metadata" or lean.kept(n) or lean.canonical(n) in lean.checked]
             text = text_kept(lean)
-            dictionary = [n for n in names if lean.canonical(n) in text
-                          and (pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
+            dictionary = [n for n in names if lean.canonical(n) in text and (
+                pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type))]
         else:
             dictionary = []
         # no pre-buffering (it pins every row group's compressed column chunks until the end: 25 MB per 612,000
@@ -175,57 +170,30 @@ def parquet_batch_rows(meta) -> int:  # noqa: ANN001  (pyarrow.parquet.FileMetaD
     return int(max(CHUNK_ROWS, min(25 * CHUNK_ROWS, PARQUET_BATCH_BYTES // per_row)))
 
 
-def not_utf8_rows(s: pd.Series) -> np.ndarray | None:
-    """Rows whose text is not valid UTF-8, or None. Arrow does not check Parquet's strings and pandas keeps them
-    as Arrow holds them, so a bad byte only raises (a bare UnicodeDecodeError) when a value is read; Python-held
-    text is valid by construction. A categorical is checked on its categories."""
-    values, codes = (s.cat.categories, s.cat.codes.to_numpy()) if isinstance(s.dtype, pd.CategoricalDtype) \
-        else (s, None)
-    if not isinstance(values.array, pd.arrays.ArrowStringArray):
-        return None
-    bad, start = [], 0
-    for chunk in values.array.__arrow_array__().chunks:
-        bad += _bad_utf8(chunk, start)
-        start += len(chunk)
-    if not bad:
-        return None
-    if codes is not None:
-        return np.isin(codes, bad)
-    mask = np.zeros(len(s), dtype=bool)
-    mask[bad] = True
-    return mask
-
-
-def _bad_utf8(arr, start: int) -> list[int]:  # noqa: ANN001  (pyarrow.Array)
-    """Positions (from ``start``) of the values that are not UTF-8: Arrow's full validation (C++, fast) on
-    halves, so a clean column costs one pass and each bad value ~log2(n) more."""
-    import pyarrow as pa
-
-    try:
-        arr.validate(full=True)
-        return []
-    except pa.ArrowInvalid:
-        if len(arr) == 1:
-            return [start]
-    half = len(arr) // 2
-    return _bad_utf8(arr.slice(0, half), start) + _bad_utf8(arr.slice(half), start + half)
-
-
-def quoted_bytes(e: UnicodeDecodeError) -> str:
-    """Text that is not UTF-8 as a message quotes it: its bytes, or those around the first bad one when long."""
-    raw = e.object
-    if len(raw) <= 80:
-        return repr(raw)
-    return f"at byte {e.start}: ...{raw[max(e.start - 30, 0):e.end + 30]!r}..."
-
-
 # ---------------------------------------------------------------------------------------------------- JSONL
 
 
-def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
-    """:func:`arena.io.battles.concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
-    from arena.io.battles import concat_chunks
+def concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """Chunk frames as one; a column categorical in every chunk stays categorical (categories united)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    columns = list(dict.fromkeys(c for ch in chunks for c in ch.columns))
+    out = {}
+    for col in columns:
+        parts = [ch[col] if col in ch else pd.Series([None] * len(ch), dtype=object) for ch in chunks]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) or p.isna().all() for p in parts):
+            cats = [p if isinstance(p.dtype, pd.CategoricalDtype) else p.astype("category") for p in parts]
+            out[col] = pd.Series(pd.api.types.union_categoricals(cats, ignore_order=True))
+        else:
+            out[col] = pd.concat([p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p
+                                  for p in parts], ignore_index=True)
+    df = pd.DataFrame(out)
+    df.attrs["bad_json_lines"] = chunks[0].attrs.get("bad_json_lines", [])
+    return df
 
+
+def concat_json_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """:func:`concat_chunks` (JSON chunks may lack columns) with the style totals kept numeric."""
     meta = [c for c in chunks[0].columns if isinstance(c, str) and c.startswith(META)]
     totals = {c: concat_values([ch[c] for ch in chunks]) for c in meta}
     df = concat_chunks([ch.drop(columns=meta) if meta else ch for ch in chunks])
@@ -248,15 +216,37 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
     (a lean load: none at all; otherwise ``conv_metadata``'s, made a slice at a time). None when the file is
     anything but plain, strict, one-object-per-line JSONL (gzip, blank lines, NaN, mixed types, bad bytes,
     nested values where scalars belong...): the line-by-line reader then names the problem."""
+    table = _strict_jsonl_table(path)
+    if table is None:
+        return None
+    columns = {}
+    totals: list[dict[str, np.ndarray]] = []
+    flat = {lean.canonical(n) for n in table.column_names} if lean is not None else set()
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if lean is not None and name != "conv_metadata" and not lean.kept(name):
+            _check_dropped(lean, name, col)  # never read downstream (checked for NaN by the table's reader)
+        elif name == "conv_metadata" and lean is not None and _holds_metadata(col):
+            totals += _metadata_totals(col, lean, flat)
+        elif (series := _arrow_series(name, col)) is not None:
+            columns[name] = series
+        else:
+            return None  # nested values where scalars belong: let the line reader report them
+    df = pd.DataFrame(columns)
+    df["line"] = np.arange(1, len(df) + 1, dtype=_line_type(lean))
+    for c in totals[0] if totals else ():
+        df[META + c] = concat_values([pd.Series(t[c]) for t in totals])
+    df.attrs["bad_json_lines"] = []
+    del table, col
+    release_memory()
+    return finish(df, lean)
+
+
+def _strict_jsonl_table(path: Path):  # noqa: ANN202  (pyarrow.Table | None)
+    """The file as Arrow reads it, or None unless it is plain, strict JSONL with one object per line."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     from pyarrow import json as pa_json
 
-    from arena.io.battles import style_from_metadata
-
-    if path.suffix.lower() == ".gz":
-        return None
-    if not _first_bytes(path).lstrip().startswith(b"{"):
+    if path.suffix.lower() == ".gz" or not _first_bytes(path).lstrip().startswith(b"{"):
         return None
     lines = _count_utf8_lines(path)
     if lines is None:  # not UTF-8 (Arrow would not say where): the line reader reports the line and byte
@@ -269,50 +259,50 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
         return None
     if any(_has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
         return None
-    columns = {}
-    totals: list[dict[str, np.ndarray]] = []
-    flat = {lean.canonical(n) for n in table.column_names} if lean is not None else set()
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        if lean is not None and name != "conv_metadata" and not lean.kept(name):
-            if lean.canonical(name) in lean.checked:
-                check(lean, {lean.canonical(name): _plain_column(col)})
-            continue  # never read downstream (checked for NaN above)
-        if name == "conv_metadata" and lean is not None and (pa.types.is_struct(col.type)
-                                                             or pa.types.is_string(col.type)):
-            lean.saw_metadata = True
-            for part in _dict_slices(col):
-                part_totals = style_from_metadata(part)
-                check(lean, {c: v for c, v in part_totals.items() if c not in flat})
-                totals.append({c: v for c, v in part_totals.items() if c in lean.keep})
-        elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            columns[name] = pc.dictionary_encode(col).to_pandas()
-        elif pa.types.is_struct(col.type) and name == "conv_metadata":
-            # Arrow fills absent keys with None; a row's dict keeps the keys it had
-            columns[name] = pd.Series([m for part in _dict_slices(col) for m in part], dtype=object)
-        elif pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
-            return None  # nested values where scalars belong: let the line reader report them
-        else:
-            columns[name] = col.to_pandas()
-    df = pd.DataFrame(columns)
-    df["line"] = np.arange(1, len(df) + 1, dtype=_line_type(lean))
-    for c in totals[0] if totals else ():
-        df[META + c] = concat_values([pd.Series(t[c]) for t in totals])
-    df.attrs["bad_json_lines"] = []
-    del table, col
-    release_memory()
-    return finish(df, lean)
+    return table
 
 
-def _plain_column(col) -> pd.Series:  # noqa: ANN001  (pyarrow.ChunkedArray)
-    """An Arrow column as :func:`read_jsonl_arrow` converts it when it keeps it; :class:`Decline` where that
-    reader would decline (nested values)."""
+def _check_dropped(lean: Lean, name: str, col) -> None:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    """A column a lean load drops, checked first when validation checks it (:class:`Decline` on a problem, or
+    where the fast path would decline: nested values)."""
+    if lean.canonical(name) in lean.checked:
+        series = _arrow_series(name, col)
+        if series is None:
+            raise Decline("nested")
+        check(lean, {lean.canonical(name): series})
+
+
+def _holds_metadata(col) -> bool:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    import pyarrow as pa
+
+    return pa.types.is_struct(col.type) or pa.types.is_string(col.type)
+
+
+def _metadata_totals(col, lean: Lean, flat: set) -> list[dict[str, np.ndarray]]:  # noqa: ANN001
+    """A lean load's style totals from ``conv_metadata``, a slice at a time: those the file has no flat column
+    for are checked, the kept ones returned."""
+    lean.saw_metadata = True
+    totals = []
+    for part in _dict_slices(col):
+        part_totals = style_from_metadata(part)
+        check(lean, {c: v for c, v in part_totals.items() if c not in flat})
+        totals.append({c: v for c, v in part_totals.items() if c in lean.keep})
+    return totals
+
+
+def _arrow_series(name: str, col) -> pd.Series | None:  # noqa: ANN001  (pyarrow.ChunkedArray)
+    """A kept column as pandas: text as a categorical, ``conv_metadata`` objects as dicts; None for nested
+    values anywhere else."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         return pc.dictionary_encode(col).to_pandas()
+    if pa.types.is_struct(col.type) and name == "conv_metadata":
+        # Arrow fills absent keys with None; a row's dict keeps the keys it had
+        return pd.Series([m for part in _dict_slices(col) for m in part], dtype=object)
     if pa.types.is_struct(col.type) or pa.types.is_list(col.type) or pa.types.is_null(col.type):
-        raise Decline("nested")
+        return None
     return col.to_pandas()
 
 

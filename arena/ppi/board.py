@@ -15,11 +15,12 @@ import pandas as pd
 
 from arena.bootstrap import refits as bs
 from arena.bt import likelihood as bt
-from arena.io.battles import A_WINS, B_WINS, WINNERS, Battles
+from arena.io.battles import WINNERS, Battles
 from arena.jax_setup import float64
 from arena.leaderboard import CI, EloScale, sandwich_interval
 from arena.ppi import estimator as ppi
 from preflab.errors import InputError
+from preflab.outcomes import Outcome
 
 PROB_COLUMNS = ("p_a", "p_b", "p_tie")
 """Soft judge labels: probabilities that model_a wins, model_b wins, tie (rows are normalised)."""
@@ -158,7 +159,7 @@ def per_model(items: ppi.Items, models: list[str]) -> pd.DataFrame:
     h = items.l_human * items.l_mult[:, None]
     total = h.sum(1)
     battles = np.bincount(li, total, k) + np.bincount(lj, total, k)
-    wins = np.bincount(li, h[:, A_WINS], k) + np.bincount(lj, h[:, B_WINS], k)
+    wins = np.bincount(li, h[:, Outcome.FIRST], k) + np.bincount(lj, h[:, Outcome.SECOND], k)
     ties = np.bincount(li, h[:, 2], k) + np.bincount(lj, h[:, 2], k)
     return pd.DataFrame({"model": models, "battles": battles, "wins": wins, "losses": battles - wins - ties,
                          "ties": ties})

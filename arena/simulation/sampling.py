@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena.io.battles import A_WINS, B_WINS, TIE, PairCounts
+from arena.io.battles import PairCounts
+from preflab.outcomes import Outcome
 
 
 def adjacent_contrasts(ratings: np.ndarray) -> np.ndarray:
@@ -110,7 +111,7 @@ def outcome_tensor(counts: PairCounts | np.ndarray, k: int | None = None) -> np.
                              "or ratings=")
         return arr
     out = np.zeros((k, k, 3))
-    np.add.at(out, (a, b, np.minimum(outcome, TIE)), weight)
+    np.add.at(out, (a, b, np.minimum(outcome, Outcome.TIE)), weight)
     return out
 
 
@@ -121,8 +122,9 @@ def all_pairs_data(outcomes: np.ndarray):
 
     oc = np.asarray(outcomes, np.float64)
     i, j = np.triu_indices(oc.shape[0], 1)
-    table = np.stack([oc[i, j, A_WINS] + oc[j, i, B_WINS], oc[i, j, B_WINS] + oc[j, i, A_WINS],
-                      oc[i, j, TIE] + oc[j, i, TIE]], axis=-1)
+    table = np.stack([oc[i, j, Outcome.FIRST] + oc[j, i, Outcome.SECOND],
+                      oc[i, j, Outcome.SECOND] + oc[j, i, Outcome.FIRST],
+                      oc[i, j, Outcome.TIE] + oc[j, i, Outcome.TIE]], axis=-1)
     return PairData(i.astype(np.int32), j.astype(np.int32), table)
 
 

@@ -21,19 +21,16 @@ import numpy as np
 import pandas as pd
 
 from arena.bt.ties import tie_parameter_for_rate
+from arena.io.battles import LAYOUTS as _LAYOUTS
 from arena.io.battles import (
-    A_WINS,
-    B_WINS,
     STYLE_COLUMNS,
-    TIE,
-    TIE_BOTHBAD,
     WINNERS,
     Battles,
     validate,
     write_battles,
 )
-from arena.io.battles import LAYOUTS as _LAYOUTS
 from preflab.io import is_stdout
+from preflab.outcomes import Outcome
 
 TiesModel = Literal["none", "rao-kupper", "davidson"]
 TIES_MODELS: tuple[str, ...] = ("none", "rao-kupper", "davidson")
@@ -142,10 +139,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def draw_outcomes(p_a: np.ndarray, p_b: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Outcome codes (``A_WINS``, ``B_WINS``, ``TIE``) from uniforms ``u`` by inverse CDF."""
-    out = np.full(u.shape, TIE, dtype=np.int8)
-    out[u < p_a + p_b] = B_WINS
-    out[u < p_a] = A_WINS
+    """Outcome codes (``Outcome.FIRST``, ``Outcome.SECOND``, ``Outcome.TIE``) from uniforms ``u`` by inverse CDF."""
+    out = np.full(u.shape, Outcome.TIE, dtype=np.int8)
+    out[u < p_a + p_b] = Outcome.SECOND
+    out[u < p_a] = Outcome.FIRST
     return out
 
 
@@ -210,8 +207,8 @@ def simulate_codes(
     delta = np.where(kind == 1, 0.0, delta)
     p_a, p_b = outcome_probabilities(delta, spec.ties, spec.tie_param)
     outcome = draw_outcomes(p_a, p_b, rng.random(n))
-    flip = (kind == 2) & (outcome != TIE)
-    outcome[flip] = 1 - outcome[flip]  # A_WINS <-> B_WINS
+    flip = (kind == 2) & (outcome != Outcome.TIE)
+    outcome[flip] = 1 - outcome[flip]  # Outcome.FIRST <-> Outcome.SECOND
     return SimulatedCodes(a.astype(np.int32), b.astype(np.int32), outcome, tokens_a, tokens_b, voter)
 
 
@@ -243,7 +240,7 @@ def simulate_adaptive(
             continue
         pairs = uniform_pairs(m, k, rng) if r == 0 else pairs_from_probabilities(choose(counts, m), m, rng)
         part = simulate_codes(spec, m, rng, pairs)
-        np.add.at(counts, (part.a, part.b, np.minimum(part.outcome, TIE)), 1.0)
+        np.add.at(counts, (part.a, part.b, np.minimum(part.outcome, Outcome.TIE)), 1.0)
         parts.append(part)
     return SimulatedCodes(*(np.concatenate([getattr(p, f) for p in parts]) for f in
                             ("a", "b", "outcome", "tokens_a", "tokens_b", "voter")))
@@ -258,7 +255,7 @@ def label_bothbad(outcome: np.ndarray, share: float, seed: int) -> np.ndarray:
     if share <= 0:
         return out
     flip = np.random.default_rng([seed, 11]).random(out.size) < share
-    return np.where((out == TIE) & flip, TIE_BOTHBAD, out).astype(np.int8)
+    return np.where((out == Outcome.TIE) & flip, Outcome.TIE_BOTHBAD, out).astype(np.int8)
 
 
 def codes_to_battles(spec: ArenaSpec, codes: SimulatedCodes, *, conv_metadata: bool = False,

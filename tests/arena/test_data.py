@@ -12,10 +12,6 @@ import pandas as pd
 import pytest
 
 from arena.io.battles import (
-    A_WINS,
-    B_WINS,
-    TIE,
-    TIE_BOTHBAD,
     ColumnMap,
     DisconnectedGraphWarning,
     InputError,
@@ -28,6 +24,7 @@ from arena.io.battles import (
     write_battles,
 )
 from arena.simulation.simulate import uniform_pairs
+from preflab.outcomes import Outcome
 
 RECORDS = [
     {"model_a": "alpha", "model_b": "beta", "winner": "model_a", "judge": "v1", "tstamp": 1700000000.5,
@@ -66,7 +63,7 @@ def arena_json(tmp_path: Path) -> Path:
 def test_json_array_types_and_style_totals(arena_json: Path) -> None:
     b = load_battles(arena_json)
     assert len(b) == 4 and b.models == ["alpha", "beta", "gamma"]
-    assert list(b.outcome) == [A_WINS, TIE, TIE_BOTHBAD, B_WINS]
+    assert list(b.outcome) == [Outcome.FIRST, Outcome.TIE, Outcome.TIE_BOTHBAD, Outcome.SECOND]
     row = b.df.iloc[0]
     assert row["header_count_a"] == 3 and row["list_count_a"] == 4 and row["bold_count_a"] == 4
     assert row["sum_assistant_a_tokens"] == 120 and row["sum_assistant_b_tokens"] == 40
@@ -234,7 +231,7 @@ def test_aggregate_matches_pandas_groupby() -> None:
 
 
 def test_aggregate_weights_and_large_model_count_path() -> None:
-    a, b, o = np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([A_WINS, A_WINS, TIE])
+    a, b, o = np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([Outcome.FIRST, Outcome.FIRST, Outcome.TIE])
     c = aggregate_codes(a, b, o, ["p", "q"], weights=np.array([0.5, 2.0, 1.0]))
     assert sorted(zip(c.a.tolist(), c.b.tolist(), c.outcome.tolist(), c.count.tolist(), strict=True)) == [
         (0, 1, 0, 2.5), (1, 0, 2, 1.0)]

@@ -12,7 +12,7 @@ import pytest
 
 from arena.bt import likelihood as bt
 from arena.bt.ties import tie_parameter_for_rate
-from arena.io.battles import A_WINS, B_WINS, STYLE_COLUMNS, TIE, TIE_BOTHBAD, aggregate, load_battles
+from arena.io.battles import STYLE_COLUMNS, aggregate, load_battles
 from arena.simulation.simulate import (
     SEED_STRENGTHS,
     ArenaSpec,
@@ -27,6 +27,7 @@ from arena.simulation.simulate import (
     truth_path_for,
     voter_kinds,
 )
+from preflab.outcomes import Outcome
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 
@@ -65,7 +66,7 @@ def test_draws_follow_the_probabilities_with_position_bias():
         rows = c.a == left
         d = (0.7 if left == 0 else -0.7) + 0.3
         pa, pb = outcome_probabilities(np.array([d]), "rao-kupper", spec.tie_param)
-        for code, p in ((A_WINS, pa[0]), (B_WINS, pb[0]), (TIE, 1 - pa[0] - pb[0])):
+        for code, p in ((Outcome.FIRST, pa[0]), (Outcome.SECOND, pb[0]), (Outcome.TIE, 1 - pa[0] - pb[0])):
             freq = np.mean(c.outcome[rows] == code)
             se = math.sqrt(p * (1 - p) / rows.sum())
             assert abs(freq - p) < 4 * se, (left, code, freq, p)
@@ -89,9 +90,9 @@ def test_bothbad_share_relabels_ties_only_and_leaves_the_fit_alone():
     spec = ArenaSpec(SEED_STRENGTHS, ties="davidson", tie_rate=0.3)
     plain, _ = simulate(spec, 50_000, seed=4)
     mixed, _ = simulate(ArenaSpec(SEED_STRENGTHS, ties="davidson", tie_rate=0.3, bothbad_share=0.25), 50_000, seed=4)
-    ties = plain.outcome == TIE
-    assert np.array_equal(mixed.outcome >= TIE, ties)  # same draws; only the tie label differs
-    share = (mixed.outcome == TIE_BOTHBAD).sum() / ties.sum()
+    ties = plain.outcome == Outcome.TIE
+    assert np.array_equal(mixed.outcome >= Outcome.TIE, ties)  # same draws; only the tie label differs
+    share = (mixed.outcome == Outcome.TIE_BOTHBAD).sum() / ties.sum()
     assert share == pytest.approx(0.25, abs=0.02)
     theta_plain, _ = bt.fit_ratings(aggregate(plain), ties="davidson")
     theta_mixed, _ = bt.fit_ratings(aggregate(mixed), ties="davidson")
@@ -107,8 +108,8 @@ def test_length_bias_uses_per_model_lengths():
     assert tokens0.mean() == pytest.approx(900, rel=0.02)  # log-normal mean is preserved
     f = length_feature(c.tokens_a, c.tokens_b)
     expected = np.mean(0.5 * (1 + np.tanh(0.5 * 1.5 * f)))
-    assert np.mean(c.outcome == A_WINS) == pytest.approx(expected, abs=0.006)
-    verbose_wins = np.mean(np.where(c.a == 0, c.outcome == A_WINS, c.outcome == B_WINS))
+    assert np.mean(c.outcome == Outcome.FIRST) == pytest.approx(expected, abs=0.006)
+    verbose_wins = np.mean(np.where(c.a == 0, c.outcome == Outcome.FIRST, c.outcome == Outcome.SECOND))
     assert verbose_wins > 0.6  # equal strength, yet the verbose model wins
 
 
@@ -116,7 +117,7 @@ def test_random_and_adversarial_voters():
     spec = ArenaSpec((2.0, 0.0), n_voters=10, random_voters=0.5, adversarial_voters=0.5)
     assert voter_kinds(spec).tolist() == [1] * 5 + [2] * 5
     c = simulate_codes(spec, 100_000, np.random.default_rng(4))
-    strong_wins = np.where(c.a == 0, c.outcome == A_WINS, c.outcome == B_WINS)
+    strong_wins = np.where(c.a == 0, c.outcome == Outcome.FIRST, c.outcome == Outcome.SECOND)
     random = voter_kinds(spec)[c.voter] == 1
     p = 1 / (1 + math.exp(-2.0))
     assert np.mean(strong_wins[random]) == pytest.approx(0.5, abs=0.01)
@@ -180,8 +181,8 @@ def test_simulate_cli_writes_battles_and_truth(tmp_path):
     assert result.exit_code == 0, result.output
     assert "wrote 2000 battles between 5 models" in result.output
     battles = load_battles(out)
-    assert len(battles) == 2000 and (battles.outcome == TIE).mean() > 0.05
-    assert "tie (bothbad)" in result.output and (battles.outcome == TIE_BOTHBAD).sum() > 0
+    assert len(battles) == 2000 and (battles.outcome == Outcome.TIE).mean() > 0.05
+    assert "tie (bothbad)" in result.output and (battles.outcome == Outcome.TIE_BOTHBAD).sum() > 0
     assert battles.df["judge"].nunique() == 20
     truth = json.loads((tmp_path / "arena.truth.json").read_text())
     assert truth["strengths"] == pytest.approx([1.6, 1.2, 0.9, 0.4, 0.0])
