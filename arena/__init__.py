@@ -12,7 +12,8 @@ __version__ = "0.1.0"
 _HOMES = {
     "ArenaSpec": "arena.simulate",
     "Battles": "arena.data",
-    "EloScale": "arena.leaderboard",
+    "EloScale": "arena.leaderboard_options",
+    "IntervalOptions": "arena.leaderboard_options",
     "Leaderboard": "arena.leaderboard",
     "PairCounts": "arena.counts",
     "aggregate": "arena.counts",

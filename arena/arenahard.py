@@ -387,10 +387,12 @@ def style_battles(games: pd.DataFrame, style: pd.DataFrame) -> pd.DataFrame:
 def _style_controlled(games: pd.DataFrame, baseline: str, style: pd.DataFrame, n_bootstrap: int, level: float,
                       seed: int) -> pd.DataFrame:
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
     # cluster="question_id": resample prompts, as the plain path does, not the (weight-repeated) battles
-    lb = fit_leaderboard(style_battles(games, style), n_bootstrap=max(n_bootstrap, 2), style_control=True,
-                         anchor=f"{baseline}=1000", level=level, seed=seed, min_battles=0, cluster="question_id")
+    intervals = IntervalOptions(n_bootstrap=max(n_bootstrap, 2), level=level, seed=seed, cluster="question_id")
+    lb = fit_leaderboard(style_battles(games, style), intervals, style_control=True, anchor=f"{baseline}=1000",
+                         min_battles=0)
     t = lb.table
 
     def win_rate(rating: pd.Series) -> np.ndarray:  # baseline pinned at 1000: rating gap -> P(beats baseline)

@@ -12,7 +12,7 @@ White (1982), Econometrica 50:1 (sandwich covariance).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,9 @@ from arena._jax import float64, stored_jit
 from arena.data import A_WINS, PairCounts
 from arena.ties import initial_psi, tie_parameter_from_psi  # noqa: F401  (initial_psi re-exported)
 
-TIES: tuple[str, ...] = ("half", "rao-kupper", "davidson")
+Ties = Literal["half", "rao-kupper", "davidson"]
+"""Tie models: ties count half a win each, Rao-Kupper's threshold, Davidson's tie share."""
+TIES: tuple[str, ...] = get_args(Ties)
 DEFAULT_RIDGE = 1e-6
 """Ridge ``ridge/2 * ||theta||^2`` on the strengths: fixes the free additive constant (mean 0) and keeps
 the fit finite when a model never lost or never won. Its effect on finite MLEs is far below 1e-3 Elo."""

@@ -82,6 +82,10 @@ class ArenaSpec:
                              f"have one entry per strength ({k})")
         if len(set(self.models)) != k:
             raise ValueError("model names must be distinct")
+        self._check_rates()
+
+    def _check_rates(self) -> None:
+        """The tie model and every rate, share and length setting within its range."""
         if self.ties not in TIES_MODELS:
             raise ValueError(f"ties must be one of {TIES_MODELS}; got {self.ties!r}")
         if not 0.0 <= self.tie_rate < 1.0 or (self.ties == "none" and self.tie_rate > 0):

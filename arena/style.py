@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from arena import bt
+from arena import style_refit as sr
 from arena._jax import float64
 from arena.bootstrap import percentile_interval, usable_replicates
 from arena.data import STYLE_COLUMNS, Battles
@@ -393,32 +394,15 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
     The bootstrap resamples battles, or the clusters of ``clusters`` (N,) codes 0..C-1 (e.g. prompts); the
     sandwich is clustered by ``item_codes`` (N,) when given (:mod:`arena.units`).
     """
-    chosen = features is not None
-    features = tuple(features or STYLE_FEATURES)
-    rows, source, _, _ = style_rows(battles, features)
     k = len(battles.models)
-    notes = []
-    confounded = confounded_features(rows, k, features)
-    if confounded:  # chosen features are refused; of the default ones, the confounded are dropped, loudly
-        kept = tuple(f for f in features if f not in confounded)
-        if chosen or not kept:
-            raise ConfoundedStyleError(confounded, kept)
-        msg = (f"{_named(confounded)} almost determined by which models play: style and model identity are "
-               f"confounded, so {'that coefficient' if len(confounded) == 1 else 'those coefficients'} and the "
-               f"style-adjusted ratings would not be identified. DROPPED from style control: the ratings control "
-               f"for {', '.join(kept)} only (to choose: style_features={','.join(kept)})")
-        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
-        notes.append(msg)
-        features = kept
-        rows, source, _, _ = style_rows(battles, features)
+    features, rows, source, notes = _usable_features(battles, features, k)
     n_feat = len(features)
     put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
     z0 = np.zeros(k + n_feat + 1)
     z0[-1] = bt.initial_psi(float(np.mean(rows.outcome == 2)), ties)
+    blocks = fd = None
     if ties == "half":  # battles in pair blocks (arena.style_refit): no per-battle scatter
-        from arena import style_refit as sr
-
         blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
         fd = sr.full_data(blocks, put)
         z, done = sr.block_newton(put(z0), fd, k, len(rows.a), ridge)
@@ -447,39 +431,82 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
             ridge=ridge, clusters=clusters, chunk=chunk or min(n_bootstrap, 50), put=put, progress=progress,
             fallback=lambda w: _weighted_newton(z, rows, w, k, ties, ridge))
     elif n_bootstrap:
-        n = len(rows.a)
-        chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
-        out, flags = [], []
-        src, dst, spread = battle_edges(rows, k)
-        table = PoissonTable(np.ones(n if clusters is None else int(clusters.max()) + 1))
-        starts = list(range(0, n_bootstrap, chunk))
-        with ThreadPoolExecutor(2) as pool:
-            def submit(c0: int):
-                return [pool.submit(battle_weights, n, seed, r, weights, clusters, table)
-                        for r in range(c0, min(c0 + chunk, n_bootstrap))]
-
-            pending = [submit(c0) for c0 in starts[:2]]  # at most two chunks of weights ahead
-            for c, _ in enumerate(starts):
-                w = np.stack([f.result() for f in pending.pop(0)])
-                if c + 2 < len(starts):
-                    pending.append(submit(starts[c + 2]))
-                zr, ok = _refit_replicate_rows(put(w), z, put(h_inv), rows_d, k, ties, ridge)
-                zr, ok = np.array(zr), np.array(ok)
-                for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
-                    zr[r], ok[r] = _weighted_newton(z, rows, w[r], k, ties, ridge)
-                out.append(zr)
-                flags.append((ok, *replicate_separation(k, src, dst, spread @ w.T)))
-                if progress:
-                    progress(w.shape[0])
-        reps = np.concatenate(out)
-        rep_ok, rep_sep, rep_out = (np.concatenate(f) for f in zip(*flags, strict=True))
+        plan = _RowBootstrap(n_bootstrap, seed, weights, clusters, chunk, put, progress)
+        reps, rep_ok, rep_sep, rep_out = _bootstrap_rows(plan, z, h_inv, rows, rows_d, k, ties, ridge)
     z = np.asarray(z)
     keep = np.r_[np.arange(k), k + n_feat]
     coef = _coefficient_table(features, z[k:k + n_feat], None if cov is None else cov[k:k + n_feat, k:k + n_feat],
-                              None if reps is None else reps[usable_replicates(rep_ok, rep_sep, ridge), k:k + n_feat], level)
+                              None if reps is None else reps[usable_replicates(rep_ok, rep_sep, ridge), k:k + n_feat],
+                              level)
     return StyleFit(z[keep], None if cov is None else cov[np.ix_(keep, keep)],
                     None if reps is None else reps[:, keep], coef, source, tuple(notes), bool(done),
                     rep_ok, rep_sep, rep_out)
+
+
+def _usable_features(battles: Battles, features: Sequence[str] | None,
+                     k: int) -> tuple[tuple[str, ...], StyleRows, str, list[str]]:
+    """(features, rows, source, notes): chosen features are refused when confounded with the models; of the
+    default ones, the confounded are dropped, loudly."""
+    chosen = features is not None
+    features = tuple(features or STYLE_FEATURES)
+    rows, source, _, _ = style_rows(battles, features)
+    confounded = confounded_features(rows, k, features)
+    if not confounded:
+        return features, rows, source, []
+    kept = tuple(f for f in features if f not in confounded)
+    if chosen or not kept:
+        raise ConfoundedStyleError(confounded, kept)
+    msg = (f"{_named(confounded)} almost determined by which models play: style and model identity are "
+           f"confounded, so {'that coefficient' if len(confounded) == 1 else 'those coefficients'} and the "
+           f"style-adjusted ratings would not be identified. DROPPED from style control: the ratings control "
+           f"for {', '.join(kept)} only (to choose: style_features={','.join(kept)})")
+    warnings.warn(msg, ConfoundedStyleWarning, stacklevel=4)
+    rows, source, _, _ = style_rows(battles, kept)
+    return kept, rows, source, [msg]
+
+
+class _RowBootstrap(NamedTuple):
+    """How the battle-level bootstrap runs: replicates, seed, weight kind, clusters, chunk, device, progress."""
+
+    n_bootstrap: int
+    seed: int
+    weights: WeightKind
+    clusters: np.ndarray | None
+    chunk: int | None
+    put: Callable
+    progress: Callable[[int], None] | None
+
+
+def _bootstrap_rows(plan: _RowBootstrap, z, h_inv: np.ndarray, rows: StyleRows, rows_d: StyleRows, k: int,
+                    ties: str, ridge: float) -> tuple[np.ndarray, ...]:
+    """Replicates re-weighting battles (tie models other than half): (replicates, converged, separated,
+    outside), weights drawn two chunks ahead on threads while the device refits."""
+    n, n_bootstrap, put, clusters = len(rows.a), plan.n_bootstrap, plan.put, plan.clusters
+    chunk = plan.chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
+    out, flags = [], []
+    src, dst, spread = battle_edges(rows, k)
+    table = PoissonTable(np.ones(n if clusters is None else int(clusters.max()) + 1))
+    starts = list(range(0, n_bootstrap, chunk))
+    with ThreadPoolExecutor(2) as pool:
+        def submit(c0: int):
+            return [pool.submit(battle_weights, n, plan.seed, r, plan.weights, clusters, table)
+                    for r in range(c0, min(c0 + chunk, n_bootstrap))]
+
+        pending = [submit(c0) for c0 in starts[:2]]  # at most two chunks of weights ahead
+        for c, _ in enumerate(starts):
+            w = np.stack([f.result() for f in pending.pop(0)])
+            if c + 2 < len(starts):
+                pending.append(submit(starts[c + 2]))
+            zr, ok = _refit_replicate_rows(put(w), z, put(h_inv), rows_d, k, ties, ridge)
+            zr, ok = np.array(zr), np.array(ok)
+            for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
+                zr[r], ok[r] = _weighted_newton(z, rows, w[r], k, ties, ridge)
+            out.append(zr)
+            flags.append((ok, *replicate_separation(k, src, dst, spread @ w.T)))
+            if plan.progress:
+                plan.progress(w.shape[0])
+    rep_ok, rep_sep, rep_out = (np.concatenate(f) for f in zip(*flags, strict=True))
+    return np.concatenate(out), rep_ok, rep_sep, rep_out
 
 
 def _weighted_newton(z0, rows: StyleRows, w: np.ndarray, k: int, ties: str, ridge: float

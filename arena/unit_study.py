@@ -70,6 +70,7 @@ def coverage(design: ItemArena, n_arenas: int, unit: str, ci: str = "sandwich", 
     """Coverage of the truth by ``unit`` intervals over ``n_arenas`` arenas: share, its Monte Carlo SE, and
     the mean interval width (Elo points)."""
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
     truth = pd.Series(population_ratings(design), index=[f"m{i}" for i in range(len(design.theta))])
     rng = np.random.default_rng(seed)
@@ -78,8 +79,8 @@ def coverage(design: ItemArena, n_arenas: int, unit: str, ci: str = "sandwich", 
         battles = load_battles(simulate_items(design, rng))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = fit_leaderboard(battles, ci=ci, n_bootstrap=n_bootstrap, seed=r, unit=unit, level=level,
-                                min_battles=0).table.set_index("model")
+            intervals = IntervalOptions(ci=ci, n_bootstrap=n_bootstrap, seed=r, unit=unit, level=level)
+            t = fit_leaderboard(battles, intervals, min_battles=0).table.set_index("model")
         held = (t["lower"] <= truth[t.index]) & (truth[t.index] <= t["upper"])
         per_arena.append(float(held.mean()))
         widths.append(float((t["upper"] - t["lower"]).mean()))

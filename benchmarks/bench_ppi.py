@@ -51,6 +51,7 @@ def best_of_timed(fn, repeat: int = 3) -> tuple[float, float]:  # noqa: ANN001
 def main() -> None:
     from arena import ppi, ppi_board
     from arena.data import load_battles
+    from arena.leaderboard_options import IntervalOptions
 
     human, judge = make_frames()
     hb = load_battles(human)
@@ -62,14 +63,15 @@ def main() -> None:
         return fit
 
     fit = stats()  # compile
-    ppi_board.ppi_leaderboard(hb, judge, ci="both", n_bootstrap=1000)  # compile the padded shapes it uses
+    # compile the padded shapes it uses
+    ppi_board.ppi_leaderboard(hb, judge, IntervalOptions(ci="both", n_bootstrap=1000))
     load0 = os.getloadavg()[0]
     rows = []
     for name, fn in [("build item cells from frames", lambda: ppi_board.build_items(hb, judge)),
                      ("PPI++ fit (tuned lambda) + sandwich", lambda: ppi.fit_ppi(items)),
                      ("fit + sandwich + 1,000 bootstrap refits", stats),
                      ("whole leaderboard from frames (build + fit + sandwich + 1,000 refits + table)",
-                      lambda: ppi_board.ppi_leaderboard(hb, judge, ci="both", n_bootstrap=1000))]:
+                      lambda: ppi_board.ppi_leaderboard(hb, judge, IntervalOptions(ci="both", n_bootstrap=1000)))]:
         wall, cpu = best_of_timed(fn)
         rows.append([name, f"{wall:.2f}", f"{cpu:.2f}"])
     load = max(load0, os.getloadavg()[0])

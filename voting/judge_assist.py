@@ -93,8 +93,8 @@ def judge_assisted_leaderboard(human: Battles, judge_path: str | Path, *, layout
                                **options: Any) -> pd.DataFrame:
     """The PPI++ leaderboard of ``human`` battles sharpened by the judge file at ``judge_path``.
 
-    ``options`` go to :func:`arena.ppi_board.ppi_leaderboard` (``ci``, ``n_bootstrap``, ``ties``, ``level``,
-    ``seed``, scale). The table has the usual columns, ``ess``, the human-only fit on the same votes
+    ``options`` go to :func:`arena.ppi_board.ppi_leaderboard` (``intervals``: an
+    :class:`arena.leaderboard_options.IntervalOptions`, ``ties``, ``scale``). The table has the usual columns, ``ess``, the human-only fit on the same votes
     (``rating_human``, ``lower_human``, ``upper_human``) and ``attrs`` with ``lambda``, the item counts and
     ``ess_gain``. Raises :class:`~preflab.errors.InputError` or ``ValueError`` on bad input.
     """

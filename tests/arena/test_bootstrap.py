@@ -9,6 +9,7 @@ from arena import bootstrap as bs
 from arena import bt
 from arena import weights as wt
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import IntervalOptions
 from tests.arena.test_bt import simulated_counts
 
 
@@ -122,7 +123,7 @@ def test_bootstrap_and_sandwich_agree_on_a_large_simulated_arena():
 def test_leaderboard_bootstrap_matches_sandwich_intervals():
     from tests.arena.test_leaderboard import battles_frame
 
-    lb = fit_leaderboard(battles_frame(k=8, n=40_000, seed=1), ci="both", n_bootstrap=300)
+    lb = fit_leaderboard(battles_frame(k=8, n=40_000, seed=1), IntervalOptions(ci="both", n_bootstrap=300))
     t = lb.table
     width_b = t["upper_bootstrap"] - t["lower_bootstrap"]
     width_s = t["upper_sandwich"] - t["lower_sandwich"]
@@ -187,8 +188,9 @@ def test_leaderboard_excludes_separated_replicates_and_reports_them():
 
     # before: champ [1416, 3218] (ridge artefact) and model-1 dragged to [95, 588] by those replicates; now
     # champ [1414, +inf], model-1 [471, 596], and a warning
-    with pytest.warns(ExcludedReplicatesWarning, match=r"excluded from the intervals.*have no MLE.*champ \(upper \+inf"):
-        lb = fit_leaderboard(champion_frame(), n_bootstrap=200, seed=1)
+    with pytest.warns(ExcludedReplicatesWarning,
+                      match=r"excluded from the intervals.*have no MLE.*champ \(upper \+inf"):
+        lb = fit_leaderboard(champion_frame(), IntervalOptions(n_bootstrap=200, seed=1))
     t = lb.table.set_index("model")
     ex = lb.excluded
     assert ex["replicates"] == 200 and ex["separated"] > 40 and ex["used"] == 200 - ex["separated"]
@@ -224,7 +226,7 @@ def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
 
     with pytest.warns(ExcludedReplicatesWarning, match=r"3 of 40 bootstrap replicates are excluded .*3 did not "
                                                         r"converge.*the other 37"):
-        lb = fit_leaderboard(battles_frame(k=4, n=2_000), n_bootstrap=40)
+        lb = fit_leaderboard(battles_frame(k=4, n=2_000), IntervalOptions(n_bootstrap=40))
     assert lb.excluded["not_converged"] == 3 and lb.replicates.shape[0] == 37
 
 

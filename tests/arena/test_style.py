@@ -15,6 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from arena import bt, style
 from arena.data import load_battles
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import IntervalOptions
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 
@@ -113,8 +114,8 @@ def test_joint_fit_equals_sklearn_logistic_regression():
 def test_style_control_recovers_true_strengths_and_length_effect():
     df, s = style_frame(n=60_000, seed=1)
     truth = pd.Series((s - s.mean()) * ELO + 1000, index=[f"m{i}" for i in range(8)])
-    plain = fit_leaderboard(df, ci="sandwich").table.set_index("model")["rating"]
-    lb = fit_leaderboard(df, ci="sandwich", style_control=True)
+    plain = fit_leaderboard(df, IntervalOptions(ci="sandwich")).table.set_index("model")["rating"]
+    lb = fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True)
     adjusted = lb.table.set_index("model")["rating"]
     err_plain = np.abs(plain - truth.loc[plain.index]).max()
     err_adj = np.abs(adjusted - truth.loc[adjusted.index]).max()
@@ -148,7 +149,7 @@ def test_style_features_from_llmfao_text(shared_data):
 
 def test_style_leaderboard_with_bootstrap_intervals():
     df, _ = style_frame(n=3_000, seed=3)
-    lb = fit_leaderboard(df, style_control=True, ci="both", n_bootstrap=40, seed=1)
+    lb = fit_leaderboard(df, IntervalOptions(ci="both", n_bootstrap=40, seed=1), style_control=True)
     t = lb.table
     assert np.all((t["lower_bootstrap"] <= t["rating"]) & (t["rating"] <= t["upper_bootstrap"]))
     assert lb.replicates.shape == (40, 9) and lb.rank_distribution.shape == (8, 8)
@@ -161,14 +162,17 @@ def test_style_confounded_with_model_identity_warns():
     df["header_count_a"] = np.where(df["model_a"] == "m0", 3, 0)
     df["header_count_b"] = np.where(df["model_b"] == "m0", 3, 0)
     with pytest.warns(style.ConfoundedStyleWarning, match="'headers' .* is almost determined .* DROPPED"):
-        lb = fit_leaderboard(df, style_control=True, ci="sandwich")  # the default features: dropped, loudly
+        # the default features: dropped, loudly
+        lb = fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True)
     assert any("headers" in m for m in lb.diagnostics)
     assert list(lb.style.index) == ["length", "lists", "bold"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", style.ConfoundedStyleWarning)  # fine once the feature is dropped
-        fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "lists", "bold"))
+        fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True,
+                        style_features=("length", "lists", "bold"))
     with pytest.raises(style.ConfoundedStyleError, match="style_features=length,bold") as e:  # chosen: refused
-        fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "headers", "bold"))
+        fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True,
+                        style_features=("length", "headers", "bold"))
     assert set(e.value.confounded) == {"headers"} and e.value.kept == ("length", "bold")
 
 
@@ -186,7 +190,7 @@ def test_style_control_on_a_separated_design_reports_unbounded_intervals():
 
     # before: m2 2663.6 [2637.5, 2730.7] ... m4 -749.4 [-831.3, -739.5], and no warning
     with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1, m2, m3\} beat \{m4, m5, m6, m7\}"):
-        lb = fit_leaderboard(separated_style_frame(), style_control=True, ci="both", n_bootstrap=10)
+        lb = fit_leaderboard(separated_style_frame(), IntervalOptions(ci="both", n_bootstrap=10), style_control=True)
     t = lb.table
     assert lb.separation.groups == [["m0", "m1", "m2", "m3"], ["m4", "m5", "m6", "m7"]]
     assert not t["identified"].any() and (t["upper"] == np.inf).all() and (t["lower_sandwich"] == -np.inf).all()
@@ -209,6 +213,7 @@ def test_style_bootstrap_flags_separated_and_unconverged_replicates():
     w = np.stack([style.battle_weights(len(df), 0, r) for r in range(60)], axis=1)
     np.testing.assert_array_equal(sf.rep_separated, w[first] == 0)
     with pytest.warns(match=r"bootstrap replicates are excluded .*have no MLE.*m0 \(upper \+inf"):
-        lb = fit_leaderboard(df, style_control=True, style_features=("length",), n_bootstrap=60, seed=0)
+        lb = fit_leaderboard(df, IntervalOptions(n_bootstrap=60, seed=0), style_control=True,
+                             style_features=("length",))
     assert lb.table.set_index("model").at["m0", "upper"] == np.inf
     assert lb.excluded["separated"] == int(sf.rep_separated.sum())
