@@ -68,58 +68,18 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
     for path in map(Path, paths):
         source = str(path)
         for line, rec in iter_jsonl(path, "one judgment object per line"):
-            uid = _prompt_id(rec)
-            for field, value in (("uid", uid), ("model", rec.get("model")), ("games", rec.get("games"))):
-                if value in (None, ""):
-                    raise InputError(source, line, field, "missing", "Arena-Hard judgments need uid (v2) or "
-                                          "question_id (v0.1), model and games")
-            _check_name(uid, source, line, "uid")
-            for field in ("model", "baseline", "category"):
-                _check_name(rec.get(field), source, line, field)
-            base = rec.get("baseline") or baseline
-            if base is None:
-                raise InputError(source, line, "baseline", "missing and no --baseline given",
-                                      "pass --baseline NAME (the model every answer was judged against; "
-                                      "gpt-4-0314 for arena-hard-v0.1)")
-            base, model = str(base), str(rec["model"])
-            if model == base:
-                raise InputError(source, line, "model", f"'{model}' is judged against itself (it is the "
-                                      "baseline)", "drop the baseline's own judgments")
+            uid, model, base = _record_names(rec, source, line, baseline)
             n, first = found.get(base, (0, f"{source}, line {line}"))
             found[base] = (n + 1, first)
             if baseline is not None and base != baseline:
                 other[base] = other.get(base, 0) + 1
                 continue
             models.setdefault(model, f"{source}, line {line}")
-            games = rec["games"]
-            if not isinstance(games, list) or len(games) != 2:
-                raise InputError(source, line, "games", f"expected 2 games, got {games!r:.60}",
-                                      "one game per order")
-            for k, game in enumerate(games):
-                if game is not None and not isinstance(game, dict):
-                    raise InputError(source, line, f"games[{k}]", f"{json_type(game)}, not a game object",
-                                     'write each game as {"score": "A>B", ...} (or null)')
-                label = None if game is None else game.get("score")
-                if label is not None and not isinstance(label, str):
-                    raise InputError(source, line, f"games[{k}].score", f"{json_type(label)}, not a verdict label",
-                                     f"use one of {sorted(LABELS)} (or null when unparsable)")
-                if label is None:
-                    skipped += 1
-                    continue
-                if label not in LABELS:
-                    raise InputError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
-                                          f"use one of {sorted(LABELS)} (or null when unparsable)")
-                score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
-                rows.append((str(uid), model, base, k + 1, score, weight, label, rec.get("category")))
-    if baseline is None and len(found) > 1:
-        shown = ", ".join(f"'{b}' ({n} records from {first})" for b, (n, first) in found.items())
-        raise InputError(", ".join(map(str, paths)), None, "baseline", f"judgments against {len(found)} "
-                              f"baselines: {shown}", "pass --baseline NAME to rank against one of them (the "
-                              "other records are then left out and counted)")
-    if baseline is not None and not models:
-        shown = ", ".join(f"'{b}'" for b in found) or "none"
-        raise InputError(", ".join(map(str, paths)), None, "baseline", f"no record is judged against "
-                              f"'{baseline}' (baselines in the files: {shown})", "check --baseline")
+            scored, n_null = _record_games(rec, source, line, strong_weight)
+            skipped += n_null
+            rows += [(uid, model, base, k, score, weight, label, rec.get("category"))
+                     for k, score, weight, label in scored]
+    _check_baselines(paths, baseline, found, models)
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
     games.attrs.update(skipped=skipped, models=sorted(models), other_baselines=other,
                        baseline=baseline if baseline is not None else next(iter(found), None))
@@ -130,6 +90,69 @@ def load_arena_hard(paths: list[str | Path], baseline: str | None = None,
                          "pass Arena-Hard judgment JSONL with at least one scored game")
     return games
 
+
+
+def _record_names(rec: dict, source: str, line: int, baseline: str | None) -> tuple[str, str, str]:
+    """(prompt id, model, baseline) of one judgment record, every name checked."""
+    uid = _prompt_id(rec)
+    for field, value in (("uid", uid), ("model", rec.get("model")), ("games", rec.get("games"))):
+        if value in (None, ""):
+            raise InputError(source, line, field, "missing", "Arena-Hard judgments need uid (v2) or "
+                             "question_id (v0.1), model and games")
+    _check_name(uid, source, line, "uid")
+    for field in ("model", "baseline", "category"):
+        _check_name(rec.get(field), source, line, field)
+    base = rec.get("baseline") or baseline
+    if base is None:
+        raise InputError(source, line, "baseline", "missing and no --baseline given",
+                         "pass --baseline NAME (the model every answer was judged against; "
+                         "gpt-4-0314 for arena-hard-v0.1)")
+    base, model = str(base), str(rec["model"])
+    if model == base:
+        raise InputError(source, line, "model", f"'{model}' is judged against itself (it is the "
+                         "baseline)", "drop the baseline's own judgments")
+    return str(uid), model, base
+
+
+def _record_games(rec: dict, source: str, line: int,
+                  strong_weight: float) -> tuple[list[tuple[int, float, float, str]], int]:
+    """The record's two games as (game number, score, weight, label), and how many had a null score."""
+    games = rec["games"]
+    if not isinstance(games, list) or len(games) != 2:
+        raise InputError(source, line, "games", f"expected 2 games, got {games!r:.60}",
+                         "one game per order")
+    scored, skipped = [], 0
+    for k, game in enumerate(games):
+        if game is not None and not isinstance(game, dict):
+            raise InputError(source, line, f"games[{k}]", f"{json_type(game)}, not a game object",
+                             'write each game as {"score": "A>B", ...} (or null)')
+        label = None if game is None else game.get("score")
+        if label is not None and not isinstance(label, str):
+            raise InputError(source, line, f"games[{k}].score", f"{json_type(label)}, not a verdict label",
+                             f"use one of {sorted(LABELS)} (or null when unparsable)")
+        if label is None:
+            skipped += 1
+            continue
+        if label not in LABELS:
+            raise InputError(source, line, f"games[{k}].score", f"unknown verdict {label!r}",
+                             f"use one of {sorted(LABELS)} (or null when unparsable)")
+        score, weight = label_score(label, model_is_a=k == 1, strong_weight=strong_weight)
+        scored.append((k + 1, score, weight, label))
+    return scored, skipped
+
+
+def _check_baselines(paths: list[str | Path], baseline: str | None, found: dict[str, tuple[int, str]],
+                     models: dict[str, str]) -> None:
+    """Refuse several baselines when none was named, and a named baseline no record is judged against."""
+    if baseline is None and len(found) > 1:
+        shown = ", ".join(f"'{b}' ({n} records from {first})" for b, (n, first) in found.items())
+        raise InputError(", ".join(map(str, paths)), None, "baseline", f"judgments against {len(found)} "
+                         f"baselines: {shown}", "pass --baseline NAME to rank against one of them (the "
+                         "other records are then left out and counted)")
+    if baseline is not None and not models:
+        shown = ", ".join(f"'{b}'" for b in found) or "none"
+        raise InputError(", ".join(map(str, paths)), None, "baseline", f"no record is judged against "
+                         f"'{baseline}' (baselines in the files: {shown})", "check --baseline")
 
 def _check_name(value: object, source: str, line: int, field: str) -> None:
     """Names and ids are strings (an integer uid is fine); an object, array or float is an input error."""
