@@ -400,6 +400,13 @@ def elo_covariance(cov: np.ndarray, anchor: int | None = None) -> np.ndarray:
     return cov - cov[anchor:anchor + 1] - cov[:, anchor:anchor + 1] + cov[anchor, anchor]
 
 
+def centred_ratings(theta: np.ndarray, cov: np.ndarray, per_nat: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Strengths ``theta`` (K,) centred at mean 0 and their standard errors from their covariance ``cov``
+    (K, K), both times ``per_nat`` (1: natural-log units; Elo points per nat for ratings)."""
+    m = elo_matrix(len(theta)) * per_nat
+    return m @ theta, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
+
+
 @float64
 def fit_ratings(counts: PairCounts, ties: str = "half", ridge: float = DEFAULT_RIDGE) -> tuple[np.ndarray, Fit]:
     """Convenience: aggregate counts -> (centred natural-log strengths, Fit)."""

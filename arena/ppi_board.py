@@ -17,6 +17,7 @@ from arena import bootstrap as bs
 from arena import bt, ppi
 from arena._jax import float64
 from arena.bt import Ties
+from arena.counts import model_tallies
 from arena.data import A_WINS, B_WINS, WINNERS, Battles
 from arena.leaderboard_options import EloScale, IntervalOptions, check_ties
 from arena.leaderboard_table import COLUMNS, add_intervals, interval_attrs, normal_quantile, ranked, sandwich_interval
@@ -154,15 +155,9 @@ def build_items(human: Battles, judge: Battles | pd.DataFrame, labels: str = "au
 
 def per_model(items: ppi.Items, models: list[str]) -> pd.DataFrame:
     """Human battles, wins, losses, ties per model over the labelled items (the votes PPI uses)."""
-    k = len(models)
     li, lj, _, _ = ppi.cell_models(items)
     h = items.l_human * items.l_mult[:, None]
-    total = h.sum(1)
-    battles = np.bincount(li, total, k) + np.bincount(lj, total, k)
-    wins = np.bincount(li, h[:, A_WINS], k) + np.bincount(lj, h[:, B_WINS], k)
-    ties = np.bincount(li, h[:, 2], k) + np.bincount(lj, h[:, 2], k)
-    return pd.DataFrame({"model": models, "battles": battles, "wins": wins, "losses": battles - wins - ties,
-                         "ties": ties})
+    return model_tallies(models, li, lj, h[:, A_WINS], h[:, B_WINS], h[:, 2])
 
 
 @float64

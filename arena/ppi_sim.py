@@ -97,14 +97,10 @@ def judge_only(judge: pd.DataFrame, models: tuple[str, ...]) -> tuple[np.ndarray
     return x[:-1] - x[:-1].mean(), cov[:-1, :-1]
 
 
-def _centred(x: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    m = bt.elo_matrix(len(x))
-    return m @ x, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
-
-
 @float64
-def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: int, *, n_bootstrap: int = 200,
-                   level: float = 0.95, seed: int = 0, bread: str = "exact") -> pd.DataFrame:
+def coverage_by_method(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: int, *,
+                       n_bootstrap: int = 200, level: float = 0.95, seed: int = 0,
+                       bread: str = "exact") -> pd.DataFrame:
     """Per method (ppi sandwich, ppi bootstrap, human-only sandwich, judge-only sandwich): the share of
     (arena, model) intervals covering the truth, the mean width (natural-log scale), and mean lambda.
     ``bread``: :func:`arena.ppi.fit_ppi`'s."""
@@ -125,12 +121,12 @@ def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: 
         items, _ = ppi_board.build_items(load_battles(human), judge)
         fit = ppi.fit_ppi(items, bread=bread)
         lams.append(fit.lam)
-        x, se = _centred(fit.x[:-1], fit.covariance[:-1, :-1])
+        x, se = bt.centred_ratings(fit.x[:-1], fit.covariance[:-1, :-1])
         rows["ppi_sandwich"].append((np.abs(x - true) <= z * se, 2 * z * se))
         x0, _, _ = ppi.fit_items(items, 0.0)
-        x0, se0 = _centred(x0[:-1], fit.covariance_human[:-1, :-1])
+        x0, se0 = bt.centred_ratings(x0[:-1], fit.covariance_human[:-1, :-1])
         rows["human_only"].append((np.abs(x0 - true) <= z * se0, 2 * z * se0))
-        xj, sej = _centred(*judge_only(judge, arena.models))
+        xj, sej = bt.centred_ratings(*judge_only(judge, arena.models))
         rows["judge_only"].append((np.abs(xj - true) <= z * sej, 2 * z * sej))
         if n_bootstrap:
             reps, _ = ppi.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=n_bootstrap, seed=r)

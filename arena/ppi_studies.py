@@ -20,11 +20,6 @@ from arena._jax import float64
 from arena.data import Battles, aggregate, load_battles
 
 
-def _centred(x: np.ndarray, cov: np.ndarray, per_nat: float) -> tuple[np.ndarray, np.ndarray]:
-    m = bt.elo_matrix(len(x)) * per_nat
-    return m @ x, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
-
-
 @float64
 def llmfao_study(data_dir: str | Path, judges: tuple[str, ...] = ("gpt4", "gpt3"),
                  shares: tuple[float, ...] = (0.10, 0.25, 0.50), repeats: int = 20, seed: int = 0,
@@ -72,8 +67,8 @@ def llmfao_study(data_dir: str | Path, judges: tuple[str, ...] = ("gpt4", "gpt3"
                         break
                     continue
                 fit = ppi.fit_ppi(items, bread=bread)
-                r1, s1 = _centred(fit.x[:-1], fit.covariance[:-1, :-1], per_nat)
-                r0, s0 = _centred(x0[:-1], fit.covariance_human[:-1, :-1], per_nat)
+                r1, s1 = bt.centred_ratings(fit.x[:-1], fit.covariance[:-1, :-1], per_nat)
+                r0, s0 = bt.centred_ratings(x0[:-1], fit.covariance_human[:-1, :-1], per_nat)
                 acc["w0"].append(2 * z * s0.mean())
                 acc["w1"].append(2 * z * s1.mean())
                 acc["c0"].append(np.mean(np.abs(r0 - truth) <= z * s0))
