@@ -4,9 +4,9 @@ Benchmarks: Arena-Hard and BenchBuilder", arXiv:2406.11939).
 Every model is judged against a fixed baseline on each prompt in both orders ("games"). A verdict label
 (``A>>B, A>B, A=B, B>A, B>>A``) becomes a score for the model (1 win, 0.5 tie, 0 loss); a strong verdict
 (``>>``) counts ``strong_weight`` times (Arena-Hard: 3). Scores feed the Bradley-Terry fit of
-:mod:`arena.bt` (ties counted half) with the baseline pinned; the win rate vs the baseline is
+:mod:`arena.bt.likelihood` (ties counted half) with the baseline pinned; the win rate vs the baseline is
 ``sigmoid(theta_model - theta_baseline)``. Bootstrap CIs resample *prompts* (both games and all their
-weight together, paired across models) and refit with the vmapped chord-Newton of :mod:`arena.bootstrap`.
+weight together, paired across models) and refit with the vmapped chord-Newton of :mod:`arena.bootstrap.refits`.
 
 Games table (one row per game): ``uid, model, opponent, game (1 or 2), score, weight, label, category``.
 In Arena-Hard game 1 shows the baseline as A and the model as B; game 2 swaps them.
@@ -20,10 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from arena import bootstrap as bs
-from arena import bt
-from arena._jax import float64
-from arena.diagnostics import beat_edges, separation, strong_groups
+from arena.bootstrap import refits as bs
+from arena.bt import likelihood as bt
+from arena.bt.diagnostics import beat_edges, separation, strong_groups
+from arena.jax_setup import float64
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, json_type
 from preflab.outcomes import Outcome
@@ -340,10 +340,10 @@ def prompt_resamples(n_prompts: int, n_bootstrap: int, seed: int = 0) -> np.ndar
 def refit_resamples(data: bt.PairData, x: np.ndarray, per_prompt: np.ndarray, resamples: np.ndarray,
                     chunk: int = 200, flags: bool = False):
     """BT refits (R, K+1) for prompt counts ``resamples`` (R, U): pair counts are ``resamples @ per_prompt``,
-    refitted by vmapped Newton from the full-data fit (:func:`arena.bootstrap.newton_refit_chunk`).
+    refitted by vmapped Newton from the full-data fit (:func:`arena.bootstrap.refits.newton_refit_chunk`).
 
     With ``flags``, also converged (R,) and the strongly connected group labels (R, K) of each resample
-    (:func:`arena.diagnostics.strong_groups`); without, a refit that does not converge raises FloatingPointError."""
+    (:func:`arena.bt.diagnostics.strong_groups`); without, a refit that does not converge raises FloatingPointError."""
     d = bt.PairData(jnp.asarray(data.i), jnp.asarray(data.j), jnp.asarray(data.counts))
     flat = per_prompt.reshape(per_prompt.shape[0], -1)
     k = len(x) - 1
@@ -440,7 +440,7 @@ def load_answer_style(paths: list[str | Path]) -> pd.DataFrame:
     model_id, conv_metadata: {...}`` with the same counts), flat rows
     (``uid``/``item_id``, ``model``, ``tokens, header_count, list_count, bold_count``) or answer text
     (``item_id, model, answer``, as in ``data/demo/items.jsonl``; length then in characters)."""
-    from arena.style import markdown_counts
+    from arena.style.fit import markdown_counts
 
     rows, seen = [], {}
     for path in map(Path, paths):

@@ -17,13 +17,14 @@ import jax
 import numpy as np
 import pandas as pd
 
-from arena import bootstrap as bs
-from arena import bt, diagnostics, matrices
-from arena._jax import float64
-from arena.data import Battles, PairCounts, aggregate, load_battles
+from arena.bootstrap import refits as bs
+from arena.bt import diagnostics, matrices
+from arena.bt import likelihood as bt
+from arena.bt.units import ItemUnits, cluster_sandwich, item_units
+from arena.io.battles import Battles, PairCounts, aggregate, load_battles
+from arena.jax_setup import float64
 from arena.leaderboard_options import EloScale, IntervalOptions, check_ridge, check_ties
 from arena.leaderboard_table import add_intervals, interval_attrs, normal_quantile, ranked, sandwich_interval
-from arena.units import ItemUnits, cluster_sandwich, item_units
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def fit_leaderboard(
     """Fit a BT leaderboard with sandwich and/or bootstrap intervals (see :func:`rank_battles`).
 
     ``intervals`` (:class:`IntervalOptions`): ``ci``, ``level``, ``n_bootstrap``, ``seed``, the sampling
-    ``unit`` of both intervals (:mod:`arena.units`: ``"item"`` clusters the sandwich and resamples items
+    ``unit`` of both intervals (:mod:`arena.bt.units`: ``"item"`` clusters the sandwich and resamples items
     (question id x model pair) whenever an item holds several battles, else it is the battle; ``"battle"``
     treats every battle as independent; ``table.attrs["unit"]`` names the one used), bootstrap ``weights``, and
     ``cluster``, a battle column (e.g. ``question_id``) whose values are the bootstrap's resampling unit (style
@@ -214,7 +215,7 @@ def _counted(battles: Battles | pd.DataFrame | PairCounts, filters: Any,
         return battles, battles, []
     battles, report = _as_battles(battles), []
     if filters is not None:
-        from arena.hygiene import apply_filters
+        from arena.bt.hygiene import apply_filters
 
         battles, report = apply_filters(battles, filters)
     if len(battles) == 0:
@@ -226,7 +227,7 @@ def _style_estimate(battles: Battles, intervals: IntervalOptions, units: ItemUni
                     features: tuple[str, ...] | None, device: jax.Device | None,
                     progress: Callable[[int], None] | None) -> _Estimate:
     """The contextual (style-controlled) fit, its intervals resampling items, the caller's clusters or battles."""
-    from arena.style import style_fit
+    from arena.style.fit import style_fit
 
     clusters, unit_text = None if units is None else units.battle_item, None
     if intervals.cluster is not None:  # the caller's unit (e.g. Arena-Hard's prompts), for both intervals
@@ -297,7 +298,7 @@ def _too_wide(table: pd.DataFrame, limit: float) -> list[str]:
     msg = (f"not identified: the style-controlled intervals of {names} span more than {limit:,.0f} points, so those "
            "ratings are not results; control for fewer style features (style_features=length) or collect battles "
            "where style varies within models")
-    from arena.style import ConfoundedStyleWarning
+    from arena.style.fit import ConfoundedStyleWarning
 
     warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
     return [msg]

@@ -1,8 +1,8 @@
 """Settings of a leaderboard fit, each a small frozen value that checks itself when it is built.
 
 :class:`IntervalOptions` says how the uncertainty is computed (sandwich and/or bootstrap, level, replicates,
-seed, sampling unit); :class:`EloScale` how strengths become ratings; :data:`arena.bt.Ties` which tie model
-is fitted. :func:`arena.leaderboard.fit_leaderboard` and :func:`arena.ppi_board.ppi_leaderboard` take them.
+seed, sampling unit); :class:`EloScale` how strengths become ratings; :data:`arena.bt.likelihood.Ties` which tie model
+is fitted. :func:`arena.leaderboard.fit_leaderboard` and :func:`arena.ppi.board.ppi_leaderboard` take them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from arena.bt import TIES
-from arena.units import UNITS, Unit
-from arena.weights import WeightKind
+from arena.bootstrap.weights import WeightKind
+from arena.bt.likelihood import TIES
+from arena.bt.units import UNITS, Unit
 
 CI = Literal["bootstrap", "sandwich", "both"]
 CIS: tuple[str, ...] = get_args(CI)
@@ -39,9 +39,9 @@ class IntervalOptions:
 
     ``ci``: ``"bootstrap"`` (percentile intervals and rank bounds from ``n_bootstrap`` refits, seeded by
     ``seed``), ``"sandwich"`` (Wald intervals from the robust covariance) or ``"both"``; ``lower``/``upper`` are
-    the bootstrap's when there is one. ``level``: the coverage of every interval. ``unit`` (:mod:`arena.units`):
+    the bootstrap's when there is one. ``level``: the coverage of every interval. ``unit`` (:mod:`arena.bt.units`):
     ``"item"`` clusters the sandwich and resamples items whenever an item holds several battles, ``"battle"``
-    treats battles as independent. ``weights``: multinomial or Poisson bootstrap weights (:mod:`arena.weights`).
+    treats battles as independent. ``weights``: multinomial or Poisson bootstrap weights (:mod:`arena.bootstrap.weights`).
     ``cluster``: a battle column whose values are the resampling unit instead (style control only).
     """
 
@@ -82,7 +82,7 @@ class IntervalOptions:
 
 
 def check_ties(ties: str) -> None:
-    """Refuse a tie model other than :data:`arena.bt.TIES`."""
+    """Refuse a tie model other than :data:`arena.bt.likelihood.TIES`."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
 

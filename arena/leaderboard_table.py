@@ -1,4 +1,4 @@
-"""The rated table both leaderboards return (:mod:`arena.leaderboard`, :mod:`arena.ppi_board`).
+"""The rated table both leaderboards return (:mod:`arena.leaderboard`, :mod:`arena.ppi.board`).
 
 From per-model counts, ratings, sandwich standard errors and bootstrap bounds: the interval columns, the
 rank bounds, the primary ``lower``/``upper``, Chatbot Arena's rank, the column order and the sort. One
@@ -12,8 +12,8 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from arena import bootstrap as bs
-from arena import bt
+from arena.bootstrap import refits as bs
+from arena.bt import likelihood as bt
 from arena.leaderboard_options import EloScale, IntervalOptions
 
 COLUMNS: tuple[str, ...] = ("model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties")

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from arena.data import aggregate, load_battles
+from arena.io.battles import aggregate, load_battles
 from benchmarks.common import best_of, write_table
 
 

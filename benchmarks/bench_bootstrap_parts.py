@@ -38,13 +38,14 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
 
     jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
-    from arena import bootstrap as bs
-    from arena import bt, refit
-    from arena import weights as wt
-    from arena.data import aggregate, load_battles
+    from arena.bootstrap import dense as refit
+    from arena.bootstrap import refits as bs
+    from arena.bootstrap import weights as wt
+    from arena.bootstrap.poisson import PoissonTable
+    from arena.bt import likelihood as bt
+    from arena.io.battles import aggregate, load_battles
     from arena.leaderboard import rank_battles
     from arena.leaderboard_options import IntervalOptions
-    from arena.poisson import PoissonTable
 
     k = args.models
     df = make_w1(k=k)

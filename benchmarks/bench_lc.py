@@ -17,7 +17,9 @@ import pandas as pd
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from arena.lc import (
+from arena.lc.bootstrap import LCStart, bootstrap_lc, cold_start, fit_lc_jit, hyper_from_penalty
+from arena.lc.data import table_from_frame, table_to_grid
+from arena.lc.fit import (
     LCData,
     LCGrid,
     LCPenalty,
@@ -29,8 +31,6 @@ from arena.lc import (
     no_gamed_rows,
     tanh_std_delta_len,
 )
-from arena.lc_bootstrap import LCStart, bootstrap_lc, cold_start, fit_lc_jit, hyper_from_penalty
-from arena.lc_data import table_from_frame, table_to_grid
 from benchmarks.common import best_of, write_table
 
 N_INSTR, N_MODELS, N_BOOT = 805, 60, 1000

@@ -84,7 +84,7 @@ def main() -> None:
                     help="Also measure CSV and Parquet with the JSONL file's rows (default: yes).")
     args = ap.parse_args()
     load = os.getloadavg()
-    base, _, _, _ = child_peak([sys.executable, "-c", "import arena.data, arena.leaderboard, preflab_cli"])
+    base, _, _, _ = child_peak([sys.executable, "-c", "import arena.io.battles, arena.leaderboard, preflab_cli"])
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "small.jsonl"
         simulate(small, 2000)

@@ -1,8 +1,8 @@
 """PPI++ leaderboard benchmark: 100 models, 1,000,000 judge verdicts, 20,000 human votes (10,000 items x 2).
 
-Times building the item cells from the frames (:func:`arena.ppi_board.build_items`), the tuned PPI++ fit
+Times building the item cells from the frames (:func:`arena.ppi.board.build_items`), the tuned PPI++ fit
 with sandwich intervals, 1,000 stratified bootstrap refits, and the whole leaderboard from the frames
-(:func:`arena.ppi_board.ppi_leaderboard`, ``ci="both"``): best wall time of 3 runs with that run's process
+(:func:`arena.ppi.board.ppi_leaderboard`, ``ci="both"``): best wall time of 3 runs with that run's process
 CPU time (all threads) beside it, and the load average, because the machine is shared.
 Run: ``python -m benchmarks.bench_ppi``. Target: fit + sandwich + 1,000 bootstrap refits <= 5 s
 on 2 cores.
@@ -49,9 +49,10 @@ def best_of_timed(fn, repeat: int = 3) -> tuple[float, float]:  # noqa: ANN001
 
 
 def main() -> None:
-    from arena import ppi, ppi_board
-    from arena.data import load_battles
+    from arena.io.battles import load_battles
     from arena.leaderboard_options import IntervalOptions
+    from arena.ppi import board as ppi_board
+    from arena.ppi import estimator as ppi
 
     human, judge = make_frames()
     hb = load_battles(human)

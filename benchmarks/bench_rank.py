@@ -64,8 +64,8 @@ def table(title: str, header: list[str], rows: list[list[object]]) -> str:
 
 
 def bench_preflab(df: pd.DataFrame, device: str | None, repeat: int) -> dict[str, float]:
-    from arena import bt
-    from arena.data import aggregate, load_battles
+    from arena.bt import likelihood as bt
+    from arena.io.battles import aggregate, load_battles
     from arena.leaderboard import rank_battles
     from arena.leaderboard_options import IntervalOptions
 

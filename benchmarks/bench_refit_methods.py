@@ -2,7 +2,7 @@
 
 Issue 16 asks to pick the bootstrap refit by size, "whichever is measured faster", each to 1e-3 Elo of the
 exact MLE. Here one chunk of bootstrap replicates of the 1,000-model (or ``--models``) arena is refitted by
-- chord-Newton: :func:`arena.refit.refit_signed_chunk`, the production path (the full-data Hessian's
+- chord-Newton: :func:`arena.bootstrap.dense.refit_signed_chunk`, the production path (the full-data Hessian's
   inverse shared by every replicate; steps until the largest is below 1e-9: the exact MLE);
 - MM: Hunter (2004, Ann. Stat. 32:384, eq. 3), ``p_i <- S_i / sum_j N_ij / (p_i + p_j)``, one pass over N;
 - L-BFGS: ``optax.lbfgs`` with its zoom line search on the same negative log-likelihood (Liu & Nocedal 1989),
@@ -77,9 +77,10 @@ def steps_to(trace: np.ndarray, elo: float = 1e-3) -> int | None:
 def _compare(k: int, args: argparse.Namespace) -> list[list[object]]:
     """The table's rows for ``k`` models."""
     jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
-    from arena import bt, refit
-    from arena import weights as wt
-    from arena.data import aggregate, load_battles
+    from arena.bootstrap import dense as refit
+    from arena.bootstrap import weights as wt
+    from arena.bt import likelihood as bt
+    from arena.io.battles import aggregate, load_battles
 
     data = bt.pair_data(aggregate(load_battles(make_w1(k=k))))
     fit = bt.fit(bt.initial_x(data, k, "half"), data, "half")

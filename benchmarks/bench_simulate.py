@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from arena.data import aggregate
-from arena.sampling import estimate_ratings, next_pair
-from arena.simulate import (
+from arena.io.battles import aggregate
+from arena.simulation.sampling import estimate_ratings, next_pair
+from arena.simulation.simulate import (
     ArenaSpec,
     codes_to_battles,
     lengths_for,
@@ -22,7 +22,7 @@ from arena.simulate import (
     simulate_codes,
     spread_strengths,
 )
-from arena.studies import fit_arenas, outcome_tensor
+from arena.simulation.studies import fit_arenas, outcome_tensor
 from benchmarks.common import best_of, write_table
 
 

@@ -1,6 +1,6 @@
 """Adapters: judge verdicts and human labels from files into the judged-pairs table of :mod:`judge.pairs`.
 
-Bad rows raise :class:`arena.data.InputError` naming file, line and field; rows that are set aside
+Bad rows raise :class:`arena.io.battles.InputError` naming file, line and field; rows that are set aside
 (duplicates, unmatched labels) are counted in ``pairs.attrs["notes"]``, never dropped silently.
 """
 

@@ -123,7 +123,8 @@ def combine_orders(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.Dat
 
 
 def verdict_battle_rows(combined: pd.DataFrame, judge: str | None = None) -> pd.DataFrame:
-    """Combined verdicts as Chatbot-Arena-layout battles (``model_a = model_x``), for ``arena.data.load_battles``."""
+    """Combined verdicts as Chatbot-Arena-layout battles (``model_a = model_x``), for
+    ``arena.io.battles.load_battles``."""
     ok = combined["winner"].notna()
     winner = combined.loc[ok, "winner"].map({"x": "model_a", "y": "model_b", "tie": "tie"})
     df = pd.DataFrame({"model_a": combined.loc[ok, "model_x"], "model_b": combined.loc[ok, "model_y"],

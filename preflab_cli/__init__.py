@@ -69,5 +69,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     finally:
         common.DEBUG = False
-        if "arena._jax" in sys.modules:  # `rank` turned stored programs on for itself, not for the library
-            sys.modules["arena._jax"].STORE_PROGRAMS = False
+        if "arena.jax_setup" in sys.modules:  # `rank` turned stored programs on for itself, not for the library
+            sys.modules["arena.jax_setup"].STORE_PROGRAMS = False

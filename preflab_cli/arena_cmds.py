@@ -24,7 +24,7 @@ def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False,
 
     ``lean``: keep only the columns the statistics read (``need``: only these optional ones; plus ``keep``),
     for bounded memory."""
-    from arena.data import load_battles
+    from arena.io.battles import load_battles
 
     try:
         battles = load_battles(path, layout=layout, on_error="skip" if skip_bad_rows else "raise", lean=lean,
@@ -39,7 +39,7 @@ def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False,
 @app.command()
 def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False) -> None:
     """Validate a battles file and summarise it: rows, models, outcomes, graph components."""
-    from arena.data import aggregate, comparison_components
+    from arena.io.battles import aggregate, comparison_components
 
     battles = load_or_exit(path, layout, skip_bad_rows, lean=True, need=())  # names and outcomes only
     counts = aggregate(battles)
@@ -56,7 +56,7 @@ def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False
 @app.command()
 def convert(src: Path, dst: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False) -> None:
     """Convert battles between JSON, JSONL, CSV and Parquet (by extension), validating on the way."""
-    from arena.data import write_battles
+    from arena.io.battles import write_battles
 
     battles = load_or_exit(src, layout, skip_bad_rows)
     write_battles(battles, dst)
@@ -103,7 +103,7 @@ def simulate(
     conv_metadata: Annotated[bool, typer.Option(help="Also write nested conv_metadata per row.")] = True,
 ) -> None:
     """Simulate an arena with known truth and write Chatbot Arena-format battles plus a truth file."""
-    from arena.simulate import simulate_to_files, spec_from_options
+    from arena.simulation.simulate import simulate_to_files, spec_from_options
 
     try:
         spec = spec_from_options(models=models, strengths=_floats(strengths), spread=spread, ties=ties_model(ties),
@@ -133,10 +133,10 @@ def power(
     tie_rate: Annotated[float, typer.Option(help="Tie probability between equally strong models.")] = 0.0,
 ) -> None:
     """Sample sizes: decisive pairs for a paired A-vs-B test (normal and exact), or votes for a leaderboard."""
-    from arena.power import leaderboard_votes_needed, power_table
+    from arena.simulation.power import leaderboard_votes_needed, power_table
 
     if strengths:
-        from arena.simulate import default_model_names
+        from arena.simulation.simulate import default_model_names
 
         values = _floats(strengths) or []
         plan = leaderboard_votes_needed(values, level=1 - alpha, power=target, ties=ties_model(ties), tie_rate=tie_rate,
@@ -165,8 +165,8 @@ def study(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Simulation studies with known truth (seed setting: strengths 1.6, 1.2, 0.9, 0.4, 0)."""
-    from arena import studies
-    from arena.simulate import spread_strengths
+    from arena.simulation import studies
+    from arena.simulation.simulate import spread_strengths
 
     budgets = [int(v) for v in (_floats(votes) or [])]
     if name == "recovery":
@@ -218,14 +218,14 @@ def lc_cmd(
 
     import pandas as pd
 
-    from arena.lc import LCDivergenceWarning, lc_leaderboard
-    from arena.lc_data import (
+    from arena.lc.data import (
         format_lc_table,
         load_alpaca_table,
         load_difficulty,
         load_lc_table,
         with_baseline_rows,
     )
+    from arena.lc.fit import LCDivergenceWarning, lc_leaderboard
     from preflab.io import write_table
 
     try:

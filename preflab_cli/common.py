@@ -74,8 +74,8 @@ def import_jax_in_background() -> threading.Thread:
     def work() -> None:
         try:
             with jax_plugin_scan_by_folder_name():
-                import arena.leaderboard  # noqa: F401  (and arena._jax: x64 and the compilation cache)
-            from arena._jax import load_lowering_libraries
+                import arena.leaderboard  # noqa: F401  (and arena.jax_setup: x64 and the compilation cache)
+            from arena.jax_setup import load_lowering_libraries
 
             load_lowering_libraries()
         except Exception:  # noqa: BLE001, S110  (the main thread imports again and reports it)
@@ -88,7 +88,7 @@ def import_jax_in_background() -> threading.Thread:
     # numpy's and pandas' C extensions are not safe to initialise from two threads at once (seen: "cannot
     # import name '__cpu_features__' from partially initialized module numpy._core._multiarray_umath" in
     # about one warm rank of four): the reader's modules load here first, only JAX's in the thread
-    import arena.data  # noqa: F401
+    import arena.io.battles  # noqa: F401
 
     thread = threading.Thread(target=work, name="preflab-import-jax", daemon=True)
     thread.start()

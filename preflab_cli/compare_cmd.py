@@ -1,6 +1,6 @@
 """``preflab compare``: did the change help? A thin shell over :func:`judge.compare_run.run_compare`.
 
-``--plan`` is composed here because it needs both the judge's call count and :mod:`arena.power`'s exact
+``--plan`` is composed here because it needs both the judge's call count and :mod:`arena.simulation.power`'s exact
 sign-test power (judge/ never imports arena).
 """
 
@@ -21,7 +21,7 @@ def plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: float, alp
          tie_rate: float = 0.0) -> dict:
     """The smallest win rate the exact sign test detects at ``power`` with these prompts, the judge calls
     (both orders, every rubric) and their cost at the price table (unknown prices say so)."""
-    from arena.power import sign_test_power
+    from arena.simulation.power import sign_test_power
     from judge.spend import spec_price
     from preflab.errors import InputError
 

@@ -16,10 +16,10 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
     import warnings
 
     from arena.leaderboard_options import EloScale, IntervalOptions
-    from arena.rank_output import rich_table
     from preflab.errors import InputError
     from preflab.io import write_table
     from preflab_cli.common import console, err, fail
+    from preflab_cli.rank_output import rich_table
     from voting.judge_assist import footer, judge_assisted_leaderboard
 
     try:

@@ -74,7 +74,7 @@ def rank(
 
     timings = Timings()
     jax_imported = import_jax_in_background()  # overlaps reading the file
-    from arena.data import STYLE_COLUMNS
+    from arena.io.battles import STYLE_COLUMNS
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
     # filters and judge matching read the optional columns; a plain fit reads names and outcomes (+ style)
@@ -85,14 +85,14 @@ def rank(
     finally:  # also on bad input: no exit while a thread is still importing
         timings.lap("read")
         jax_imported.join()
-    import arena._jax
-    from arena.hygiene import parse_filters
+    import arena.jax_setup
+    from arena.bt.hygiene import parse_filters
     from arena.leaderboard import fit_leaderboard
     from arena.leaderboard_options import EloScale, IntervalOptions
-    from arena.rank_output import bootstrap_progress, rich_table
     from preflab.io import write_table
+    from preflab_cli.rank_output import bootstrap_progress, rich_table
 
-    arena._jax.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
+    arena.jax_setup.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
     timings.lap("imports")
     if judge_battles is not None:  # judge-assisted leaderboard (PPI++)
         from preflab_cli.judge_assist import rank_with_judge

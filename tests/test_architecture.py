@@ -113,7 +113,7 @@ def import_circles(package: str) -> list[list[str]]:
 #: Circles that need functions moved between modules other work is editing now; the restructure of arena
 #: into rooms removes them (then this is empty, and the check fails if one comes back).
 KNOWN_CIRCLES = {
-    "arena": [["arena.data", "arena.lean_load", "arena.readers"], ["arena.lc", "arena.lc_bootstrap"]],
+    "arena": [["arena.io.battles", "arena.io.lean_load", "arena.io.readers"], ["arena.lc.bootstrap", "arena.lc.fit"]],
 }
 
 
@@ -133,14 +133,9 @@ def test_the_circle_check_sees_a_lazy_circle(tmp_path: Path, monkeypatch: pytest
     assert import_circles("pkg") == [["pkg.a", "pkg.b"]]
 
 
-#: Private modules another package uses: the CLI's warm-start hooks (JAX's LAPACK set-up while the file is
-#: read, the stored-program switch), which get a public home when arena is restructured.
-KNOWN_PRIVATE_MODULE_USES = {("preflab_cli.common", "arena._jax"), ("preflab_cli.rank_cmd", "arena._jax")}
-
-
 def test_no_module_imports_another_modules_private_name() -> None:
     """A ``_name`` is its module's own: no other module imports it (make it public or move it). A private
-    module (``arena._jax``) is its package's own: only modules of that package import it."""
+    module (``pkg._impl``) is its package's own: only modules of that package import it."""
     bad = set()
     for package in sorted(OURS):
         for f in modules(package):
@@ -151,7 +146,7 @@ def test_no_module_imports_another_modules_private_name() -> None:
                 private = next((p for p in module.split(".") if p.startswith("_") and not p.startswith("__")), None)
                 if private and module.split(".")[0] != package:
                     bad.add((me, module))
-    assert bad == KNOWN_PRIVATE_MODULE_USES
+    assert bad == set()
 
 
 def test_the_checker_sees_lazy_imports(tmp_path: Path) -> None:
@@ -173,7 +168,7 @@ setting = jax.config.jax_enable_x64
 for name in sys.argv[1:]:
     importlib.import_module(name)
 assert jax.config.jax_enable_x64 is setting, "importing arena changed jax_enable_x64"
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
 from arena.leaderboard_options import IntervalOptions
 intervals = IntervalOptions("both", n_bootstrap=20)
@@ -188,7 +183,7 @@ def test_importing_arena_and_fitting_leave_the_jax_setting_as_it_was() -> None:
     """Importing every arena module and fitting leave ``jax_enable_x64`` as the host process set it (a
     user's own JAX code keeps float32 when it asked for it), and the fit computes in float64 either way:
     the same table, to the last digit, whether the user's JAX has 64-bit types on or off."""
-    names = [f"arena.{f.stem}" for f in modules("arena") if f.stem != "__init__"]
+    names = [module_name(f) for f in modules("arena")]
     runs = {}
     for x64 in ("0", "1"):
         out = subprocess.run([sys.executable, "-c", FIT_LEAVING_JAX_AS_IT_WAS, *names], capture_output=True,

@@ -20,6 +20,18 @@ PUBLIC = {
               "fit_leaderboard", "forest_plot", "lc_leaderboard", "leaderboard_votes_needed", "load_arena_hard",
               "load_battles", "load_lc_table", "next_pair", "parse_filters", "power_table", "ppi_leaderboard",
               "rank_battles", "style_fit", "win_rate_heatmap", "write_battles"],
+    "arena.bootstrap": ["PoissonTable", "Replicates", "WeightKind", "bootstrap_fits", "draw_weights",
+                        "percentile_interval", "rank_from_intervals", "usable_replicates"],
+    "arena.bt": ["Fit", "PairData", "apply_filters", "cluster_sandwich", "fit_ratings", "item_units", "pair_data",
+                 "parse_filters", "strong_groups", "tie_parameter_for_rate"],
+    "arena.io": ["Battles", "ColumnMap", "PairCounts", "aggregate", "load_battles", "validate", "write_battles"],
+    "arena.lc": ["LCDivergenceWarning", "LCPenalty", "bootstrap_lc", "lc_leaderboard", "load_alpaca_table",
+                 "load_lc_table", "table_from_frame"],
+    "arena.ppi": ["Items", "PPIFit", "build_items", "fit_ppi", "llmfao_study", "ppi_leaderboard",
+                  "unlimited_judge_gain"],
+    "arena.simulation": ["ArenaSpec", "coverage_study", "fit_arenas", "leaderboard_votes_needed", "next_pair",
+                         "power_table", "sign_test_power", "simulate_codes", "spread_strengths", "uniform_pairs"],
+    "arena.style": ["ConfoundedStyleWarning", "STYLE_FEATURES", "markdown_counts", "style_fit"],
     "judge": ["Pair", "RunConfig", "load_pairs", "load_rubric", "make_provider", "render_card", "run_judge",
               "write_card"],
     "judge.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
@@ -64,7 +76,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_importing_the_packages_loads_none_of_their_names() -> None:
     """The surface is declared, not imported: ``import judge`` and ``import arena`` load no JAX (nor pandas),
     and using ``judge.run_judge`` still loads no JAX."""
-    code = ("import sys, arena, judge, voting, preflab\n"
+    code = ("import sys, arena, arena.io, arena.bt, arena.bootstrap, arena.style, arena.lc, arena.ppi,"
+            " arena.simulation, judge, voting, preflab\n"
             "light = not any(m in sys.modules for m in ('jax', 'pandas', 'numpy'))\n"
             "judge.run_judge, judge.make_provider\n"
             "print(light, 'jax' in sys.modules)\n")

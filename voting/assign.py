@@ -119,9 +119,9 @@ def _sides(item_id: str, x: str, y: str, rng: np.random.Generator) -> Round:
     return Round(item_id, x, y) if rng.random() < 0.5 else Round(item_id, y, x)
 
 
-def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - arena.data.PairCounts
-    """Votes so far as :class:`arena.data.PairCounts` over ``models`` (left = model_a)."""
-    from arena.data import aggregate_codes
+def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - arena.io.battles.PairCounts
+    """Votes so far as :class:`arena.io.battles.PairCounts` over ``models`` (left = model_a)."""
+    from arena.io.battles import aggregate_codes
     from voting.votes import vote_codes
 
     index = {m: k for k, m in enumerate(models)}
@@ -132,12 +132,12 @@ def tally_counts(tallies: pd.DataFrame, models: list[str]):  # noqa: ANN201 - ar
 
 
 def _active_pair(pool: pd.DataFrame, tallies: pd.DataFrame, rng: np.random.Generator) -> tuple[str, str, str] | None:
-    """(item, left, right): the pair :func:`arena.sampling.next_pair` says shrinks the leaderboard's
+    """(item, left, right): the pair :func:`arena.simulation.sampling.next_pair` says shrinks the leaderboard's
     uncertainty most, among pairs that some eligible item can show; that item is the least-voted one.
     None (caller falls back to ``balanced``) before there are any votes."""
     if tallies.empty:
         return None
-    from arena.sampling import next_pair
+    from arena.simulation.sampling import next_pair
 
     models = sorted({m for ms in pool["models"] for m in ms})
     if len(models) < 2:

@@ -93,7 +93,7 @@ def pair_counts(engine: Engine) -> dict[frozenset, int]:
 
 def battle_outcomes(engine: Engine, names: Sequence[str]) -> np.ndarray:
     """(k, k, 3) counts of (left wins, right wins, tie) per ordered pair of roster models from the battle
-    votes (both tie kinds are ties), as :func:`arena.sampling.outcome_tensor` lays them out."""
+    votes (both tie kinds are ties), as :func:`arena.simulation.sampling.outcome_tensor` lays them out."""
     from voting.store import load_votes
     from voting.votes import vote_codes
 
@@ -113,9 +113,10 @@ def draw_pair(roster: Sequence[ModelSpec], counts: dict[frozenset, int], rng: np
               strategy: str = "balanced", outcomes: np.ndarray | None = None) -> tuple[ModelSpec, ModelSpec]:
     """The next pair, sides at random: (shown as A, shown as B). ``balanced``: the least-compared pair (ties
     broken at random, weighted by the product of the models' weights); ``uniform``: any pair, by weight;
-    ``active``: :func:`arena.sampling.next_pair` on the battle ``outcomes`` (balanced until there are votes)."""
+    ``active``: :func:`arena.simulation.sampling.next_pair` on the battle ``outcomes`` (balanced until there are
+    votes)."""
     if strategy == "active" and outcomes is not None and outcomes.sum() > 0:
-        from arena.sampling import next_pair
+        from arena.simulation.sampling import next_pair
 
         i, j = next_pair(outcomes, seed=rng)
         return roster[i], roster[j]

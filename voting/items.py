@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.data import read_file
+from arena.io.battles import read_file
 from preflab.errors import InputError
 
 LONG_COLUMNS: tuple[str, ...] = ("item_id", "prompt", "model", "answer")

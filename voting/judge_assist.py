@@ -2,8 +2,8 @@
 "sharpen with a judge" and ``preflab rank HUMAN --judge-battles JUDGE`` both call.
 
 A judge file is a `preflab judge run` verdict file (both orders combined here, so :mod:`arena` never
-imports :mod:`judge`) or any battles file that :func:`arena.data.load_battles` reads. The math is
-:func:`arena.ppi_board.ppi_leaderboard`.
+imports :mod:`judge`) or any battles file that :func:`arena.io.battles.load_battles` reads. The math is
+:func:`arena.ppi.board.ppi_leaderboard`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from arena.data import Battles
+from arena.io.battles import Battles
 from preflab.errors import InputError
 
 
@@ -81,7 +81,7 @@ def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdic
 def load_judge(path: str | Path, layout: str = "arena", skip_bad_rows: bool = False,
                labels: str = "auto", allow_mixed: bool = False) -> tuple[Battles | pd.DataFrame, str]:
     """(judge rows, labels to fit with): a verdict file's averaged verdicts (soft), or a battles file."""
-    from arena.data import load_battles
+    from arena.io.battles import load_battles
 
     if is_verdict_file(path):
         return verdict_frame(path, labels, allow_mixed), "soft"
@@ -93,12 +93,13 @@ def judge_assisted_leaderboard(human: Battles, judge_path: str | Path, *, layout
                                **options: Any) -> pd.DataFrame:
     """The PPI++ leaderboard of ``human`` battles sharpened by the judge file at ``judge_path``.
 
-    ``options`` go to :func:`arena.ppi_board.ppi_leaderboard` (``intervals``: an
-    :class:`arena.leaderboard_options.IntervalOptions`, ``ties``, ``scale``). The table has the usual columns, ``ess``, the human-only fit on the same votes
+    ``options`` go to :func:`arena.ppi.board.ppi_leaderboard` (``intervals``, an
+    :class:`arena.leaderboard_options.IntervalOptions`; ``ties``, ``scale``). The table has the usual columns,
+    ``ess``, the human-only fit on the same votes
     (``rating_human``, ``lower_human``, ``upper_human``) and ``attrs`` with ``lambda``, the item counts and
     ``ess_gain``. Raises :class:`~preflab.errors.InputError` or ``ValueError`` on bad input.
     """
-    from arena.ppi_board import ppi_leaderboard
+    from arena.ppi.board import ppi_leaderboard
 
     judge, labels = load_judge(judge_path, layout, skip_bad_rows, labels, allow_mixed)
     table = ppi_leaderboard(human, judge, labels=labels, judge_source=str(judge_path), **options)
@@ -144,7 +145,7 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     with unlimited judge verdicts on items like these (the judge card's "PPI gain", beside kappa).
 
     The labelled set is the table's pairs with human votes and a judge label; the statistic is
-    :func:`arena.ppi_gain.unlimited_judge_gain` (the PPI++ variance ratio with N/n -> infinity). For a single
+    :func:`arena.ppi.gain.unlimited_judge_gain` (the PPI++ variance ratio with N/n -> infinity). For a single
     mean it is the control-variate factor 1 / (1 - rho^2) (Chaganty, Mussmann, Liang 2018, "The price of
     debiasing automatic metrics"): the score correlation that counts is within a model pair (a judge that only
     knows which model is better overall gives a BT leaderboard nothing). A finite number N of judge-only
@@ -153,9 +154,9 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
     Returns ``{"gain", "unbounded", "lambda", "n_items", "n_votes"}``, or None without models, human votes or two
     labelled items (no BT fit).
     """
-    from arena.data import load_battles
-    from arena.ppi_board import build_items
-    from arena.ppi_gain import unlimited_judge_gain
+    from arena.io.battles import load_battles
+    from arena.ppi.board import build_items
+    from arena.ppi.gain import unlimited_judge_gain
 
     if not {"model_x", "model_y", "item_id"} <= set(pairs.columns):
         return None

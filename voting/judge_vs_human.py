@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from arena.data import Battles, load_battles
+from arena.io.battles import Battles, load_battles
 
 WINNER = {0.0: "model_a", 1.0: "model_b", 2.0: "tie"}  # judge.outcomes codes X, Y, TIE with model_a = x
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from arena import __version__ as APP_VERSION
-from arena.data import Battles
+from arena.io.battles import Battles
 from preflab.outcomes import VOTE_CHOICES, battle_label
 from voting.items import ItemDataError, ItemSet, check_name, normal_name
 

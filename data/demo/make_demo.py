@@ -64,7 +64,7 @@ def markdown_counts(text: str) -> dict[str, int]:
     """Header lines (any level), list items (ordered and unordered) and bold spans outside fenced code.
 
     Totals, as in the style-control features of Chatbot Arena's ``conv_metadata`` (which keeps them per
-    header level / list kind / bold marker; ``arena.data`` sums such dicts to the same totals).
+    header level / list kind / bold marker; ``arena.io.battles`` sums such dicts to the same totals).
     """
     body = FENCE.sub("", text)
     return {
@@ -185,7 +185,7 @@ was used. `make_demo.py` (standard library only, deterministic) composes the ans
 |---|---|---|
 | `items.jsonl` | {n_items} | one row per answer: `item_id, prompt, category, model, answer, correct, flaw` |
 | `pairs.jsonl` | {n_pairs} | judge input, every item x six model pairs (below): `item_id, prompt, model_x, answer_x, model_y, answer_y` |
-| `battles.jsonl` | {n_votes} | simulated human votes, Chatbot Arena layout (loads with `arena.data.load_battles`) |
+| `battles.jsonl` | {n_votes} | simulated human votes, Chatbot Arena layout (loads with `arena.io.load_battles`) |
 | `truth.json` | - | the simulation's true parameters and what it realised |
 
 {n_prompts} prompts, 8 each of: facts, how-to, coding, writing, reasoning.

@@ -46,7 +46,7 @@ def test_sides_are_randomised():
 
 
 def test_active_picks_the_pair_with_the_largest_gain_among_showable_ones():
-    from arena.sampling import estimate_ratings, pair_gains, votes_per_pair
+    from arena.simulation.sampling import estimate_ratings, pair_gains, votes_per_pair
 
     models = ["m0", "m1", "m2", "m3"]
     rows = [("i0", "m0", "m1", "m0")] * 30 + [("i0", "m1", "m2", "m1")] * 3 + [("i0", "m2", "m3", None)] * 2

@@ -76,7 +76,7 @@ def test_balanced_exposure_within_20_percent_of_uniform():
 def test_active_beats_uniform_on_interval_width():
     """Mean sandwich SD of the adjacent gaps (what active sampling targets), same truth and budget.
     Measured (seed 7, 3 arenas x 300 votes, 20% exploration): uniform 0.278, active 0.263 (ratio 0.945)."""
-    from arena.studies import fit_arenas, outcome_tensor  # noqa: F401 (outcome_tensor documents the layout)
+    from arena.simulation.studies import fit_arenas, outcome_tensor  # noqa: F401 (outcome_tensor documents the layout)
 
     truth = np.array([2.0, 1.0, 0.5, 0.4, -1.0])  # far pairs teach little: where uniform wastes votes
     order = np.argsort(-truth)

@@ -326,7 +326,7 @@ def test_a_voter_can_draw_a_prompt_from_the_prompt_set(monkeypatch, tmp_path, sq
 
 
 def test_active_draws_the_arena_samplers_pair_from_battle_votes(sqlite_url):
-    from arena.sampling import next_pair
+    from arena.simulation.sampling import next_pair
     from voting.battles import battle_outcomes
 
     roster = [ModelSpec(n, f"local:http://h:1/v1#{n}") for n in ("a", "b", "c", "d")]

@@ -89,7 +89,7 @@ def test_preflab_app_serves_the_voting_page(tmp_path):
 
 
 def test_export_votes_feeds_the_arena(seeded_url, tmp_path):
-    from arena.data import load_battles
+    from arena.io.battles import load_battles
     from tests.app.conftest import MODELS
     from voting.store import Vote, record_vote
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from tests.app.conftest import MODELS, tiny_items
 from voting.items import ItemDataError, ItemSet, load_items
 from voting.store import (
@@ -141,7 +141,7 @@ def test_exports_battles_labels_and_agreement(seeded_url, tmp_path):
     assert battles.df["winner"].astype(str).tolist() == ["model_a", "model_b", "model_a", "tie (bothbad)"]
     assert battles.df["judge"].tolist() == ["v1", "v2", "v3", "v1"]
     # Round trip through the Chatbot Arena JSON the rest of preflab reads.
-    from arena.data import write_battles
+    from arena.io.battles import write_battles
 
     back = load_battles(write_battles(battles, tmp_path / "battles.json"))
     assert back.df["model_a"].astype(str).tolist() == [x, y, y, z]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from typer.testing import CliRunner
 
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from tests.app.test_vote_page import start
 from voting.store import import_battles, open_store
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from tests.app.conftest import MODELS, tiny_items
 from voting.items import ItemDataError
 from voting.pages.calibration import judged_pairs

@@ -186,7 +186,7 @@ def test_unknown_baseline(sim_file):
 def test_style_control_shrinks_a_length_driven_lead(tmp_path):
     """Equal quality; the judge rewards the length difference of each battle. 'long' writes longer answers on
     average, so its raw win rate is high; controlling for length brings it back towards 50%."""
-    pytest.importorskip("arena.style")
+    pytest.importorskip("arena.style.fit")
     rng = np.random.default_rng(4)
     rows, style = [], []
     mean_len = {"base": 500.0, "long": 1000.0, "plain": 500.0}
@@ -223,8 +223,8 @@ def test_answer_style_from_text_and_duplicates(tmp_path):
 
 def test_bootstrap_refits_equal_the_resampled_weighted_mean(sim_file):
     """Star graph: each replicate's BT win rate is exactly the resampled weighted mean score."""
-    from arena import bt
     from arena.arenahard import prompt_counts, prompt_resamples, refit_resamples
+    from arena.bt import likelihood as bt
 
     games = load_arena_hard([sim_file])
     models = sorted(set(games["model"]) | {"base"})
@@ -330,7 +330,7 @@ def test_baseline_detection_is_the_model_in_every_game(sim_file):
 
 
 def test_style_bootstrap_resamples_prompts():
-    from arena.style import battle_weights
+    from arena.style.fit import battle_weights
 
     clusters = np.repeat(np.arange(50), 6)  # 6 battles per prompt (2 games, strong verdicts tripled)
     w = battle_weights(len(clusters), 0, 3, clusters=clusters)

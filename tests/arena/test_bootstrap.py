@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena import bootstrap as bs
-from arena import bt
-from arena import weights as wt
+from arena.bootstrap import refits as bs
+from arena.bootstrap import weights as wt
+from arena.bt import likelihood as bt
 from arena.leaderboard import fit_leaderboard
 from arena.leaderboard_options import IntervalOptions
 from tests.arena.test_bt import simulated_counts
@@ -143,7 +143,7 @@ def test_fallback_refits_on_a_tiny_arena_are_exact_and_chunking_free():
 
 
 def test_replicate_separation_flags_match_an_independent_ford_check():
-    from arena.diagnostics import ford_condition
+    from arena.bt.diagnostics import ford_condition
 
     counts, _ = simulated_counts(k=4, n=40, seed=1)
     d, x, h_inv = _fit_parts(counts)
@@ -184,7 +184,7 @@ def champion_frame(n_loss: int = 1):
 
 
 def test_leaderboard_excludes_separated_replicates_and_reports_them():
-    from arena.diagnostics import ExcludedReplicatesWarning
+    from arena.bt.diagnostics import ExcludedReplicatesWarning
 
     # before: champ [1416, 3218] (ridge artefact) and model-1 dragged to [95, 588] by those replicates; now
     # champ [1414, +inf], model-1 [471, 596], and a warning
@@ -201,7 +201,7 @@ def test_leaderboard_excludes_separated_replicates_and_reports_them():
 
 
 def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
-    from arena.diagnostics import ExcludedReplicatesWarning
+    from arena.bt.diagnostics import ExcludedReplicatesWarning
 
     chord, newton = bs.refit_chunk, bs.newton_refit_chunk
 

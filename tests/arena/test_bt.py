@@ -15,8 +15,8 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 
-from arena import bt
-from arena.data import aggregate, aggregate_codes, load_battles
+from arena.bt import likelihood as bt
+from arena.io.battles import aggregate, aggregate_codes, load_battles
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 

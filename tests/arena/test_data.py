@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena.data import (
+from arena.io.battles import (
     A_WINS,
     B_WINS,
     TIE,
@@ -259,8 +259,8 @@ def test_with_df_keeps_missing_flags_and_drops_unused_models() -> None:
 def test_bad_style_value_message_same_whatever_the_chunking(tmp_path, monkeypatch, lean):
     """A flat style count out of range is quoted as a plain value: a chunk that types the column float64 gave
     ``np.float64(-3.0)``, a mix of chunks ``-3.0`` (the line reader: a blank line)."""
-    import arena.data
-    import arena.readers
+    import arena.io.battles
+    import arena.io.readers
 
     rows = [{"model_a": "a", "model_b": "b", "winner": "model_a"} for _ in range(4)]
     rows[3]["header_count_a"] = -3.0
@@ -268,8 +268,8 @@ def test_bad_style_value_message_same_whatever_the_chunking(tmp_path, monkeypatc
     path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
     messages = set()
     for rows_per_chunk in (2, 20_000):
-        monkeypatch.setattr(arena.data, "CHUNK_ROWS", rows_per_chunk)
-        monkeypatch.setattr(arena.readers, "CHUNK_ROWS", rows_per_chunk)
+        monkeypatch.setattr(arena.io.battles, "CHUNK_ROWS", rows_per_chunk)
+        monkeypatch.setattr(arena.io.readers, "CHUNK_ROWS", rows_per_chunk)
         with pytest.raises(InputError, match="header_count_a") as e:
             load_battles(path, lean=lean)
         messages.add(str(e.value))

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize
 
-from arena.data import aggregate, comparison_components, load_battles
+from arena.io.battles import aggregate, comparison_components, load_battles
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 GENERATED = ("items.jsonl", "pairs.jsonl", "battles.jsonl", "truth.json", "PROVENANCE.md")

@@ -1,4 +1,4 @@
-"""arena's entry points run in float64 for themselves (arena._jax.float64) and still behave as plain calls."""
+"""arena's entry points run in float64 for themselves (arena.jax_setup.float64) and still behave as plain calls."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import warnings
 
 import pandas as pd
 
-from arena.diagnostics import SeparatedGraphWarning
+from arena.bt.diagnostics import SeparatedGraphWarning
 from arena.leaderboard import fit_leaderboard
 from arena.leaderboard_options import IntervalOptions
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arena import hygiene
-from arena.data import load_battles
-from arena.diagnostics import InfiniteMLEWarning
+from arena.bt import hygiene
+from arena.bt.diagnostics import InfiniteMLEWarning
+from arena.io.battles import load_battles
 from arena.leaderboard import rank_battles
 from arena.leaderboard_options import IntervalOptions
 

@@ -12,7 +12,16 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from arena.lc import (
+from arena.lc.bootstrap import (
+    LCStart,
+    bootstrap_indices,
+    bootstrap_lc,
+    cold_start,
+    fit_lc_jit,
+    hyper_from_penalty,
+)
+from arena.lc.data import table_from_frame, table_to_grid
+from arena.lc.fit import (
     LCData,
     LCDivergenceWarning,
     LCGrid,
@@ -27,15 +36,6 @@ from arena.lc import (
     no_gamed_rows,
     tanh_std_delta_len,
 )
-from arena.lc_bootstrap import (
-    LCStart,
-    bootstrap_indices,
-    bootstrap_lc,
-    cold_start,
-    fit_lc_jit,
-    hyper_from_penalty,
-)
-from arena.lc_data import table_from_frame, table_to_grid
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from arena.lc import lc_leaderboard
-from arena.lc_data import load_alpaca_table
+from arena.lc.data import load_alpaca_table
+from arena.lc.fit import lc_leaderboard
 
 FAMILIES = ("alpaca-7b", "gpt-3.5-turbo-1106", "claude-2.1")
 

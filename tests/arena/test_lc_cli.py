@@ -121,7 +121,7 @@ def test_lc_reads_a_published_results_folder_with_the_baselines_own_file(tmp_pat
 def test_results_layout_names_the_model_by_its_folder(tmp_path):
     """AlpacaEval's NullModel annotations say generator_2 "example": the leaderboard's name is the folder's
     (before, it was fitted as "example", missing from the comparison with the official leaderboard)."""
-    from arena.lc_data import load_alpaca_table
+    from arena.lc.data import load_alpaca_table
 
     files = []
     for model, stored in (("NullModel", "example"), ("beta", "beta")):

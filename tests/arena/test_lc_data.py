@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from arena.lc_data import LCDataError, load_alpaca_table, load_lc_table, table_from_frame
+from arena.lc.data import LCDataError, load_alpaca_table, load_lc_table, table_from_frame
 
 
 def annotations(model: str, n: int = 4, baseline: str = "gpt4_1106_preview", start: int = 0) -> list[dict]:

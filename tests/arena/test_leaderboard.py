@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena import bt
-from arena.data import DisconnectedGraphWarning, aggregate, load_battles
-from arena.diagnostics import InfiniteMLEWarning, TooFewBattlesWarning
+from arena.bt import likelihood as bt
+from arena.bt.diagnostics import InfiniteMLEWarning, TooFewBattlesWarning
+from arena.io.battles import DisconnectedGraphWarning, aggregate, load_battles
 from arena.leaderboard import fit_leaderboard, rank_battles
 from arena.leaderboard_options import EloScale, IntervalOptions
 from tests.arena.test_bt import simulate_codes
@@ -188,7 +188,7 @@ def two_groups(per_cross: int = 5) -> pd.DataFrame:
 
 @pytest.mark.parametrize("ties", bt.TIES)
 def test_separated_groups_are_named_and_get_unbounded_intervals(ties):
-    from arena.diagnostics import SeparatedGraphWarning
+    from arena.bt.diagnostics import SeparatedGraphWarning
 
     # before: 2268.2 [2149.6, 2468.7] vs -268.2, rank 1 and 3, no warning
     with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1\} beat \{m2, m3\} in all 20 battles") as rec:
@@ -205,7 +205,7 @@ def test_separated_groups_are_named_and_get_unbounded_intervals(ties):
 
 
 def test_separated_groups_with_a_ridge_prior_are_finite_and_say_so():
-    from arena.diagnostics import SeparatedGraphWarning
+    from arena.bt.diagnostics import SeparatedGraphWarning
 
     with pytest.warns(SeparatedGraphWarning, match=r"ridge prior 0\.01 \(a normal prior with SD 10 .* 1737 rating"):
         t = rank_battles(two_groups(), IntervalOptions(ci="both", n_bootstrap=20), ridge=0.01, min_battles=1)

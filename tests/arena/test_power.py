@@ -1,5 +1,5 @@
 """Sample-size planning: the seed's normal table exactly, the exact sign test against a brute-force
-binomial sum and scipy's binomtest, and the leaderboard planner against :func:`arena.bt.hessian` and
+binomial sum and scipy's binomtest, and the leaderboard planner against :func:`arena.bt.likelihood.hessian` and
 against simulated arenas."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from arena import bt
-from arena.power import (
+from arena.bt import likelihood as bt
+from arena.bt.ties import tie_parameter_for_rate
+from arena.simulation.power import (
     exact_pairs_needed,
     information_matrix,
     leaderboard_votes_needed,
@@ -22,9 +23,8 @@ from arena.power import (
     sign_test_power,
     sign_test_rejection_threshold,
 )
-from arena.sampling import all_pairs_data
-from arena.simulate import ArenaSpec, simulate_codes
-from arena.ties import tie_parameter_for_rate
+from arena.simulation.sampling import all_pairs_data
+from arena.simulation.simulate import ArenaSpec, simulate_codes
 
 
 def brute_force_power(n: int, p: float, alpha: float = 0.05) -> float:
@@ -94,7 +94,7 @@ def test_information_matrix_equals_expected_hessian_of_the_bt_fit(ties):
     k = len(s)
     rate = 0.0 if ties == "none" else 0.3
     theta = tie_parameter_for_rate(ties, rate)
-    from arena.simulate import outcome_probabilities
+    from arena.simulation.simulate import outcome_probabilities
 
     w = np.triu(np.arange(1.0, k * k + 1).reshape(k, k), 1)  # unequal votes per pair
     oc = np.zeros((k, k, 3))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from arena.power import binom_cdf, binom_sf
+from arena.simulation.power import binom_cdf, binom_sf
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFLAB = Path(sys.executable).parent / "preflab"

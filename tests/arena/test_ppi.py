@@ -1,4 +1,5 @@
-"""PPI++ Bradley-Terry (arena.ppi, arena.ppi_board): against ppi_py, against the human-only fit, item matching."""
+"""PPI++ Bradley-Terry (arena.ppi.estimator, arena.ppi.board): against ppi_py, against the human-only fit, item
+matching."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena import ppi, ppi_board
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
 from arena.leaderboard_options import IntervalOptions
+from arena.ppi import board as ppi_board
+from arena.ppi import estimator as ppi
 from preflab.errors import InputError
 
 K = 5

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.ppi_studies import llmfao_diagnostics, llmfao_study
+from arena.ppi.studies import llmfao_diagnostics, llmfao_study
 
 
 @pytest.fixture(scope="module")

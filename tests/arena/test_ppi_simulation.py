@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena import ppi_sim
+from arena.ppi import simulation as ppi_sim
 
 BIASED = ppi_sim.JudgeArena(tau=3.0, length_bias=1.5, position_bias=0.5)
 RANDOM = ppi_sim.JudgeArena(tau=3.0, random_judge=True)

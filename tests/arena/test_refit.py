@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from arena import bootstrap as bs
-from arena import bt, refit
-from arena import weights as wt
-from arena.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
+from arena.bootstrap import dense as refit
+from arena.bootstrap import refits as bs
+from arena.bootstrap import weights as wt
+from arena.bootstrap.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
+from arena.bt import likelihood as bt
 from tests.arena.test_bt import simulated_counts
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
@@ -137,7 +138,8 @@ def test_chunk_plan_is_balanced_and_padded_to_the_devices():
 
 SHARDED = """
 import json, numpy as np, jax
-from arena import bootstrap as bs, bt
+from arena.bootstrap import refits as bs
+from arena.bt import likelihood as bt
 from tests.arena.test_bt import simulated_counts
 counts, _ = simulated_counts(k=12, n=6_000, seed=4)
 d = bt.pair_data(counts)
@@ -151,8 +153,9 @@ for dense in (True, False):
 mesh = jax.sharding.Mesh(np.array(jax.local_devices()), ("rep",))
 arr = jax.device_put(np.zeros((4, 3)), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("rep")))
 n = jax.device_put(np.zeros((4, 12, 12), np.float32), arr.sharding)
-xr, _ = __import__("arena.refit", fromlist=["x"]).refit_dense_chunk(n, jax.device_put(np.zeros((4, 12)), arr.sharding),
-                                                                   jax.numpy.asarray(x), jax.numpy.asarray(h))
+dense_refit = __import__("arena.bootstrap.dense", fromlist=["x"])
+xr, _ = dense_refit.refit_dense_chunk(n, jax.device_put(np.zeros((4, 12)), arr.sharding),
+                                      jax.numpy.asarray(x), jax.numpy.asarray(h))
 out["used"] = len({s.device for s in xr.addressable_shards})
 print(json.dumps(out))
 """
@@ -195,7 +198,7 @@ def _random_digraphs(n_rep: int, k: int, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("k", [2, 7, 40])
 def test_strongly_connected_equals_tarjan_on_graphs_built_to_break_fords_condition(k):
-    from arena.diagnostics import strong_groups
+    from arena.bt.diagnostics import strong_groups
 
     w = _random_digraphs(60, k, seed=k)
     got = np.asarray(jax.jit(refit.strongly_connected)(jnp.asarray(w)))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena import bt
-from arena.data import aggregate
-from arena.sampling import (
+from arena.bt import likelihood as bt
+from arena.io.battles import aggregate
+from arena.simulation.sampling import (
     adjacent_contrasts,
     estimate_ratings,
     next_pair,
@@ -17,7 +17,7 @@ from arena.sampling import (
     pair_probabilities,
     votes_per_pair,
 )
-from arena.simulate import ArenaSpec, simulate, spread_strengths
+from arena.simulation.simulate import ArenaSpec, simulate, spread_strengths
 
 
 def summed_gap_variance(votes: np.ndarray, r: np.ndarray, lam: float) -> float:

@@ -1,4 +1,4 @@
-"""The simulator: its probabilities agree with :mod:`arena.bt`'s likelihoods, its draws with its
+"""The simulator: its probabilities agree with :mod:`arena.bt.likelihood`'s likelihoods, its draws with its
 probabilities, fits of its output recover the truth, and its files load back losslessly."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from arena import bt
-from arena.data import A_WINS, B_WINS, STYLE_COLUMNS, TIE, TIE_BOTHBAD, aggregate, load_battles
-from arena.simulate import (
+from arena.bt import likelihood as bt
+from arena.bt.ties import tie_parameter_for_rate
+from arena.io.battles import A_WINS, B_WINS, STYLE_COLUMNS, TIE, TIE_BOTHBAD, aggregate, load_battles
+from arena.simulation.simulate import (
     SEED_STRENGTHS,
     ArenaSpec,
     default_model_names,
@@ -26,7 +27,6 @@ from arena.simulate import (
     truth_path_for,
     voter_kinds,
 )
-from arena.ties import tie_parameter_for_rate
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from arena.leaderboard_options import IntervalOptions
-from arena.sampling import outcome_tensor
-from arena.simulate import SEED_STRENGTHS, ArenaSpec, codes_to_battles, simulate_codes, spread_strengths
-from arena.studies import (
+from arena.simulation.sampling import outcome_tensor
+from arena.simulation.simulate import SEED_STRENGTHS, ArenaSpec, codes_to_battles, simulate_codes, spread_strengths
+from arena.simulation.studies import (
     active_vs_uniform,
     bootstrap_arenas,
     coverage_study,
@@ -88,7 +88,7 @@ def test_active_beats_uniform_at_equal_votes_and_stays_honest():
 
 
 def test_length_bias_moves_naive_fit_and_style_control_removes_it():
-    from arena.studies import bias_study
+    from arena.simulation.studies import bias_study
 
     table = bias_study(n_votes=8000, seed=4).set_index(["scenario", "fit", "model"]).sort_index()
     naive = table.loc[("length", "naive")]

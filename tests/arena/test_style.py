@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from arena import bt, style
-from arena.data import load_battles
+from arena.bt import likelihood as bt
+from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
 from arena.leaderboard_options import IntervalOptions
+from arena.style import fit as style
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
 
@@ -186,7 +187,7 @@ def separated_style_frame(seed: int = 0) -> pd.DataFrame:
 
 
 def test_style_control_on_a_separated_design_reports_unbounded_intervals():
-    from arena.diagnostics import SeparatedGraphWarning
+    from arena.bt.diagnostics import SeparatedGraphWarning
 
     # before: m2 2663.6 [2637.5, 2730.7] ... m4 -749.4 [-831.3, -739.5], and no warning
     with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1, m2, m3\} beat \{m4, m5, m6, m7\}"):

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.leaderboard import WIDE_INTERVAL, _too_wide
-from arena.rank_output import rich_table
-from arena.style import ConfoundedStyleWarning
+from arena.style.fit import ConfoundedStyleWarning
 from preflab_cli import app
+from preflab_cli.rank_output import rich_table
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo" / "battles.jsonl"
 

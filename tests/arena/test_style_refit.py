@@ -1,4 +1,4 @@
-"""Fast style-control refits (arena.style_refit) against the plain per-battle code of arena.style."""
+"""Fast style-control refits (arena.style.refit) against the plain per-battle code of arena.style.fit."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from arena import bt, style
-from arena import style_refit as sr
-from arena.data import load_battles
+from arena.bt import likelihood as bt
+from arena.io.battles import load_battles
+from arena.style import fit as style
+from arena.style import refit as sr
 from tests.arena.test_style import style_frame
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves

@@ -1,6 +1,6 @@
 """The sampling unit: cluster-robust sandwich and item bootstrap when an item (question id x model pair) repeats.
 
-Known truth: simulated arenas with item effects (:mod:`arena.unit_study`; truth = the population BT fit by
+Known truth: simulated arenas with item effects (:mod:`arena.simulation.unit_study`; truth = the population BT fit by
 quadrature), coverage with its Monte Carlo error; an independent numpy cluster sandwich; duplicated votes.
 """
 
@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena import bt
-from arena.data import load_battles
+from arena.bt import likelihood as bt
+from arena.bt.units import cluster_score_outer, item_units
+from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
 from arena.leaderboard_options import IntervalOptions
-from arena.unit_study import ItemArena, coverage, simulate_items
-from arena.units import cluster_score_outer, item_units
+from arena.simulation.unit_study import ItemArena, coverage, simulate_items
 
 
 def test_item_intervals_cover_the_truth_under_item_effects():
@@ -112,7 +112,7 @@ def test_duplicated_votes_add_no_information_at_the_item_unit():
 def test_style_control_clusters_by_item_too():
     rng = np.random.default_rng(4)
     df = simulate_items(ItemArena(n_items=200), rng)
-    from arena.data import STYLE_COLUMNS
+    from arena.io.battles import STYLE_COLUMNS
 
     for col in STYLE_COLUMNS:
         df[col] = rng.integers(50, 500, len(df)).astype(float)
@@ -150,7 +150,7 @@ def test_plain_rank_and_the_ppi_human_fit_share_the_unit_on_llmfao(shared_data):
     independent and its intervals were 1.107x narrower (mean over 59 models), so the judge-assisted
     leaderboard looked worse than human-only."""
     from arena.leaderboard_options import IntervalOptions
-    from arena.ppi_board import ppi_leaderboard
+    from arena.ppi.board import ppi_leaderboard
 
     crowd = pd.read_csv(shared_data / "llmfao" / "crowd-comparisons.csv")
     ids = crowd["id"].unique()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import betaln
 
-from arena.power import exact_pairs_needed, sign_test_power
+from arena.simulation.power import exact_pairs_needed, sign_test_power
 from judge.sequential import (
     anytime_p_values,
     confidence_sequence,

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena.data import load_battles
+from arena.io.battles import load_battles
 from judge import run as run_mod
 from judge.cache import CallCache, cache_key
 from judge.pairs import Pair, PairsError, combine_orders, load_pairs, verdict_battle_rows

@@ -106,7 +106,7 @@ def test_an_input_error_escaping_a_command_is_one_plain_line(monkeypatch, capsys
     def bad(*args, **kwargs):
         raise InputError("f.jsonl", 3, "winner", "unknown winner label ('[x]')", "use model_a, model_b or tie")
 
-    monkeypatch.setattr("arena.data.load_battles", bad)
+    monkeypatch.setattr("arena.io.battles.load_battles", bad)
     monkeypatch.setattr("preflab_cli.arena_cmds.fail", lambda e, status=2: (_ for _ in ()).throw(e))
     with pytest.raises(SystemExit) as exit_:
         main(["info", "f.jsonl"])

@@ -15,7 +15,7 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from arena.counts import reaches_all
+from arena.io.counts import reaches_all
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo" / "battles.jsonl"
@@ -83,13 +83,13 @@ def test_a_warm_rank_traces_none_of_our_code_and_loads_no_scipy_sparse(tmp_path:
 
 
 def test_stored_programs_are_off_in_the_library_and_after_a_command() -> None:
-    import arena._jax
+    import arena.jax_setup
     from preflab_cli import main
 
-    assert arena._jax.STORE_PROGRAMS is False
+    assert arena.jax_setup.STORE_PROGRAMS is False
     with pytest.raises(SystemExit):
         main(["rank", str(DEMO), "--ci", "sandwich", "--output", "/nonexistent/dir/x.csv"])
-    assert arena._jax.STORE_PROGRAMS is False
+    assert arena.jax_setup.STORE_PROGRAMS is False
 
 
 def test_the_console_script_writes_everything(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ def test_lapack_kernels_without_scipy_linalg_leave_it_importable_as_usual() -> N
     """JAX's LAPACK calls work after LAPACK is set up from scipy's two kernel modules alone, and a later
     ``import scipy.linalg`` loads the package and those modules as usual."""
     code = ("import sys, numpy as np\n"
-            "from arena._jax import load_lowering_libraries\n"
+            "from arena.jax_setup import load_lowering_libraries\n"
             "load_lowering_libraries()\n"
             "assert not any(m.startswith('scipy.linalg') for m in sys.modules), 'scipy.linalg imported'\n"
             "import jax.numpy as jnp\n"

@@ -97,7 +97,7 @@ def _toml(recs, path):
 
 
 def _read_battles(path: Path, tmp: Path):
-    from arena.data import load_battles
+    from arena.io.battles import load_battles
 
     out = load_battles(path)
     assert len(out) > 0
@@ -105,14 +105,14 @@ def _read_battles(path: Path, tmp: Path):
 
 
 def _read_lc_alpaca(path: Path, tmp: Path):
-    from arena.lc_data import load_alpaca_table
+    from arena.lc.data import load_alpaca_table
 
     bc.write_alpaca(tmp)
     load_alpaca_table([path, tmp / "beta.json"])
 
 
 def _read_lc_table(path: Path, tmp: Path):
-    from arena.lc_data import load_lc_table
+    from arena.lc.data import load_lc_table
 
     load_lc_table(path)
 

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from arena import data
+from arena.io import battles as data
 from tests.preflab import bad_cases as bc
 
 

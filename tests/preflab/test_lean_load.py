@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena import data, lean_load, readers
+from arena.io import battles as data
+from arena.io import lean_load, readers
 from preflab.errors import InputError
 from tests.preflab import bad_cases as bc
 from tests.preflab.test_fuzz_readers import byte_mutations, record_mutations

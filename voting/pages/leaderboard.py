@@ -177,7 +177,7 @@ def render() -> None:
                    "`preflab demo-seed`.")
         return
     c1, c2 = st.columns(2)
-    from arena.style import STYLE_FEATURES
+    from arena.style.fit import STYLE_FEATURES
 
     # Length alone by default: on small datasets markdown counts often just identify the model.
     style = tuple(c1.multiselect(
@@ -193,7 +193,7 @@ def render() -> None:
         st.error(f"Could not fit the leaderboard: {app_words(str(e))}")
         return
     table: pd.DataFrame = fit["table"]
-    from arena.counts import comparison_components
+    from arena.io.counts import comparison_components
 
     banner = identification_banner(table, comparison_components(tally_counts(cells, models_of(cells))),
                                    pooled=dataset is None)
@@ -286,7 +286,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
     import hashlib
     from pathlib import Path
 
-    from arena.bootstrap import rank_from_intervals
+    from arena.bootstrap.refits import rank_from_intervals
     from preflab.errors import InputError
     from voting.pages.common import choose_data_file, judge_files
 

@@ -1,0 +1,472 @@
+"""Length-controlled (LC) win rates: the AlpacaEval GLM (Dubois et al. 2024, arXiv:2404.04475) in JAX.
+
+For model ``m`` judged against a fixed baseline on instruction ``i`` with soft preference ``y`` in [0, 1]
+(probability that the model's output is preferred), the GLM is
+
+    logit P(model preferred) = theta_m + beta_m * tanh(s_mi) + psi_m * gamma_i
+
+with ``s_mi`` the character-length difference (model minus baseline) divided by its standard deviation over
+model ``m``'s rows, and ``gamma_i`` an instruction-difficulty estimated jointly over all models (or supplied).
+The LC win rate is the mean predicted preference with the length term set to zero.
+
+Two fitting stages, both exact cross-entropy on probabilities (no duplicated rows), as AlpacaEval's
+``notebooks/instruction_difficulty.ipynb`` and ``metrics/glm_winrate.py``:
+
+1. :func:`fit_difficulty` - one joint fit over all models: per-model ``theta`` and length slope, and a
+   weakly ridge-penalised ``gamma`` per instruction (AlpacaEval: a nearly unpenalised joint logistic fit).
+2. :func:`fit_model_glm` - per model (vmapped), a Newton fit of ``(theta, beta, psi)``. AlpacaEval's only
+   effective regulariser is the "gamed" verbose/concise rewrites of the baseline judged against it (total
+   weight 0.2, sharing ``beta``/``psi``, no model term); its L1 penalty has a cross-validated C that is
+   negligible at 805 rows. Gamed rows are used when given. Without them a Gaussian stand-in for those rows
+   pulls ``beta`` towards the judge's length slope on content-preserving rewrites (``LCPenalty.length_centre``)
+   and ``psi`` towards 1 (the joint fit's scale), with about the gamed rows' information.
+
+Arrays are (models, instructions) grids with a row weight (0/1 mask, or bootstrap counts). A bootstrap
+replicate is multinomial instruction counts; everything estimated from the data (length standardisation,
+instruction difficulty, per-model fits) is refitted in every replicate, vmapped (:func:`bootstrap_lc`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from arena.jax_setup import float64
+from arena.lc.data import table_to_grid
+
+Array = jax.Array
+
+
+@dataclass(frozen=True)
+class LCPenalty:
+    """Regularisation of the LC GLM (ridge strengths; the loss is a sum over rows, so they count as rows).
+
+    ``length``/``difficulty`` pull each model's ``beta``/``psi`` towards ``length_centre`` and 1: a Gaussian
+    stand-in for AlpacaEval's gamed-baseline rows (weight 0.2 x 805 rows carry about 10 rows' worth of
+    information on each coefficient). ``length_centre`` is the judge's length slope on content-preserving
+    rewrites of the baseline; 1.6 is what AlpacaEval's published fits give for its gamed GPT-4-turbo rewrites
+    (Dubois et al. 2024, sec. 3.2), and it is the default judge's value: for another judge supply gamed rows or
+    set it; ``None`` uses the median per-model slope of the joint fit (data-driven, refitted per replicate,
+    but confounded with quality and steeper). ``theta`` shrinks the model term to 0 (off by default);
+    ``instruction`` is the ridge on ``gamma`` in the joint fit (0.05: a N(0, 3.2^2) prior, nearly unpenalised
+    as AlpacaEval's, only keeping a one-sided instruction finite); ``gamed_weight`` is AlpacaEval's total weight
+    of the gamed-baseline rows (0.2).
+    """
+
+    theta: float = 0.0
+    length: float = 10.0
+    difficulty: float = 10.0
+    length_centre: float | None = 1.6
+    instruction: float = 0.05
+    gamed_weight: float = 0.2
+
+
+class LCGrid(NamedTuple):
+    """Soft labels ``y``, ``tanh(std_delta_len)`` and a row weight ``mask`` (0/1, or counts), each (models, instr)."""
+
+    y: Array
+    tanh_len: Array
+    mask: Array
+
+
+class LCData(NamedTuple):
+    """The raw (models, instructions) inputs: soft labels, both output lengths and the 0/1 presence mask."""
+
+    y: Array
+    model_len: Array
+    baseline_len: Array
+    mask: Array
+
+
+class Prior(NamedTuple):
+    """Centre and strength of the stage-2 ridge: ``(theta0, beta0, psi0)`` and their penalties."""
+
+    centre: Array
+    strength: Array
+
+
+class JointFit(NamedTuple):
+    """Stage-1 estimates: ``gamma`` (instructions), per-model ``theta`` and length slope ``beta``."""
+
+    gamma: Array
+    theta: Array
+    beta: Array
+
+
+@float64
+def soft_cross_entropy(eta: Array, y: Array) -> Array:
+    """Cross-entropy of probability ``y`` against ``sigmoid(eta)``, exact for soft labels (no row duplication)."""
+    return -(y * jax.nn.log_sigmoid(eta) + (1.0 - y) * jax.nn.log_sigmoid(-eta))
+
+
+@float64
+def tanh_std_delta_len(model_len: Array, baseline_len: Array, weight: Array) -> Array:
+    """``tanh((len_model - len_baseline) / sd)`` per model row, sd over that model's rows (ddof=1), as AlpacaEval.
+
+    ``weight`` is the 0/1 mask or bootstrap counts (the sd of the resampled rows). AlpacaEval uses baseline
+    minus model; tanh is odd, so only the sign of ``beta`` differs. Reference: Dubois et al. 2024, eq. (2).
+    """
+    delta = model_len - baseline_len
+    n = weight.sum(axis=-1, keepdims=True)
+    mean = (weight * delta).sum(axis=-1, keepdims=True) / n
+    sd = jnp.sqrt((weight * (delta - mean) ** 2).sum(axis=-1, keepdims=True) / (n - 1))
+    return jnp.where(weight > 0, jnp.tanh(delta / jnp.where(sd > 0, sd, 1.0)), 0.0)
+
+
+@float64
+def lc_grid(data: LCData, weight: Array | None = None) -> LCGrid:
+    """The GLM grid of ``data`` under row weights (default its mask): the length standardisation uses them."""
+    w = data.mask if weight is None else weight
+    return LCGrid(data.y, tanh_std_delta_len(data.model_len, data.baseline_len, w), w)
+
+
+@float64
+def difficulty_loss(params: tuple[Array, Array, Array], grid: LCGrid, ridge: Array) -> Array:
+    """Stage-1 joint loss: ``logit p_mi = theta_m + beta_m * tanh_mi + gamma_i``, ridge ``sum ridge_i gamma_i^2``.
+
+    Per-model slopes as AlpacaEval's joint fit (``C(generator_2):tanh(...) + C(generator_2) + C(index)``);
+    ``ridge`` is a scalar or one per instruction. Reference: Dubois et al. 2024, sec. 3 (instruction difficulty).
+    """
+    theta, beta, gamma = params
+    eta = theta[:, None] + beta[:, None] * grid.tanh_len + gamma[None, :]
+    return (grid.mask * soft_cross_entropy(eta, grid.y)).sum() + jnp.sum(ridge * gamma**2)
+
+
+@float64
+def fit_difficulty(grid: LCGrid, ridge: float | Array, gamma: Array | None = None) -> JointFit:
+    """Joint fit over all models (:func:`difficulty_loss`); with ``gamma`` given it is kept fixed.
+
+    Newton's method with step halving. The Hessian's instruction block is diagonal, so each step solves only
+    a (2 x models) Schur complement: O(models^2 x instructions) per step.
+    """
+    fixed = gamma is not None
+    g0 = jnp.asarray(gamma, float) if fixed else jnp.zeros(grid.y.shape[1])
+    ridge = jnp.broadcast_to(jnp.asarray(ridge, float), grid.y.shape[1:])
+    a, g, _ = solve_difficulty(grid, ridge, jnp.zeros(2 * grid.y.shape[0]), g0, fixed)
+    n = grid.y.shape[0]
+    return JointFit(g, a[:n], a[n:])
+
+
+def _difficulty_gradient(grid: LCGrid, ridge: Array, a: Array, g: Array):
+    """Gradient of :func:`difficulty_loss` at ``a = [theta; beta]``, ``g``, and the IRLS weights."""
+    n = grid.y.shape[0]
+    t, m = grid.tanh_len, grid.mask
+    p = jax.nn.sigmoid(a[:n, None] + a[n:, None] * t + g[None, :])
+    r = m * (p - grid.y)
+    return jnp.concatenate([r.sum(1), (r * t).sum(1)]), r.sum(0) + 2 * ridge * g, m * p * (1 - p)
+
+
+def _gradient_norm(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool) -> Array:
+    g_a, g_g, _ = _difficulty_gradient(grid, ridge, a, g)
+    return jnp.max(jnp.abs(g_a)) if fixed else jnp.maximum(jnp.max(jnp.abs(g_a)), jnp.max(jnp.abs(g_g)))
+
+
+def _difficulty_hessian(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool):
+    """The Newton system of :func:`difficulty_loss`, factored: 2 x 2 blocks per model and, unless ``gamma``
+    is fixed, the Cholesky factor of the (2 x models) Schur complement over the diagonal gamma block."""
+    _, _, w = _difficulty_gradient(grid, ridge, a, g)
+    wt = w * grid.tanh_len
+    h0, h1, h2 = w.sum(1) + 1e-9, wt.sum(1), (wt * grid.tanh_len).sum(1) + 1e-9
+    if fixed:
+        return h0, h1, h2
+    h_aa = jnp.block([[jnp.diag(h0), jnp.diag(h1)], [jnp.diag(h1), jnp.diag(h2)]])
+    b = jnp.concatenate([w, wt])  # (2 models, instructions) off-diagonal block
+    d = w.sum(0) + 2 * ridge  # diagonal instruction block
+    return jax.scipy.linalg.cho_factor(h_aa - (b / d) @ b.T), b, d
+
+
+def _newton_solve(hess, g_a: Array, g_g: Array, fixed: bool) -> tuple[Array, Array]:
+    """Solve the factored system of :func:`_difficulty_hessian` for the gradient ``(g_a, g_g)``."""
+    if fixed:
+        h0, h1, h2 = hess
+        n = h0.shape[0]
+        det = h0 * h2 - h1**2
+        d_a = jnp.concatenate([(h2 * g_a[:n] - h1 * g_a[n:]) / det, (h0 * g_a[n:] - h1 * g_a[:n]) / det])
+        return d_a, jnp.zeros_like(g_g)
+    chol, b, d = hess
+    d_a = jax.scipy.linalg.cho_solve(chol, g_a - b @ (g_g / d))
+    return d_a, (g_g - b.T @ d_a) / d
+
+
+def _difficulty_direction(grid: LCGrid, ridge: Array, a: Array, g: Array, fixed: bool) -> tuple[Array, Array]:
+    """Newton direction of :func:`difficulty_loss` at ``a = [theta; beta]``, ``g``."""
+    g_a, g_g, _ = _difficulty_gradient(grid, ridge, a, g)
+    return _newton_solve(_difficulty_hessian(grid, ridge, a, g, fixed), g_a, g_g, fixed)
+
+
+@float64
+def chord_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
+                     n_iter: int = 8) -> tuple[Array, Array, Array]:
+    """Chord Newton (Hessian factored once at the start) for starts near the optimum, as bootstrap warm starts:
+    one O(models^2 x instructions) factorisation, then O(models x instructions) steps converging linearly.
+    Returns ``(a, gamma, |gradient|_inf)``; callers fall back to :func:`solve_difficulty` when it is large.
+    Reference: Kelley 1995, "Iterative Methods for Linear and Nonlinear Equations", sec. 5.4 (chord method).
+    """
+    hess = _difficulty_hessian(grid, ridge, a0, gamma0, fixed)
+
+    def step(_: int, state: tuple[Array, Array]) -> tuple[Array, Array]:
+        a, g = state
+        g_a, g_g, _ = _difficulty_gradient(grid, ridge, a, g)
+        d_a, d_g = _newton_solve(hess, g_a, g_g, fixed)
+        return a - d_a, g - d_g
+
+    a, g = jax.lax.fori_loop(0, n_iter, step, (a0, gamma0))
+    return a, g, _gradient_norm(grid, ridge, a, g, fixed)
+
+
+@float64
+def difficulty_tolerance(grid: LCGrid) -> Array:
+    """Convergence threshold of the joint fit's gradient (the loss is a sum over rows)."""
+    return 1e-10 * (1.0 + grid.mask.sum())
+
+
+@partial(jax.jit, static_argnames=("fixed", "max_iter"))
+def solve_difficulty(grid: LCGrid, ridge: Array, a0: Array, gamma0: Array, fixed: bool,
+                      max_iter: int = 100) -> tuple[Array, Array, Array]:
+    """Damped Newton from ``(a0, gamma0)``; returns ``(a, gamma, |gradient|_inf)``."""
+    n = grid.y.shape[0]
+    tol = difficulty_tolerance(grid)
+
+    def loss(a: Array, g: Array) -> Array:
+        return difficulty_loss((a[:n], a[n:], g), grid, ridge)
+
+    def step(state):
+        a, g, it, _ = state
+        d_a, d_g = _difficulty_direction(grid, ridge, a, g, fixed)
+        f0 = loss(a, g)
+
+        def worse(u):
+            return (loss(a - u * d_a, g - u * d_g) > f0) & (u > 1e-4)
+
+        u = jax.lax.while_loop(worse, lambda u: u * 0.5, 1.0)
+        a, g = a - u * d_a, g - u * d_g
+        return a, g, it + 1, _gradient_norm(grid, ridge, a, g, fixed)
+
+    state = (a0, gamma0, 0, _gradient_norm(grid, ridge, a0, gamma0, fixed))
+    a, g, _, gnorm = jax.lax.while_loop(lambda s: (s[3] >= tol) & (s[2] < max_iter), step, state)
+    return a, g, gnorm
+
+
+def _design(tanh_len: Array, gamma: Array, is_model: float) -> Array:
+    """Rows ``[is_model, tanh_len, gamma]`` of the stage-2 design."""
+    return jnp.stack([jnp.full_like(tanh_len, is_model), tanh_len, gamma], axis=-1)
+
+
+@float64
+def model_loss(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: Array,
+               gamed: LCGrid, gamed_weight: float, prior: Prior) -> Array:
+    """Stage-2 loss for one model: weighted soft cross-entropy on its rows and on the gamed-baseline rows, plus ridge.
+
+    Gamed rows (baseline rewrites judged against the baseline) share ``beta``/``psi`` and have no model term
+    (Dubois et al. 2024, sec. 3.2 "regularisation"). ``params = (theta, beta, psi)``.
+    """
+    eta = _design(tanh_len, gamma, 1.0) @ params
+    eta_g = _design(gamed.tanh_len, jnp.broadcast_to(gamma, gamed.y.shape), 0.0) @ params
+    n_gamed = max(gamed.y.shape[0], 1)
+    return ((weight * soft_cross_entropy(eta, y)).sum()
+            + gamed_weight / n_gamed * (gamed.mask * soft_cross_entropy(eta_g, gamed.y)).sum()
+            + jnp.sum(prior.strength * (params - prior.centre) ** 2))
+
+
+def _stacked_rows(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed: LCGrid,
+                  gamed_weight: float) -> tuple[Array, Array, Array]:
+    """Design, labels and weights of one model's rows followed by the gamed-baseline rows."""
+    xg = _design(gamed.tanh_len, jnp.broadcast_to(gamma, gamed.y.shape), 0.0).reshape(-1, 3)
+    wg = gamed_weight / max(gamed.y.shape[0], 1) * gamed.mask.reshape(-1)
+    return (jnp.concatenate([_design(tanh_len, gamma, 1.0), xg]), jnp.concatenate([y, gamed.y.reshape(-1)]),
+            jnp.concatenate([weight, wg]))
+
+
+def _irls(params: Array, xs: Array, ys: Array, w: Array, prior: Prior) -> tuple[Array, Array]:
+    p = jax.nn.sigmoid(xs @ params)
+    grad = xs.T @ (w * (p - ys)) + 2 * prior.strength * (params - prior.centre)
+    hess = (xs * (w * p * (1 - p))[:, None]).T @ xs + 2 * jnp.diag(prior.strength)
+    return grad, hess
+
+
+def _grad_hess(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: Array,
+               gamed: LCGrid, gamed_weight: float, prior: Prior) -> tuple[Array, Array]:
+    """Analytic gradient and Hessian of :func:`model_loss` (IRLS form ``X^T W X``)."""
+    return _irls(params, *_stacked_rows(y, tanh_len, weight, gamma, gamed, gamed_weight), prior)
+
+
+@float64
+def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed: LCGrid,
+                  gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25) -> tuple[Array, Array]:
+    """Newton fit of one model's ``(theta, beta, psi)``; returns ``(params, |gradient|_inf)``.
+
+    Steps are capped at length 5 so near-separable soft labels cannot overshoot, and halved while they raise
+    the loss (an undamped step cycles on adversarial outputs such as AlpacaEval's NullModel). Reference: IRLS
+    for the logistic GLM (McCullagh & Nelder 1989, sec. 4.4) with the AlpacaEval design (Dubois et al. 2024);
+    Nocedal & Wright (2006), 3.1 (backtracking).
+    """
+    xs, ys, w = _stacked_rows(y, tanh_len, weight, gamma, gamed, gamed_weight)
+
+    def loss(params: Array) -> Array:
+        return (w * soft_cross_entropy(xs @ params, ys)).sum() + jnp.sum(prior.strength * (params - prior.centre) ** 2)
+
+    def step(_: int, params: Array) -> Array:
+        grad, hess = _irls(params, xs, ys, w, prior)
+        delta = jnp.linalg.solve(hess + 1e-9 * jnp.eye(3), grad)
+        delta = delta * jnp.minimum(1.0, 5.0 / jnp.maximum(jnp.linalg.norm(delta), 1e-12))
+        f0 = loss(params)
+        u = jax.lax.while_loop(lambda u: (loss(params - u * delta) > f0) & (u > 1e-4), lambda u: u * 0.5, 1.0)
+        return params - u * delta
+
+    params = jax.lax.fori_loop(0, n_iter, step, start)
+    grad, _ = _irls(params, xs, ys, w, prior)
+    return params, jnp.max(jnp.abs(grad))
+
+
+@float64
+def lc_win_rate(params: Array, gamma: Array, weight: Array) -> Array:
+    """Mean predicted preference with the length term zeroed: ``mean_i sigmoid(theta + psi * gamma_i)``.
+
+    Reference: Dubois et al. 2024, eq. (3).
+    """
+    p = jax.nn.sigmoid(params[0] + params[2] * gamma)
+    return (weight * p).sum() / weight.sum()
+
+
+@float64
+def raw_win_rate(y: Array, weight: Array) -> Array:
+    """AlpacaEval's win rate: mean soft preference (ties count 0.5), here with row weights."""
+    return (weight * y).sum() / weight.sum()
+
+
+@float64
+def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gamed_weight: float,
+                   prior: Prior, start: Array, n_iter: int = 25) -> dict[str, Array]:
+    """Fit every model (vmapped) under per-row ``weight`` (models, instructions); LC and raw win rates too."""
+
+    def one(y: Array, t: Array, w: Array, p0: Array) -> tuple[Array, Array, Array, Array]:
+        params, gnorm = fit_model_glm(y, t, w, gamma, gamed, gamed_weight, prior, p0, n_iter)
+        return params, gnorm, lc_win_rate(params, gamma, w), raw_win_rate(y, w)
+
+    params, gnorm, lc, raw = jax.vmap(one)(grid.y, grid.tanh_len, weight, start)
+    return {"params": params, "grad_norm": gnorm, "lc": lc, "raw": raw}
+
+
+def is_extreme_change(raw: np.ndarray, lc: np.ndarray, abs_diff: float = 10.0, rel_diff: float = 4.0) -> np.ndarray:
+    """AlpacaEval's divergence rule (in percent): LC below ``min(raw - raw/rel, raw - abs)`` or above
+    ``max(raw + (100 - raw)/rel, raw + abs)`` signals a likely GLM failure."""
+    raw, lc = np.asarray(raw, float), np.asarray(lc, float)
+    too_small = lc < np.minimum(raw - raw / rel_diff, raw - abs_diff)
+    too_large = lc > np.maximum(raw + (100 - raw) / rel_diff, raw + abs_diff)
+    return too_small | too_large
+
+
+class LCDivergenceWarning(UserWarning):
+    """The LC win rate moved far from the raw one (AlpacaEval's rule): the GLM may have failed for that model."""
+
+
+@float64
+def lc_leaderboard(table: pd.DataFrame, *, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
+                   difficulty: pd.Series | None = None, gamed: pd.DataFrame | None = None,
+                   penalty: LCPenalty = LCPenalty(), reference: str | None = None,
+                   warn: bool = True) -> pd.DataFrame:
+    """Raw and length-controlled win rates (percent) per model from a validated LC table (see :mod:`arena.lc.data`).
+
+    ``difficulty`` (instruction -> gamma) replaces the joint estimate; ``gamed`` is an LC table of baseline
+    rewrites judged against the baseline (AlpacaEval's regulariser). ``reference`` names a model to
+    re-reference the LC win rate to (AlpacaEval's ``predict_winrate``: ``mean sigmoid(dtheta + dpsi * gamma)``),
+    reported as ``lc_vs_reference``. Bootstrap replicates refit everything (:mod:`arena.lc.bootstrap`).
+    Columns: ``model, raw_win_rate, raw_se, lc_win_rate, lc_se, lc_lower, lc_upper, avg_length, n,
+    length_coef, difficulty_coef, extreme_change``; sorted by LC win rate.
+    """
+    from arena.lc.bootstrap import LCStart, bootstrap_lc, cold_start, fit_lc_jit, hyper_from_penalty  # cycle
+
+    models, instructions, arr = table_to_grid(table)
+    data = LCData(*(jnp.asarray(arr[k]) for k in ("y", "model_len", "baseline_len", "mask")))
+    given = None
+    if difficulty is not None:
+        missing = [i for i in instructions if i not in difficulty.index]
+        if missing:
+            raise ValueError(f"difficulty table lacks {len(missing)} instruction(s), e.g. {missing[0][:60]!r}; "
+                             "supply gamma for every instruction or let it be estimated")
+        given = jnp.asarray(difficulty.reindex(instructions).to_numpy(float))
+    gamed_data = _gamed_data(gamed, instructions)
+    hyper = hyper_from_penalty(penalty)
+    fixed = given is not None
+    fit = fit_lc_jit(data, gamed_data, jnp.ones(len(instructions)), hyper,
+                     cold_start(len(models), len(instructions), hyper, given), fixed)
+    gamma = fit["gamma"]
+    if float(jnp.max(fit["grad_norm"])) > 1e-5 or not bool(fit["joint_ok"]):
+        warnings.warn(f"LC GLM did not converge (max |gradient| {float(jnp.max(fit['grad_norm'])):.2e}, "
+                      f"joint fit converged: {bool(fit['joint_ok'])})", RuntimeWarning, stacklevel=3)
+    mask = np.asarray(data.mask)
+    y, n = np.asarray(data.y), mask.sum(axis=1)
+    raw_var = ((y - np.asarray(fit["raw"])[:, None]) ** 2 * mask).sum(axis=1) / (n - 1)
+    out = pd.DataFrame({
+        "model": models,
+        "raw_win_rate": 100 * np.asarray(fit["raw"]),
+        "raw_se": 100 * np.sqrt(raw_var / n),  # AlpacaEval's standard_error: sem of the soft preferences
+        "lc_win_rate": 100 * np.asarray(fit["lc"]),
+        "avg_length": (arr["model_len"] * arr["mask"]).sum(axis=1) / n,
+        "n": n.astype(int),
+        "length_coef": np.asarray(fit["params"][:, 1]),
+        "difficulty_coef": np.asarray(fit["params"][:, 2]),
+    })
+    n_fallback = n_unconverged = 0
+    if n_bootstrap > 0:
+        start = LCStart(fit["joint"], gamma, fit["params"])
+        boot = bootstrap_lc(data, gamed_data, hyper, start, n_bootstrap, seed, fixed_gamma=fixed)
+        n_fallback, n_unconverged = boot["n_fallback"], boot["n_unconverged"]
+        lc_boot = 100 * boot["lc"][boot["converged"]]
+        if n_unconverged and warn:
+            warnings.warn(f"{n_unconverged} of {n_bootstrap} LC bootstrap refits did not converge and are left "
+                          "out of the SE and interval", RuntimeWarning, stacklevel=3)
+        alpha = (1 - level) / 2
+        out["lc_se"] = lc_boot.std(axis=0, ddof=1)
+        out["lc_lower"], out["lc_upper"] = np.quantile(lc_boot, [alpha, 1 - alpha], axis=0)
+    else:
+        out["lc_se"] = out["lc_lower"] = out["lc_upper"] = np.nan
+    if reference is not None:
+        if reference not in models:
+            raise ValueError(f"reference model '{reference}' is not among the models {models}")
+        ref = fit["params"][models.index(reference)]
+        out["lc_vs_reference"] = [100 * float(jnp.mean(jax.nn.sigmoid(p[0] - ref[0] + (p[2] - ref[2]) * gamma)))
+                                  for p in fit["params"]]
+    out["extreme_change"] = is_extreme_change(out["raw_win_rate"], out["lc_win_rate"])
+    if warn and out["extreme_change"].any():
+        bad = out[out["extreme_change"]]
+        warnings.warn("LC win rate is very different from the raw one (a sign of GLM failure) for: "
+                      + ", ".join(f"{r.model} ({r.lc_win_rate:.1f}% vs raw {r.raw_win_rate:.1f}%)"
+                                  for r in bad.itertuples()), LCDivergenceWarning, stacklevel=3)
+    cols = ["model", "raw_win_rate", "raw_se", "lc_win_rate", "lc_se", "lc_lower", "lc_upper", "avg_length", "n",
+            "length_coef", "difficulty_coef", "extreme_change"] + (["lc_vs_reference"] if reference else [])
+    out = out[cols].sort_values("lc_win_rate", ascending=False, ignore_index=True)
+    out.attrs.update(baseline=str(table["baseline"].iloc[0]), n_instructions=len(instructions),
+                     length_prior_centre=float(fit["beta0"]),
+                     joint_length_coefs=dict(zip(models, np.asarray(fit["joint"][len(models):]).tolist(), strict=True)),
+                     level=level, n_bootstrap=n_bootstrap, bootstrap_fallbacks=n_fallback,
+                     bootstrap_unconverged=n_unconverged,
+                     difficulty=pd.Series(np.asarray(gamma), index=instructions, name="difficulty"))
+    return out
+
+
+@float64
+def no_gamed_rows(n_instr: int) -> LCGrid:
+    """An empty gamed-baseline grid (0, n_instr): no AlpacaEval rewrites of the baseline."""
+    z = jnp.zeros((0, n_instr))
+    return LCGrid(z, z, z)
+
+
+def _gamed_data(gamed: pd.DataFrame | None, instructions: list[str]) -> LCData:
+    """Gamed-baseline rows on the main instruction axis ((variants, instructions); empty when none)."""
+    if gamed is None or gamed.empty:
+        z = jnp.zeros((0, len(instructions)))
+        return LCData(z, z, z, z)
+    variants, g_instr, arr = table_to_grid(gamed[gamed["instruction"].isin(instructions)])
+    pos = np.array([instructions.index(i) for i in g_instr])
+    full = {k: np.zeros((len(variants), len(instructions))) for k in arr}
+    for k, v in arr.items():
+        full[k][:, pos] = v
+    return LCData(*(jnp.asarray(full[k]) for k in ("y", "model_len", "baseline_len", "mask")))
