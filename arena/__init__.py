@@ -22,7 +22,7 @@ _HOMES = {
     "forest_plot": "arena.plots",
     "lc_leaderboard": "arena.lc.fit",
     "leaderboard_votes_needed": "arena.simulation.power",
-    "load_arena_hard": "arena.arenahard",
+    "load_arena_hard": "arena.arenahard_files",
     "load_battles": "arena.io.battles",
     "load_lc_table": "arena.lc.data",
     "next_pair": "arena.simulation.sampling",

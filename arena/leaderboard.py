@@ -17,8 +17,9 @@ import jax
 import numpy as np
 import pandas as pd
 
+from arena.bootstrap import intervals as bootstrap_intervals
 from arena.bootstrap import refits as bs
-from arena.bt import diagnostics, matrices
+from arena.bt import diagnostics, elo, matrices
 from arena.bt import likelihood as bt
 from arena.bt.units import ItemUnits, cluster_sandwich, item_units
 from arena.io.battles import Battles, PairCounts, aggregate, load_battles
@@ -86,7 +87,7 @@ def _tie_summary(ties: str, x: np.ndarray, cov: np.ndarray | None, reps: np.ndar
         out["lower_sandwich"] = float(bt.tie_parameter(np.array([x[-1] - z * se]), ties))
         out["upper_sandwich"] = float(bt.tie_parameter(np.array([x[-1] + z * se]), ties))
     if reps is not None:
-        lo, hi = bs.percentile_interval(reps[:, -1:], level)
+        lo, hi = bootstrap_intervals.percentile_interval(reps[:, -1:], level)
         out["lower_bootstrap"] = float(bt.tie_parameter(lo, ties))
         out["upper_bootstrap"] = float(bt.tie_parameter(hi, ties))
     return out
@@ -168,7 +169,7 @@ def fit_leaderboard(
     diagnostics.nonfinite_guard(x, "the fitted parameter vector")
     k = counts.n_models
     identified = np.full(k, sep is None or regularised)
-    to_elo = partial(bt.to_elo, scale=scale.scale, base=scale.base, init=scale.init, anchor=anchor_idx,
+    to_elo = partial(elo.to_elo, scale=scale.scale, base=scale.base, init=scale.init, anchor=anchor_idx,
                      anchor_rating=anchor_rating)
     ratings = to_elo(x[:k])
     per = counts.per_model()
@@ -267,14 +268,15 @@ def _bootstrap_summary(boot: bs.Replicates, to_elo: Callable[[np.ndarray], np.nd
                        level: float) -> _BootstrapSummary:
     """Bounds, usable replicates, rank distribution and the exclusion report of the bootstrap refits."""
     k = len(models)
-    reps, usable = boot.x, bs.usable_replicates(boot.converged, boot.separated, ridge)
+    reps, usable = boot.x, bootstrap_intervals.usable_replicates(boot.converged, boot.separated, ridge)
     rep_ratings = to_elo(reps[:, :k])
-    above, below = (None, None) if regularised else bs.separation_sides(reps[:, :k], boot.outside)
-    bounds = bs.usable_interval(rep_ratings, usable, above, below, level)
+    above, below = (None, None) if regularised else bootstrap_intervals.separation_sides(reps[:, :k], boot.outside)
+    bounds = bootstrap_intervals.usable_interval(rep_ratings, usable, above, below, level)
     good = rep_ratings[usable]
     rank_dist = None
     if len(good) >= 2:
-        rank_dist = pd.DataFrame(bs.rank_distribution(good), index=list(models), columns=np.arange(1, k + 1))
+        rank_dist = pd.DataFrame(bootstrap_intervals.rank_distribution(good), index=list(models),
+                                 columns=np.arange(1, k + 1))
     excluded = {"not_converged": int((~boot.converged).sum()), "separated": int(boot.separated.sum()),
                 "used": int(len(good)), "replicates": int(len(reps)), "fallback": int(boot.n_fallback)}
     notes = []
@@ -298,7 +300,7 @@ def _too_wide(table: pd.DataFrame, limit: float) -> list[str]:
     msg = (f"not identified: the style-controlled intervals of {names} span more than {limit:,.0f} points, so those "
            "ratings are not results; control for fewer style features (style_features=length) or collect battles "
            "where style varies within models")
-    from arena.style.fit import ConfoundedStyleWarning
+    from arena.style.features import ConfoundedStyleWarning
 
     warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
     return [msg]

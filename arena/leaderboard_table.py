@@ -12,8 +12,8 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from arena.bootstrap import refits as bs
-from arena.bt import likelihood as bt
+from arena.bootstrap import intervals as bootstrap_intervals
+from arena.bt import elo
 from arena.leaderboard_options import EloScale, IntervalOptions
 
 COLUMNS: tuple[str, ...] = ("model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties")
@@ -30,7 +30,7 @@ def sandwich_interval(x: np.ndarray, cov: np.ndarray, anchor: int | None,
     """(standard errors, covariance) of the ratings from the covariance ``cov`` of the parameters ``x``
     (strengths, then the tie parameter), ``anchor`` pinning one model or the mean at ``scale.init``."""
     k = len(x) - 1
-    cov_r = bt.elo_covariance(cov[:k, :k], anchor) * scale.per_nat**2
+    cov_r = elo.elo_covariance(cov[:k, :k], anchor) * scale.per_nat**2
     return np.sqrt(np.clip(np.diag(cov_r), 0, None)), cov_r
 
 
@@ -58,7 +58,7 @@ def add_intervals(table: pd.DataFrame, intervals: IntervalOptions, *, se: np.nda
         table["rank_lower"], table["rank_upper"] = 1, k
         if replicate_ratings is not None and len(replicate_ratings) >= 2:
             level = intervals.level
-            ranks = bs.replicate_ranks(replicate_ratings)
+            ranks = bootstrap_intervals.replicate_ranks(replicate_ratings)
             table["rank_lower"], table["rank_upper"] = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2],
                                                                    axis=0, method="nearest").astype(int)
         table.loc[~known, ["rank_lower", "rank_upper"]] = [1, k]
@@ -72,7 +72,7 @@ def add_intervals(table: pd.DataFrame, intervals: IntervalOptions, *, se: np.nda
 def ranked(table: pd.DataFrame, first: tuple[str, ...] = COLUMNS) -> pd.DataFrame:
     """Chatbot Arena's rank (1 + models whose lower bound exceeds this upper bound), ``first`` columns
     leading, sorted by rating (best first, ties by name)."""
-    table["rank"] = bs.rank_from_intervals(table["lower"].to_numpy(), table["upper"].to_numpy())
+    table["rank"] = bootstrap_intervals.rank_from_intervals(table["lower"].to_numpy(), table["upper"].to_numpy())
     table = table[list(first) + [c for c in table.columns if c not in first]]
     return table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
 

@@ -52,6 +52,7 @@ def main() -> None:
     from arena.io.battles import load_battles
     from arena.leaderboard_options import IntervalOptions
     from arena.ppi import board as ppi_board
+    from arena.ppi import bootstrap as ppi_bootstrap
     from arena.ppi import estimator as ppi
 
     human, judge = make_frames()
@@ -60,7 +61,7 @@ def main() -> None:
 
     def stats():
         fit = ppi.fit_ppi(items)
-        ppi.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=1000, seed=0)
+        ppi_bootstrap.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=1000, seed=0)
         return fit
 
     fit = stats()  # compile

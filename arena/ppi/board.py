@@ -13,14 +13,15 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from arena.bootstrap import refits as bs
-from arena.bt import likelihood as bt
+from arena.bootstrap import intervals as bootstrap_intervals
+from arena.bt import elo
 from arena.bt.likelihood import Ties
 from arena.io.battles import A_WINS, B_WINS, WINNERS, Battles
 from arena.io.counts import model_tallies
 from arena.jax_setup import float64
 from arena.leaderboard_options import EloScale, IntervalOptions, check_ties
 from arena.leaderboard_table import COLUMNS, add_intervals, interval_attrs, normal_quantile, ranked, sandwich_interval
+from arena.ppi import bootstrap as ppi_bootstrap
 from arena.ppi import estimator as ppi
 from preflab.errors import InputError
 
@@ -181,7 +182,7 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, intervals: In
     models = human.models
     k = len(models)
     fit = ppi.fit_ppi(items, lam, ties, include_labelled, bread=bread)
-    to_elo = partial(bt.to_elo, scale=scale.scale, base=scale.base, init=scale.init)
+    to_elo = partial(elo.to_elo, scale=scale.scale, base=scale.base, init=scale.init)
     ratings = to_elo(fit.x[:k])
     se, cov_r = sandwich_interval(fit.x, fit.covariance, None, scale)
     se0, cov_r0 = sandwich_interval(fit.x_human, fit.covariance_human, None, scale)
@@ -193,11 +194,11 @@ def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, intervals: In
     if not fit.converged:
         notes.append("the PPI Newton fit did not converge")
     if intervals.bootstrap:
-        reps, n_fallback = ppi.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=intervals.n_bootstrap,
+        reps, n_fallback = ppi_bootstrap.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=intervals.n_bootstrap,
                                              seed=intervals.seed, ties=ties, include_labelled=include_labelled)
         rep_ratings = to_elo(reps[:, :k])
-        add_intervals(table, intervals, se=se, bounds=bs.percentile_interval(rep_ratings, intervals.level),
-                      replicate_ratings=rep_ratings)
+        bounds = bootstrap_intervals.percentile_interval(rep_ratings, intervals.level)
+        add_intervals(table, intervals, se=se, bounds=bounds, replicate_ratings=rep_ratings)
         if n_fallback:
             notes.append(f"{n_fallback} of {intervals.n_bootstrap} bootstrap replicates needed a full Newton refit")
     else:

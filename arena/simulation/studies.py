@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.bt.diagnostics import ford_condition  # noqa: F401  (re-exported: studies use it)
 from arena.bt.likelihood import Ties
@@ -108,7 +109,7 @@ def bootstrap_arenas(outcomes: np.ndarray, n_bootstrap: int, rng: np.random.Gene
     x0 = jnp.asarray(bt.initial_x(bt.PairData(datas[0].i, datas[0].j, flat.sum(0).reshape(-1, 3)), k, ties))
     reps = np.concatenate([np.asarray(_refit_many(x0, i, j, jnp.asarray(draws[s:s + chunk]), ties))
                            for s in range(0, len(draws), chunk)])
-    theta = reps[:, :k] @ bt.elo_matrix(k, anchor).T
+    theta = reps[:, :k] @ elo.elo_matrix(k, anchor).T
     lo, hi = np.quantile(theta.reshape(a, n_bootstrap, k), [(1 - level) / 2, (1 + level) / 2], axis=1)
     return lo, hi
 
@@ -116,7 +117,7 @@ def bootstrap_arenas(outcomes: np.ndarray, n_bootstrap: int, rng: np.random.Gene
 def anchored(x: np.ndarray, cov: np.ndarray, anchor: int) -> tuple[np.ndarray, np.ndarray]:
     """Strengths minus the anchor's, and their covariance (batched over leading axes)."""
     k = x.shape[-1] - 1
-    m = bt.elo_matrix(k, anchor)
+    m = elo.elo_matrix(k, anchor)
     return x[..., :k] @ m.T, m @ cov[..., :k, :k] @ m.T
 
 

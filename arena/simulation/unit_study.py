@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.io.battles import load_battles
 from arena.io.counts import aggregate_codes
@@ -47,7 +48,7 @@ def population_ratings(design: ItemArena, scale: float = 400.0, base: float = 10
     counts = aggregate_codes(np.r_[a, a], np.r_[b, b], np.r_[np.zeros_like(a), np.ones_like(a)],
                              [f"m{i}" for i in range(k)], np.r_[p, 1 - p])
     x, _ = bt.fit_ratings(counts)
-    return bt.to_elo(x, scale=scale, base=base, init=init)
+    return elo.to_elo(x, scale=scale, base=base, init=init)
 
 
 def simulate_items(design: ItemArena, rng: np.random.Generator) -> pd.DataFrame:

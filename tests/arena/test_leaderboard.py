@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.bt.diagnostics import InfiniteMLEWarning, TooFewBattlesWarning
 from arena.io.battles import DisconnectedGraphWarning, aggregate, load_battles
@@ -43,7 +44,7 @@ def test_llmfao_leaderboard_equals_the_fit(shared_data):
     battles = load_battles(shared_data / "llmfao" / "crowd-comparisons.csv", layout="llmfao")
     t = rank_battles(battles, IntervalOptions(ci="sandwich"))
     theta, _ = bt.fit_ratings(aggregate(battles))
-    expected = pd.Series(bt.to_elo(theta), index=battles.models)
+    expected = pd.Series(elo.to_elo(theta), index=battles.models)
     np.testing.assert_allclose(t["rating"], expected.loc[t["model"]], atol=1e-6)
     assert t["model"].iloc[0] == "GPT 4"  # the crowd's top model in LLMFAO
     z = 1.959963984540054

@@ -13,18 +13,15 @@ import pytest
 from arena.bt import likelihood as bt
 from arena.bt.ties import tie_parameter_for_rate
 from arena.io.battles import A_WINS, B_WINS, STYLE_COLUMNS, TIE, TIE_BOTHBAD, aggregate, load_battles
+from arena.simulation.files import parse_voter_noise, simulate, simulate_to_files, truth_path_for
 from arena.simulation.simulate import (
     SEED_STRENGTHS,
     ArenaSpec,
     default_model_names,
     length_feature,
     outcome_probabilities,
-    parse_voter_noise,
-    simulate,
     simulate_codes,
-    simulate_to_files,
     spread_strengths,
-    truth_path_for,
     voter_kinds,
 )
 
@@ -201,5 +198,6 @@ def test_custom_unsorted_model_names_keep_their_strengths():
     battles, truth = simulate(ArenaSpec((1.0, 0.0), models=("zeta", "alpha")), 20_000, seed=8)
     assert battles.models == ["alpha", "zeta"] and truth["model"].tolist() == ["zeta", "alpha"]
     df = battles.df
-    zeta_wins = ((df.model_a == "zeta") & (df.winner == "model_a")) | ((df.model_b == "zeta") & (df.winner == "model_b"))
+    zeta_wins = (((df.model_a == "zeta") & (df.winner == "model_a"))
+                 | ((df.model_b == "zeta") & (df.winner == "model_b")))
     assert zeta_wins.mean() == pytest.approx(1 / (1 + math.exp(-1.0)), abs=0.012)

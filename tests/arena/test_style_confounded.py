@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.leaderboard import WIDE_INTERVAL, _too_wide
-from arena.style.fit import ConfoundedStyleWarning
+from arena.style.features import ConfoundedStyleWarning
 from preflab_cli import app
 from preflab_cli.rank_output import rich_table
 
@@ -28,7 +28,8 @@ def test_demo_style_control_drops_the_confounded_features_loudly(tmp_path):
     res = CliRunner().invoke(app, ["rank", str(DEMO), "--style-control", "--bootstrap", "100", "--output", str(out)])
     assert res.exit_code == 0, res.output
     text = _flat(res.output)
-    assert "DROPPED from style control: the ratings control for length only (to choose: --style-features length)" in text
+    assert ("DROPPED from style control: the ratings control for length only (to choose: --style-features length)"
+            in text)
     assert "features=" not in text and "ColumnMap" not in text  # the CLI's words, not the Python API's
     t = pd.read_csv(out)
     assert ((t["upper"] - t["lower"]) < 300).all()

@@ -177,7 +177,7 @@ def render() -> None:
                    "`preflab demo-seed`.")
         return
     c1, c2 = st.columns(2)
-    from arena.style.fit import STYLE_FEATURES
+    from arena.style.features import STYLE_FEATURES
 
     # Length alone by default: on small datasets markdown counts often just identify the model.
     style = tuple(c1.multiselect(
@@ -286,7 +286,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
     import hashlib
     from pathlib import Path
 
-    from arena.bootstrap.refits import rank_from_intervals
+    from arena.bootstrap.intervals import rank_from_intervals
     from preflab.errors import InputError
     from voting.pages.common import choose_data_file, judge_files
 
