@@ -11,7 +11,8 @@ from preflab.lazy import lazy_names
 _HOMES = {
     "ArenaSpec": "arena.simulation.simulate",
     "Battles": "arena.io.validation",
-    "EloScale": "arena.leaderboard",
+    "EloScale": "arena.leaderboard_options",
+    "IntervalOptions": "arena.leaderboard_options",
     "Leaderboard": "arena.leaderboard",
     "PairCounts": "arena.io.counts",
     "aggregate": "arena.io.counts",
@@ -20,7 +21,7 @@ _HOMES = {
     "forest_plot": "arena.plots",
     "lc_leaderboard": "arena.lc.board",
     "leaderboard_votes_needed": "arena.simulation.power",
-    "load_arena_hard": "arena.arenahard",
+    "load_arena_hard": "arena.arenahard_files",
     "load_battles": "arena.io.battles",
     "load_lc_table": "arena.lc.data",
     "next_pair": "arena.simulation.sampling",

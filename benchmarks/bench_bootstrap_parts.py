@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     from arena.bt import likelihood as bt
     from arena.io.battles import aggregate, load_battles
     from arena.leaderboard import rank_battles
+    from arena.leaderboard_options import IntervalOptions
 
     k = args.models
     df = make_w1(k=k)
@@ -87,10 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     n_done = len(chunks) * per * wt.BLOCK
     print(f"{'refits (XLA)':<24} cpu {cpu / n_done * 1e3:6.2f} ms a replicate (wall {wall / n_done * 1e3:.2f}; "
           f"chunks of {per * wt.BLOCK})")
-    rank_battles(df, ci="both", n_bootstrap=1000, min_battles=0)  # compiled
+    rank_battles(df, IntervalOptions(ci="both", n_bootstrap=1000), min_battles=0)  # compiled
     for _ in range(args.runs):
         t0 = _clock()
-        rank_battles(df, ci="both", n_bootstrap=1000, min_battles=0)
+        rank_battles(df, IntervalOptions(ci="both", n_bootstrap=1000), min_battles=0)
         cpu, wall = _since(t0)
         print(f"{'end to end, 1000 refits':<24} cpu {cpu:6.2f} s, wall {wall:.2f} s "
               f"(load {os.getloadavg()[0]:.1f})")

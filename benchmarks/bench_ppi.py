@@ -50,7 +50,9 @@ def best_of_timed(fn, repeat: int = 3) -> tuple[float, float]:  # noqa: ANN001
 
 def main() -> None:
     from arena.io.battles import load_battles
+    from arena.leaderboard_options import IntervalOptions
     from arena.ppi import board as ppi_board
+    from arena.ppi import bootstrap as ppi_bootstrap
     from arena.ppi import estimator as ppi
 
     human, judge = make_frames()
@@ -59,18 +61,19 @@ def main() -> None:
 
     def stats():
         fit = ppi.fit_ppi(items)
-        ppi.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=1000, seed=0)
+        ppi_bootstrap.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=1000, seed=0)
         return fit
 
     fit = stats()  # compile
-    ppi_board.ppi_leaderboard(hb, judge, ci="both", n_bootstrap=1000)  # compile the padded shapes it uses
+    # compile the padded shapes it uses
+    ppi_board.ppi_leaderboard(hb, judge, IntervalOptions(ci="both", n_bootstrap=1000))
     load0 = os.getloadavg()[0]
     rows = []
     for name, fn in [("build item cells from frames", lambda: ppi_board.build_items(hb, judge)),
                      ("PPI++ fit (tuned lambda) + sandwich", lambda: ppi.fit_ppi(items)),
                      ("fit + sandwich + 1,000 bootstrap refits", stats),
                      ("whole leaderboard from frames (build + fit + sandwich + 1,000 refits + table)",
-                      lambda: ppi_board.ppi_leaderboard(hb, judge, ci="both", n_bootstrap=1000))]:
+                      lambda: ppi_board.ppi_leaderboard(hb, judge, IntervalOptions(ci="both", n_bootstrap=1000)))]:
         wall, cpu = best_of_timed(fn)
         rows.append([name, f"{wall:.2f}", f"{cpu:.2f}"])
     load = max(load0, os.getloadavg()[0])

@@ -67,6 +67,7 @@ def bench_preflab(df: pd.DataFrame, device: str | None, repeat: int) -> dict[str
     from arena.bt import likelihood as bt
     from arena.io.battles import aggregate, load_battles
     from arena.leaderboard import rank_battles
+    from arena.leaderboard_options import IntervalOptions
 
     out: dict[str, float] = {}
     counts = aggregate(load_battles(df))
@@ -74,17 +75,20 @@ def bench_preflab(df: pd.DataFrame, device: str | None, repeat: int) -> dict[str
     x0 = bt.initial_x(data, counts.n_models, "half")
     bt.fit(x0, data).x.block_until_ready()  # compile once
     out["single fit after aggregation"], _ = timed(lambda: bt.fit(x0, data).x.block_until_ready(), 7)
-    rank_battles(df, ci="both", n_bootstrap=1000, device=device)  # warm-up (compilation cache)
-    out["sandwich only, end to end"], _ = timed(lambda: rank_battles(df, ci="sandwich", device=device), repeat)
+    rank_battles(df, IntervalOptions(ci="both", n_bootstrap=1000), device=device)  # warm-up (compilation cache)
+    out["sandwich only, end to end"], _ = timed(
+        lambda: rank_battles(df, IntervalOptions(ci="sandwich"), device=device), repeat)
     out["sandwich + 1000 bootstrap, end to end"], _ = timed(
-        lambda: rank_battles(df, ci="both", n_bootstrap=1000, device=device), repeat)
+        lambda: rank_battles(df, IntervalOptions(ci="both", n_bootstrap=1000), device=device), repeat)
     out["sandwich + 1000 bootstrap (Poisson weights)"], _ = timed(
-        lambda: rank_battles(df, ci="both", n_bootstrap=1000, weights="poisson", device=device), repeat)
+        lambda: rank_battles(df, IntervalOptions(ci="both", n_bootstrap=1000, weights="poisson"),
+                             device=device), repeat)
     # warmed up and repeated like the rows above; the first call (tracing its programs) is its own row
     out["style control, first call in this process (traces its programs)"], _ = timed(
-        lambda: rank_battles(df, ci="both", n_bootstrap=200, style_control=True, device=device), 1)
+        lambda: rank_battles(df, IntervalOptions(ci="both", n_bootstrap=200), style_control=True, device=device), 1)
     out["style control, 4 features, 200 refits"], _ = timed(
-        lambda: rank_battles(df, ci="both", n_bootstrap=200, style_control=True, device=device), repeat)
+        lambda: rank_battles(df, IntervalOptions(ci="both", n_bootstrap=200), style_control=True,
+                             device=device), repeat)
     return out
 
 
@@ -146,8 +150,9 @@ def cli_timings(stderr: str) -> dict[str, tuple[float, float]]:
 def peak_memory_mb(k: int, n_boot: int, device: str | None) -> float:
     """Peak resident memory (MB) of a fresh process that builds W1 with ``k`` models and ranks it."""
     # VmHWM is this process's own high-water mark; getrusage's ru_maxrss keeps the parent's across fork + exec
-    code = ("from benchmarks.bench_rank import make_w1; from arena.leaderboard import "
-            f"rank_battles; rank_battles(make_w1(k={k}), ci='both', n_bootstrap={n_boot}, min_battles=0, "
+    code = ("from benchmarks.bench_rank import make_w1; from arena.leaderboard import rank_battles; "
+            "from arena.leaderboard_options import IntervalOptions; "
+            f"rank_battles(make_w1(k={k}), IntervalOptions('both', n_bootstrap={n_boot}), min_battles=0, "
             f"device={device!r}); print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
     run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=_env())
     return int(run.stdout.strip().splitlines()[-1]) / 1024
@@ -239,15 +244,17 @@ def bench_fschat(df: pd.DataFrame, rounds: int) -> dict[str, float] | str:
 
 def bench_growth(device: str | None, sizes: list[int], models: list[int], n_boot: int) -> list[list[object]]:
     from arena.leaderboard import rank_battles
+    from arena.leaderboard_options import IntervalOptions
 
     rows = []
     for n, k in [(n, 100) for n in sizes] + [(1_000_000, k) for k in models if k != 100]:
         df = make_w1(n=n, k=k)
-        rank_battles(df, ci="both", n_bootstrap=n_boot, device=device, min_battles=0)  # compiles this shape
+        rank_battles(df, IntervalOptions(ci="both", n_bootstrap=n_boot), device=device,
+                     min_battles=0)  # compiles this shape
         times = []
         for _ in range(2):  # best of two warm runs (shared machine)
             t0 = time.perf_counter()
-            rank_battles(df, ci="both", n_bootstrap=n_boot, device=device, min_battles=0)
+            rank_battles(df, IntervalOptions(ci="both", n_bootstrap=n_boot), device=device, min_battles=0)
             times.append(time.perf_counter() - t0)
         rows.append([f"{n:,}", k, f"{min(times):.2f}"])
         del df
@@ -263,18 +270,19 @@ def gpu_check(device: str) -> None:
 
     jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena.leaderboard import rank_battles
+    from arena.leaderboard_options import IntervalOptions
 
     dev = jax.devices(device)[0]
     rows = []
-    for label, k, kw in [("W1 (100 models): sandwich + 1000 bootstrap", 100, {"n_bootstrap": 1000}),
-                         ("300 models: sandwich + 1000 bootstrap", 300, {"n_bootstrap": 1000}),
-                         ("W1: style control, 4 features, 200 refits", 100,
-                          {"n_bootstrap": 200, "style_control": True})]:
-        df = make_w1(k=k)
+    for label, k, n_boot, style in [("W1 (100 models): sandwich + 1000 bootstrap", 100, 1000, False),
+                                    ("300 models: sandwich + 1000 bootstrap", 300, 1000, False),
+                                    ("W1: style control, 4 features, 200 refits", 100, 200, True)]:
+        df, intervals = make_w1(k=k), IntervalOptions("both", n_bootstrap=n_boot)
         t0 = time.perf_counter()
-        rank_battles(df, ci="both", device=device, min_battles=0, **kw)
+        rank_battles(df, intervals, device=device, min_battles=0, style_control=style)
         cold = time.perf_counter() - t0
-        warm, _ = timed(lambda df=df, kw=kw: rank_battles(df, ci="both", device=device, min_battles=0, **kw), 2)
+        warm, _ = timed(lambda df=df, intervals=intervals, style=style: rank_battles(
+            df, intervals, device=device, min_battles=0, style_control=style), 2)
         rows.append([label, f"{cold:.2f}", f"{warm:.2f}"])
     text = table(f"preflab on {dev.platform} ({dev.device_kind}), seconds", ["case", "first run", "warm"], rows)
     RESULTS.mkdir(exist_ok=True)
@@ -338,6 +346,7 @@ def main(argv: list[str] | None = None) -> None:
 
     jax.config.update("jax_enable_x64", True)  # (this process is ours: its own JAX code in float64 too)
     from arena.leaderboard import rank_battles
+    from arena.leaderboard_options import IntervalOptions
 
     dev = jax.devices(args.device)[0] if args.device else jax.devices()[0]
     load0 = os.getloadavg()[0]
@@ -345,10 +354,11 @@ def main(argv: list[str] | None = None) -> None:
     ours = bench_preflab(df, args.device, args.repeat)
     for k in (300, 1000):  # many models, same 1M battles
         big = make_w1(k=k)
-        rank_battles(big, ci="both", n_bootstrap=1000, device=args.device, min_battles=0)  # compile
+        rank_battles(big, IntervalOptions(ci="both", n_bootstrap=1000), device=args.device, min_battles=0)  # compile
         cpu0 = time.process_time()
         ours[f"{k} models: sandwich + 1000 bootstrap, end to end"], _ = timed(
-            lambda big=big: rank_battles(big, ci="both", n_bootstrap=1000, device=args.device, min_battles=0), 2)
+            lambda big=big: rank_battles(big, IntervalOptions(ci="both", n_bootstrap=1000), device=args.device,
+                                         min_battles=0), 2)
         # CPU seconds of all threads: less noisy than wall time on a shared machine (work, not waiting)
         ours[f"{k} models: the same, CPU seconds (all threads)"] = (time.process_time() - cpu0) / 2
         del big

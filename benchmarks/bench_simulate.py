@@ -13,15 +13,9 @@ import time
 import numpy as np
 
 from arena.io.battles import aggregate
+from arena.simulation.files import lengths_for, simulate
 from arena.simulation.sampling import estimate_ratings, next_pair
-from arena.simulation.simulate import (
-    ArenaSpec,
-    codes_to_battles,
-    lengths_for,
-    simulate,
-    simulate_codes,
-    spread_strengths,
-)
+from arena.simulation.simulate import ArenaSpec, codes_to_battles, simulate_codes, spread_strengths
 from arena.simulation.studies import fit_arenas, outcome_tensor
 from benchmarks.common import best_of, write_table
 

@@ -20,13 +20,14 @@ def main() -> None:
     p.add_argument("--refits", type=int, default=200)
     args = p.parse_args()
     from arena.leaderboard import rank_battles
+    from arena.leaderboard_options import IntervalOptions
 
     df = make_w1()
-    rank_battles(df, ci="both", n_bootstrap=args.refits, style_control=True)  # warm-up
+    rank_battles(df, IntervalOptions(ci="both", n_bootstrap=args.refits), style_control=True)  # warm-up
     for _ in range(args.repeat):
         load = os.getloadavg()[0]
         wall, cpu = time.perf_counter(), time.process_time()
-        rank_battles(df, ci="both", n_bootstrap=args.refits, style_control=True)
+        rank_battles(df, IntervalOptions(ci="both", n_bootstrap=args.refits), style_control=True)
         print(f"style control, 4 features, {args.refits} refits: wall {time.perf_counter() - wall:.2f} s, "
               f"CPU {time.process_time() - cpu:.2f} s, load average {load:.1f} -> {os.getloadavg()[0]:.1f}",
               flush=True)

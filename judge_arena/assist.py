@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,10 @@ import pandas as pd
 from arena.io.battles import Battles
 from judge_arena.battles import human_battles, judge_rows
 from preflab.errors import InputError
+
+if TYPE_CHECKING:  # the options module loads JAX; the app imports this module before any fit
+    from arena.bt.likelihood import Ties
+    from arena.leaderboard_options import EloScale, IntervalOptions
 
 
 def is_verdict_file(path: str | Path) -> bool:
@@ -60,18 +64,22 @@ def load_judge(path: str | Path, layout: str = "arena", skip_bad_rows: bool = Fa
 
 def judge_assisted_leaderboard(human: Battles, judge_path: str | Path, *, layout: str = "arena",
                                skip_bad_rows: bool = False, labels: str = "auto", allow_mixed: bool = False,
-                               **options: Any) -> pd.DataFrame:
+                               intervals: IntervalOptions | None = None, ties: Ties = "half",
+                               scale: EloScale | None = None) -> pd.DataFrame:
     """The PPI++ leaderboard of ``human`` battles sharpened by the judge file at ``judge_path``.
 
-    ``options`` go to :func:`arena.ppi.board.ppi_leaderboard` (``ci``, ``n_bootstrap``, ``ties``, ``level``,
-    ``seed``, scale). The table has the usual columns, ``ess``, the human-only fit on the same votes
+    ``intervals``, ``ties`` and ``scale`` are those of :func:`arena.ppi.board.ppi_leaderboard` (None: its
+    defaults). The table has the usual columns,
+    ``ess``, the human-only fit on the same votes
     (``rating_human``, ``lower_human``, ``upper_human``) and ``attrs`` with ``lambda``, the item counts and
     ``ess_gain``. Raises :class:`~preflab.errors.InputError` or ``ValueError`` on bad input.
     """
+    from arena.leaderboard_options import EloScale, IntervalOptions
     from arena.ppi.board import ppi_leaderboard
 
     judge, labels = load_judge(judge_path, layout, skip_bad_rows, labels, allow_mixed)
-    table = ppi_leaderboard(human, judge, labels=labels, judge_source=str(judge_path), **options)
+    table = ppi_leaderboard(human, judge, labels=labels, judge_source=str(judge_path),
+                            intervals=intervals or IntervalOptions(), ties=ties, scale=scale or EloScale())
     if isinstance(judge, pd.DataFrame):
         table.attrs["diagnostics"][:0] = judge.attrs.get("notes", [])  # e.g. the judges pooled by allow_mixed
     if isinstance(judge, Battles) and judge.skipped:

@@ -103,7 +103,7 @@ def simulate(
     conv_metadata: Annotated[bool, typer.Option(help="Also write nested conv_metadata per row.")] = True,
 ) -> None:
     """Simulate an arena with known truth and write Chatbot Arena-format battles plus a truth file."""
-    from arena.simulation.simulate import simulate_to_files, spec_from_options
+    from arena.simulation.files import simulate_to_files, spec_from_options
 
     try:
         spec = spec_from_options(models=models, strengths=_floats(strengths), spread=spread, ties=ties_model(ties),
@@ -283,23 +283,24 @@ def arena_hard_cmd(
     import pandas as pd
 
     from arena import arenahard as ah
+    from arena import arenahard_files
     from preflab.io import write_table
 
     def load(weight: float) -> pd.DataFrame:
         if verdicts:
             from judge.datasets import load_verdicts_jsonl
 
-            parts = [ah.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments]
+            parts = [arenahard_files.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments]
             out = pd.concat(parts, ignore_index=True)
             out.attrs.update(skipped=sum(p.attrs.get("skipped", 0) for p in parts),
                              models=sorted({m for p in parts for m in p.attrs.get("models", ())}))
             return out
-        return ah.load_arena_hard(judgments, baseline=baseline, strong_weight=weight)
+        return arenahard_files.load_arena_hard(judgments, baseline=baseline, strong_weight=weight)
 
     try:
         games = load(strong_weight)
         base = baseline or ah.detect_baseline(games)
-        feats = ah.load_answer_style(style) if style else None
+        feats = arenahard_files.load_answer_style(style) if style else None
         lb = ah.baseline_leaderboard(games, base, n_bootstrap=bootstrap, level=level, seed=seed, style=feats,
                                      allow_indirect=indirect)
         widths = (ah.ci_width_by_weight(load, (1.0, strong_weight), baseline=base, n_bootstrap=bootstrap,

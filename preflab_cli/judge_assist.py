@@ -15,6 +15,7 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
     """Fit and print the PPI++ leaderboard; the usual table plus ``ess`` and a footer (lambda, items, gain)."""
     import warnings
 
+    from arena.leaderboard_options import EloScale, IntervalOptions
     from judge_arena.assist import footer, judge_assisted_leaderboard
     from preflab.errors import InputError
     from preflab.io import write_table
@@ -25,9 +26,8 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             table = judge_assisted_leaderboard(battles, judge_path, layout=layout, skip_bad_rows=skip_bad_rows,
-                                               labels=labels, ci=ci, n_bootstrap=bootstrap, ties=ties,
-                                               level=level, seed=seed, scale=scale, base=base, init=init,
-                                               allow_mixed=allow_mixed)
+                                               labels=labels, intervals=IntervalOptions(ci, level, bootstrap, seed),
+                                               ties=ties, scale=EloScale(scale, base, init), allow_mixed=allow_mixed)
     except (InputError, ValueError) as e:
         fail(e)
     for w in caught:

@@ -124,6 +124,7 @@ def rank(
     import arena.jax_setup
     from arena.bt.hygiene import parse_filters
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import EloScale, IntervalOptions
     from preflab.io import write_table
     from preflab_cli.rank_output import bootstrap_progress, rich_table
 
@@ -141,11 +142,10 @@ def rank(
         with bootstrap_progress(bootstrap if ci != "sandwich" else 0, enabled=err.is_terminal) as advance, \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            lb = fit_leaderboard(battles, n_bootstrap=bootstrap, ci=ci, ties=ties, style_control=style_control,
-                                 anchor=anchor, level=level, seed=seed, scale=scale, base=base, init=init,
-                                 weights=weights, min_battles=min_battles, device=device, style_features=feats,
-                                 filters=parse_filters(filters or []), progress=advance, unit=unit,
-                                 **({} if ridge is None else {"ridge": ridge}))
+            lb = fit_leaderboard(battles, IntervalOptions(ci, level, bootstrap, seed, unit, weights), ties=ties,
+                                 scale=EloScale(scale, base, init), anchor=anchor, style_control=style_control,
+                                 style_features=feats, min_battles=min_battles, filters=parse_filters(filters or []),
+                                 device=device, progress=advance, **({} if ridge is None else {"ridge": ridge}))
     except (ValueError, RuntimeError) as e:
         fail(cli_words(str(e)))
     timings.lap("fit + CIs")

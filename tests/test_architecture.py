@@ -183,7 +183,9 @@ for name in sys.argv[1:]:
 assert jax.config.jax_enable_x64 is setting, "importing arena changed jax_enable_x64"
 from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
-lb = fit_leaderboard(load_battles("data/demo/battles.jsonl"), ci="both", n_bootstrap=20, style_control=True)
+from arena.leaderboard_options import IntervalOptions
+intervals = IntervalOptions("both", n_bootstrap=20)
+lb = fit_leaderboard(load_battles("data/demo/battles.jsonl"), intervals, style_control=True)
 assert jax.config.jax_enable_x64 is setting, "a fit changed jax_enable_x64"
 print(json.dumps({"user": str(jnp.ones(1).dtype), "table": lb.table.to_json(double_precision=15),
                   "style": lb.style.to_json(double_precision=15)}))

@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = {
-    "arena": ["ArenaSpec", "Battles", "EloScale", "Leaderboard", "PairCounts", "aggregate", "baseline_leaderboard",
+    "arena": ["ArenaSpec", "Battles", "EloScale", "IntervalOptions", "Leaderboard", "PairCounts", "aggregate",
+              "baseline_leaderboard",
               "fit_leaderboard", "forest_plot", "lc_leaderboard", "leaderboard_votes_needed", "load_arena_hard",
               "load_battles", "load_lc_table", "next_pair", "parse_filters", "power_table", "ppi_leaderboard",
               "rank_battles", "style_fit", "win_rate_heatmap", "write_battles"],

@@ -47,8 +47,8 @@ def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
 
 def style_meta(answer_left: str, answer_right: str) -> dict[str, float]:
     """Style totals of the two answers shown (left = a) in Chatbot Arena's ``conv_metadata`` keys, via
-    :func:`arena.style.fit.totals_from_text` (length in characters), so style control works on app votes."""
-    from arena.style.fit import totals_from_text
+    :func:`arena.style.features.totals_from_text` (length in characters), so style control works on app votes."""
+    from arena.style.features import totals_from_text
 
     return {k: float(v) for k, v in totals_from_text([answer_left], [answer_right]).iloc[0].items()}
 

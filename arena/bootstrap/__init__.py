@@ -13,9 +13,9 @@ _HOMES = {
     "WeightKind": "arena.bootstrap.weights",
     "bootstrap_fits": "arena.bootstrap.refits",
     "draw_weights": "arena.bootstrap.weights",
-    "percentile_interval": "arena.bootstrap.refits",
-    "rank_from_intervals": "arena.bootstrap.refits",
-    "usable_replicates": "arena.bootstrap.refits",
+    "percentile_interval": "arena.bootstrap.intervals",
+    "rank_from_intervals": "arena.bootstrap.intervals",
+    "usable_replicates": "arena.bootstrap.intervals",
 }
 __all__ = sorted(_HOMES)
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

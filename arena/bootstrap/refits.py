@@ -1,5 +1,5 @@
-"""Bootstrap by vmapped refits: chunked refits over resampling weights (:mod:`arena.bootstrap.weights`),
-percentile CIs, ranks.
+"""Bootstrap by vmapped refits: chunked refits over resampling weights (:mod:`arena.bootstrap.weights`); what the
+replicates say (percentile intervals, ranks) is :mod:`arena.bootstrap.intervals`.
 
 Each replicate is refitted from the full-data MLE by chord-Newton steps with the full-data Hessian held
 fixed (Kelley 1995, 'Iterative methods for linear and nonlinear equations', 5.4): replicates lie within
@@ -148,98 +148,139 @@ def bootstrap_fits(data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, *, n
     Results depend on ``seed`` only: not on chunking, threads, devices or the refit form (to 1e-9).
     With ``units`` (:func:`arena.bt.units.item_units`) items are resampled, not battles.
     """
-    n_models = len(x_hat) - 1
-    flat = np.asarray(data.counts).ravel()
-    live = np.flatnonzero(flat)
     devs = replicate_devices(device, devices)
-    dense = refit.use_dense(n_models, len(data.i), ties) if dense is None else dense and ties == "half"
-    chunk = chunk or chunk_size(live.size, n_models, devs[0], dense)
-    chunks, width = chunk_plan(n_bootstrap, chunk, len(devs))
-    mesh = Mesh(np.array(devs), ("rep",))
-    one = NamedSharding(mesh, PartitionSpec())  # replicated
-    xh, hi = jax.device_put(np.asarray(x_hat), one), jax.device_put(np.asarray(h_inv), one)
-    d_data = bt.PairData(*(jax.device_put(np.asarray(a), one) for a in data))
-    layout = refit.dense_layout(data, live, n_models) if dense else None
-    table = PoissonTable(flat[live])
-    item_map = None if units is None else item_cell_matrix(units, live)
-    item_table = None if units is None else PoissonTable(np.ones(units.n_items))
+    run = _ChunkRefits(data, x_hat, h_inv, seed, ties, ridge, weights, devs, units)
+    run.plan(n_bootstrap, chunk, dense)
     out, flags, n_fallback = [], [], 0
-    src, dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
-    screen = None if dense else _tree_screen(data, live)  # the dense refit checks Ford's condition itself
-    local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        def block(b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
-            if item_map is None:
-                w = block_weights(flat[live], seed, b, n, weights, table, integer=mats is not None)
-            else:
-                w = item_weights(item_map, block_weights(np.ones(units.n_items), seed, b, n, weights, item_table),
-                                 integer=mats is not None)
-            if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
-                scratch = vars(local).setdefault((n, w.dtype), np.empty((n, live.size + 1), w.dtype))
-                mats[1][row:row + n] = refit.signed_battles(layout, w, mats[0][row:row + n], scratch)[1]
-            return w
-
-        def chunk_mats(dtype: type) -> tuple[np.ndarray, np.ndarray] | None:
-            return (_aligned((width, n_models * n_models), dtype), _aligned((width, n_models), np.float64)
-                    ) if dense else None
-
-        def submit(c: int):
-            mats = chunk_mats(layout.matrix_dtype) if dense else None
-            rows = np.cumsum([0] + [n for _, n in chunks[c]])
-            return mats, [pool.submit(block, b, n, mats, int(r)) for (b, n), r in zip(chunks[c], rows, strict=False)]
-
-        pending = [submit(c) for c in range(min(2, len(chunks)))]
-        for c in range(len(chunks)):
-            mats, futures = pending.pop(0)
-            try:
-                parts = [f.result() for f in futures]
-            except OverflowError:  # a resampled pair total past int8 (never seen): this chunk in float32
-                for f in futures:
-                    f.exception()  # (wait: no thread still writes the int8 buffers)
-                mats, rows = chunk_mats(layout.dtype), np.cumsum([0] + [n for _, n in chunks[c]])
-                parts = [block(b, n, mats, int(r)) for (b, n), r in zip(chunks[c], rows, strict=False)]
-            # the dense refit needs no copy of the chunk's draws: made only for a fallback or a separated one
-            w_live = None if dense else np.concatenate(parts)
-            if c + 2 < len(chunks):
-                pending.append(submit(c + 2))
+        pending = [run.submit(pool, c) for c in range(min(2, len(run.chunks)))]
+        for c in range(len(run.chunks)):
+            mats, parts = run.collect(c, *pending.pop(0))
+            if c + 2 < len(run.chunks):
+                pending.append(run.submit(pool, c + 2))
             n_real = sum(len(p) for p in parts)
-            if dense:
-                for m in mats if n_real < width else ():  # padding rows: copies of real ones (results dropped)
-                    m[n_real:] = m[np.arange(width - n_real) % n_real]
-                m_d, s_d = _to_devices([mats[0].reshape(width, n_models, n_models), mats[1]], mesh)
-                x, ok, connected = refit.refit_signed_chunk(m_d, s_d, xh, hi, ridge)
-                del mats, m_d, s_d
-            else:
-                counts = jax.device_put(_sparse_counts(flat.size, live, _pad(w_live, width)),
-                                        NamedSharding(mesh, PartitionSpec(None, None, "rep")))
-                x, ok = refit_chunk(counts, xh, hi, d_data, ties, ridge)
-            x, ok = np.array(x)[:n_real], np.asarray(ok)[:n_real]
-            if not ok.all():
-                bad = np.flatnonzero(~ok)
-                # pad to a power of two: a handful of compiled shapes instead of one per count of failures
-                padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
-                w_live = np.concatenate(parts) if w_live is None else w_live
-                sub = jax.device_put(_sparse_counts(flat.size, live, w_live[padded]).transpose(2, 0, 1), devs[0])
-                xb, okb = newton_refit_chunk(sub, jax.device_put(np.asarray(x_hat), devs[0]),
-                                             bt.PairData(*(jax.device_put(np.asarray(a), devs[0]) for a in data)),
-                                             ties, ridge)
-                x[bad] = np.asarray(xb)[: bad.size]
-                ok = ok.copy()
-                ok[bad] = np.asarray(okb)[: bad.size]
-                n_fallback += bad.size
-            if dense:
-                separated = ~np.asarray(connected)[:n_real]
-                if separated.any() and w_live is None:
-                    w_live = np.concatenate(parts)
-                sep = (separated, _outside(n_models, src, dst, data, flat.size, live, w_live, separated, n_real))
-            else:
-                sep = _separation_flags(n_models, screen, src, dst, data, flat.size, live, w_live)
-            flags.append((ok, *sep))
+            x, ok, connected, w_live = run.refit(mats, parts, n_real)
+            del mats
+            x, ok, w_live, n_bad = run.fallback(x, ok, parts, w_live)
+            n_fallback += n_bad
+            flags.append((ok, *run.separation(connected, parts, w_live, n_real)))
             out.append(x)
             if progress:
                 progress(n_real)
     ok, sep, outside = (np.concatenate(f) for f in zip(*flags, strict=True))
     return Replicates(np.concatenate(out), n_fallback, ok, sep, outside)
+
+
+class _ChunkRefits:
+    """One bootstrap run: its live cells, device copies and weight tables; draws, refits and flags a chunk."""
+
+    def __init__(self, data: bt.PairData, x_hat: np.ndarray, h_inv: np.ndarray, seed: int, ties: str,
+                 ridge: float, weights: WeightKind, devs: list[jax.Device], units: ItemUnits | None) -> None:
+        self.data, self.x_hat, self.seed, self.ties, self.ridge, self.weights = data, x_hat, seed, ties, ridge, weights
+        self.devs, self.units = devs, units
+        self.n_models = len(x_hat) - 1
+        self.flat = np.asarray(data.counts).ravel()
+        self.live = np.flatnonzero(self.flat)
+        self.mesh = Mesh(np.array(devs), ("rep",))
+        one = NamedSharding(self.mesh, PartitionSpec())  # replicated
+        self.xh, self.hi = jax.device_put(np.asarray(x_hat), one), jax.device_put(np.asarray(h_inv), one)
+        self.d_data = bt.PairData(*(jax.device_put(np.asarray(a), one) for a in data))
+        self.table = PoissonTable(self.flat[self.live])
+        self.item_map = None if units is None else item_cell_matrix(units, self.live)
+        self.item_table = None if units is None else PoissonTable(np.ones(units.n_items))
+        self.src, self.dst, _ = beat_edges(np.asarray(data.i), np.asarray(data.j), np.asarray(data.counts))
+        self.local = threading.local()  # per thread: the signed-battle scratch, reused across blocks
+
+    def plan(self, n_bootstrap: int, chunk: int | None, dense: bool | None) -> None:
+        """Choose the refit form (dense or sparse) and split the replicates into chunks of blocks."""
+        k, data = self.n_models, self.data
+        self.dense = refit.use_dense(k, len(data.i), self.ties) if dense is None else dense and self.ties == "half"
+        chunk = chunk or chunk_size(self.live.size, k, self.devs[0], self.dense)
+        self.chunks, self.width = chunk_plan(n_bootstrap, chunk, len(self.devs))
+        self.layout = refit.dense_layout(data, self.live, k) if self.dense else None
+        # the dense refit checks Ford's condition itself
+        self.screen = None if self.dense else _tree_screen(data, self.live)
+
+    def block(self, b: int, n: int, mats: tuple[np.ndarray, np.ndarray] | None, row: int) -> np.ndarray:
+        """Block ``b``'s ``n`` weight draws; with ``mats``, also its rows of the signed battles and scores."""
+        integer = mats is not None
+        if self.item_map is None:
+            w = block_weights(self.flat[self.live], self.seed, b, n, self.weights, self.table, integer=integer)
+        else:
+            draws = block_weights(np.ones(self.units.n_items), self.seed, b, n, self.weights, self.item_table)
+            w = item_weights(self.item_map, draws, integer=integer)
+        if mats is not None:  # this block's rows of the chunk's signed battles and scores, in place
+            scratch = vars(self.local).setdefault((n, w.dtype), np.empty((n, self.live.size + 1), w.dtype))
+            mats[1][row:row + n] = refit.signed_battles(self.layout, w, mats[0][row:row + n], scratch)[1]
+        return w
+
+    def chunk_mats(self, dtype: type) -> tuple[np.ndarray, np.ndarray] | None:
+        k = self.n_models
+        return (_aligned((self.width, k * k), dtype), _aligned((self.width, k), np.float64)) if self.dense else None
+
+    def _rows(self, c: int) -> np.ndarray:
+        return np.cumsum([0] + [n for _, n in self.chunks[c]])
+
+    def submit(self, pool: ThreadPoolExecutor, c: int):
+        """Start drawing chunk ``c``'s blocks on ``pool``: (its matrices or None, the futures)."""
+        mats = self.chunk_mats(self.layout.matrix_dtype) if self.dense else None
+        return mats, [pool.submit(self.block, b, n, mats, int(r))
+                      for (b, n), r in zip(self.chunks[c], self._rows(c), strict=False)]
+
+    def collect(self, c: int, mats, futures) -> tuple[tuple[np.ndarray, np.ndarray] | None, list[np.ndarray]]:
+        """Chunk ``c``'s draws; a resampled pair total past int8 (never seen) redraws it in float32."""
+        try:
+            return mats, [f.result() for f in futures]
+        except OverflowError:
+            for f in futures:
+                f.exception()  # (wait: no thread still writes the int8 buffers)
+            mats = self.chunk_mats(self.layout.dtype)
+            return mats, [self.block(b, n, mats, int(r)) for (b, n), r in zip(self.chunks[c], self._rows(c),
+                                                                               strict=False)]
+
+    def refit(self, mats, parts: list[np.ndarray], n_real: int):
+        """Refit the chunk on the devices: (x, converged, connected (dense) or None, live weights or None)."""
+        k, width = self.n_models, self.width
+        if self.dense:  # needs no copy of the chunk's draws: made only for a fallback or a separated one
+            for m in mats if n_real < width else ():  # padding rows: copies of real ones (results dropped)
+                m[n_real:] = m[np.arange(width - n_real) % n_real]
+            m_d, s_d = _to_devices([mats[0].reshape(width, k, k), mats[1]], self.mesh)
+            x, ok, connected = refit.refit_signed_chunk(m_d, s_d, self.xh, self.hi, self.ridge)
+            w_live = None
+        else:
+            w_live, connected = np.concatenate(parts), None
+            counts = jax.device_put(_sparse_counts(self.flat.size, self.live, _pad(w_live, width)),
+                                    NamedSharding(self.mesh, PartitionSpec(None, None, "rep")))
+            x, ok = refit_chunk(counts, self.xh, self.hi, self.d_data, self.ties, self.ridge)
+        return np.array(x)[:n_real], np.asarray(ok)[:n_real], connected, w_live
+
+    def fallback(self, x: np.ndarray, ok: np.ndarray, parts: list[np.ndarray], w_live: np.ndarray | None):
+        """Refit the replicates that did not converge by full Newton: (x, ok, live weights, how many)."""
+        if ok.all():
+            return x, ok, w_live, 0
+        bad = np.flatnonzero(~ok)
+        # pad to a power of two: a handful of compiled shapes instead of one per count of failures
+        padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
+        w_live = np.concatenate(parts) if w_live is None else w_live
+        dev = self.devs[0]
+        sub = jax.device_put(_sparse_counts(self.flat.size, self.live, w_live[padded]).transpose(2, 0, 1), dev)
+        xb, okb = newton_refit_chunk(sub, jax.device_put(np.asarray(self.x_hat), dev),
+                                     bt.PairData(*(jax.device_put(np.asarray(a), dev) for a in self.data)),
+                                     self.ties, self.ridge)
+        x[bad] = np.asarray(xb)[: bad.size]
+        ok = ok.copy()
+        ok[bad] = np.asarray(okb)[: bad.size]
+        return x, ok, w_live, bad.size
+
+    def separation(self, connected, parts: list[np.ndarray], w_live: np.ndarray | None, n_real: int):
+        """(separated (R,), outside (R, K)): replicates whose resample breaks Ford's condition."""
+        k, flat, live = self.n_models, self.flat, self.live
+        if not self.dense:
+            return _separation_flags(k, self.screen, self.src, self.dst, self.data, flat.size, live, w_live)
+        separated = ~np.asarray(connected)[:n_real]
+        if separated.any() and w_live is None:
+            w_live = np.concatenate(parts)
+        return separated, _outside(k, self.src, self.dst, self.data, flat.size, live, w_live, separated, n_real)
 
 
 def item_weights(item_map: ItemCellMap, draws: np.ndarray, integer: bool = False) -> np.ndarray:
@@ -341,85 +382,3 @@ def replicate_devices(device: jax.Device | None = None, devices: list[jax.Device
     if devices:
         return list(devices)
     return [device] if device is not None else jax.local_devices()
-
-
-# -------------------------------------------------------------------------------- intervals and ranks
-
-
-def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval per column of ``samples`` (R, K) (Efron & Tibshirani 1993, 13.3)."""
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(samples, [alpha, 1 - alpha], axis=0)
-    return lo, hi
-
-
-def rank_from_intervals(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Chatbot Arena's rank: 1 + number of models whose lower bound exceeds this model's upper bound."""
-    lower, upper = np.asarray(lower), np.asarray(upper)
-    return 1 + (lower[None, :] > upper[:, None]).sum(axis=1)
-
-
-def replicate_ranks(samples: np.ndarray) -> np.ndarray:
-    """Rank of each model in each replicate (1 = best; ties share the better rank), shape (R, K)."""
-    samples = np.asarray(samples)
-    ordered = np.sort(samples, axis=1)
-    k = samples.shape[1]
-    # 1 + number strictly better = k + 1 - (number <= value), row by row (no scipy import on the CLI path)
-    return np.stack([k + 1 - np.searchsorted(o, s, side="right") for o, s in zip(ordered, samples, strict=True)])
-
-
-def rank_distribution(samples: np.ndarray) -> np.ndarray:
-    """P(rank = r) per model: (K, K) matrix, row = model, column r-1 = rank r, from bootstrap replicates.
-
-    Rank uncertainty by resampling (Hall & Miller 2009, 'Using the bootstrap to quantify the authority of
-    an empirical ranking', Ann. Stat. 37:3929)."""
-    ranks = replicate_ranks(samples)
-    k = ranks.shape[1]
-    dist = np.stack([np.bincount(ranks[:, m] - 1, minlength=k) for m in range(k)])
-    return dist / ranks.shape[0]
-
-
-def usable_replicates(converged: np.ndarray | None, separated: np.ndarray | None,
-                      ridge: float = bt.DEFAULT_RIDGE) -> np.ndarray | slice:
-    """Replicates the intervals use: converged, and with an MLE, unless a ridge prior (> the default
-    ridge) was asked for, whose fits exist anyway."""
-    if converged is None or separated is None:
-        return slice(None)
-    return converged & (~separated | (ridge > bt.DEFAULT_RIDGE))
-
-
-def separation_sides(theta: np.ndarray, outside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(above, below) masks (R, K): models outside a separated replicate's main group, on the side of it
-    where the ridge put them (their MLE gap to the main group is +infinity or -infinity there)."""
-    above, below = np.zeros(outside.shape, bool), np.zeros(outside.shape, bool)
-    for r in np.flatnonzero(outside.any(axis=1)):
-        ref = np.median(theta[r, ~outside[r]])
-        above[r] = outside[r] & (theta[r] > ref)
-        below[r] = outside[r] & (theta[r] <= ref)
-    return above, below
-
-
-def usable_interval(samples: np.ndarray, usable: np.ndarray, above: np.ndarray | None = None,
-                    below: np.ndarray | None = None, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval over the ``usable`` replicates, with a side made infinite where it is not known.
-
-    Excluded replicates are not ignored silently: where more than ``(1 - level) / 2`` of *all* replicates
-    put a model above (``above``) or below (``below``) the rest with an infinite gap, the upper (lower)
-    percentile of the complete set is infinite, so that bound is reported as +inf (-inf). With fewer
-    than two usable replicates every bound is infinite. ``usable`` is (R,) or one mask per model (R, K).
-    """
-    k, n = samples.shape[1], samples.shape[0]
-    if usable.ndim == 2:  # a mask per model: column by column
-        lo, hi = np.full(k, -np.inf), np.full(k, np.inf)
-        for m in np.flatnonzero(usable.sum(axis=0) >= 2):
-            lo[m], hi[m] = (v[0] for v in percentile_interval(samples[usable[:, m], m:m + 1], level))
-    elif usable.sum() < 2:
-        return np.full(k, -np.inf), np.full(k, np.inf)
-    else:
-        lo, hi = percentile_interval(samples[usable], level)
-    tail = (1 - level) / 2 * n
-    if above is not None:
-        hi = np.where(above.sum(axis=0) > tail, np.inf, hi)
-    if below is not None:
-        lo = np.where(below.sum(axis=0) > tail, -np.inf, lo)
-    return lo, hi

@@ -49,8 +49,7 @@ def check_counts(counts: PairCounts, min_battles: int = 10) -> list[str]:
         msg = (f"{len(few)} model(s) have fewer than {min_battles} battles: {shown}"
                f"{', ...' if len(few) > 10 else ''}. Their intervals are wide; collect more votes or drop them "
                "with exclude_models.")
-        warnings.warn(msg, TooFewBattlesWarning, stacklevel=2)
-        messages.append(msg)
+        _warn_noted(messages, msg, TooFewBattlesWarning)
     return messages
 
 
@@ -63,9 +62,14 @@ def check_unbounded(per_model: pd.DataFrame, ratings: dict[str, float], ridge: f
             msg = (f"model {m!r} {side} (no ties either): its maximum-likelihood rating is {sign}infinity. "
                    f"The rating shown, {ratings[m]:.1f}, is finite only because of the ridge {ridge:g}; "
                    "treat it as a bound, or collect battles it loses/wins.")
-            warnings.warn(msg, InfiniteMLEWarning, stacklevel=2)
-            messages.append(msg)
+            _warn_noted(messages, msg, InfiniteMLEWarning)
     return messages
+
+
+def _warn_noted(messages: list[str], msg: str, category: type[Warning]) -> None:
+    """Warn at the caller's caller (the leaderboard's) and keep the message for the table's diagnostics."""
+    warnings.warn(msg, category, stacklevel=3)
+    messages.append(msg)
 
 
 def nonfinite_guard(values: np.ndarray, what: str) -> None:

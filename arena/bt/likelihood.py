@@ -12,7 +12,7 @@ White (1982), Econometrica 50:1 (sandwich covariance).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +23,9 @@ from arena.io.battles import PairCounts
 from arena.jax_setup import float64, stored_jit
 from preflab.outcomes import Outcome
 
-TIES: tuple[str, ...] = ("half", "rao-kupper", "davidson")
+Ties = Literal["half", "rao-kupper", "davidson"]
+"""Tie models: ties count half a win each, Rao-Kupper's threshold, Davidson's tie share."""
+TIES: tuple[str, ...] = get_args(Ties)
 DEFAULT_RIDGE = 1e-6
 """Ridge ``ridge/2 * ||theta||^2`` on the strengths: fixes the free additive constant (mean 0) and keeps
 the fit finite when a model never lost or never won. Its effect on finite MLEs is far below 1e-3 Elo."""
@@ -360,43 +362,6 @@ def sandwich_covariance(x: jax.Array, data: PairData, ties: str = "half",
 def tie_parameter(x: jax.Array, ties: str) -> float | None:
     """The fitted tie parameter on its classical scale (:func:`arena.bt.ties.tie_parameter_from_psi`)."""
     return tie_parameter_from_psi(float(x[-1]), ties)
-
-
-def elo_matrix(n_models: int, anchor: int | None = None) -> np.ndarray:
-    """Linear map from strengths to rating offsets: centring (mean 0) or pinning model ``anchor`` at 0."""
-    eye = np.eye(n_models)
-    if anchor is None:
-        return eye - 1.0 / n_models
-    out = eye.copy()
-    out[:, anchor] -= 1.0
-    return out
-
-
-@float64
-def to_elo(theta: jax.Array | np.ndarray, *, scale: float = 400.0, base: float = 10.0, init: float = 1000.0,
-           anchor: int | None = None, anchor_rating: float | None = None) -> np.ndarray:
-    """Elo-scale ratings ``scale * log_base(strength) + init``, mean ``init`` or model ``anchor`` pinned.
-
-    Works on (..., K) arrays (e.g. bootstrap replicates). The Chatbot Arena convention (Chiang et al. 2024,
-    'Chatbot Arena', ICML): scale 400, base 10, init 1000.
-    """
-    theta = np.asarray(theta)
-    level = init if anchor_rating is None else anchor_rating
-    return elo_offsets(theta, anchor) * (scale / math.log(base)) + level
-
-
-def elo_offsets(theta: np.ndarray, anchor: int | None = None) -> np.ndarray:
-    """``theta @ elo_matrix(K, anchor).T`` in O(K) a row: ``theta`` minus its mean, or minus ``theta[anchor]``
-    (the product costs K^2 a row: 2 GFLOP for 1,000 replicates of 1,000 models)."""
-    ref = theta.mean(axis=-1, keepdims=True) if anchor is None else theta[..., anchor:anchor + 1]
-    return theta - ref
-
-
-def elo_covariance(cov: np.ndarray, anchor: int | None = None) -> np.ndarray:
-    """``m @ cov @ m.T`` for ``m = elo_matrix(K, anchor)`` and a (K, K) ``cov``, in O(K^2)."""
-    if anchor is None:
-        return cov - cov.mean(axis=1, keepdims=True) - cov.mean(axis=0, keepdims=True) + cov.mean()
-    return cov - cov[anchor:anchor + 1] - cov[:, anchor:anchor + 1] + cov[anchor, anchor]
 
 
 @float64

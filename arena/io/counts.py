@@ -6,6 +6,7 @@ Part of the data model (re-exported by :mod:`arena.io.battles`); the arena's fit
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,17 +42,22 @@ class PairCounts:
 
     def per_model(self) -> pd.DataFrame:
         """Battles, wins, losses and ties per model (both tie kinds count as ties)."""
-        k = self.n_models
-        tie = self.outcome >= Outcome.TIE
-        battles = np.bincount(self.a, self.count, k) + np.bincount(self.b, self.count, k)
-        wins = np.bincount(self.a, self.count * (self.outcome == Outcome.FIRST), k) + np.bincount(
-            self.b, self.count * (self.outcome == Outcome.SECOND), k
-        )
-        ties = np.bincount(self.a, self.count * tie, k) + np.bincount(self.b, self.count * tie, k)
-        return pd.DataFrame(
-            {"model": list(self.models), "battles": battles, "wins": wins, "losses": battles - wins - ties,
-             "ties": ties}
-        )
+        c, tie = self.count, self.outcome >= Outcome.TIE
+        a_wins, b_wins = c * (self.outcome == Outcome.FIRST), c * (self.outcome == Outcome.SECOND)
+        return model_tallies(self.models, self.a, self.b, a_wins, b_wins, c * tie)
+
+
+def model_tallies(models: Sequence[str], a: np.ndarray, b: np.ndarray, a_wins: np.ndarray, b_wins: np.ndarray,
+                  ties: np.ndarray) -> pd.DataFrame:
+    """Battles, wins, losses and ties per model from cells of model codes ``a``, ``b`` with their counts of
+    ``a`` wins, ``b`` wins and ties (each cell counts for both its models)."""
+    k = len(models)
+    total = a_wins + b_wins + ties
+    battles = np.bincount(a, total, k) + np.bincount(b, total, k)
+    wins = np.bincount(a, a_wins, k) + np.bincount(b, b_wins, k)
+    tied = np.bincount(a, ties, k) + np.bincount(b, ties, k)
+    return pd.DataFrame({"model": list(models), "battles": battles, "wins": wins, "losses": battles - wins - tied,
+                         "ties": tied})
 
 
 def aggregate(battles: Battles, weights: np.ndarray | None = None) -> PairCounts:

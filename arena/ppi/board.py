@@ -8,16 +8,20 @@ human votes and a judge label are the labelled set, judge-only items the unlabel
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from arena.bootstrap import refits as bs
-from arena.bt import likelihood as bt
+from arena.bootstrap import intervals as bootstrap_intervals
+from arena.bt import elo
+from arena.bt.likelihood import Ties
 from arena.io.battles import WINNERS, Battles
+from arena.io.counts import model_tallies
 from arena.jax_setup import float64
-from arena.leaderboard import CI, EloScale, sandwich_interval
+from arena.leaderboard_options import EloScale, IntervalOptions, check_ties
+from arena.leaderboard_table import COLUMNS, add_intervals, interval_attrs, normal_quantile, ranked, sandwich_interval
+from arena.ppi import bootstrap as ppi_bootstrap
 from arena.ppi import estimator as ppi
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
@@ -154,69 +158,56 @@ def build_items(human: Battles, judge: Battles | pd.DataFrame, labels: str = "au
 
 def per_model(items: ppi.Items, models: list[str]) -> pd.DataFrame:
     """Human battles, wins, losses, ties per model over the labelled items (the votes PPI uses)."""
-    k = len(models)
     li, lj, _, _ = ppi.cell_models(items)
     h = items.l_human * items.l_mult[:, None]
-    total = h.sum(1)
-    battles = np.bincount(li, total, k) + np.bincount(lj, total, k)
-    wins = np.bincount(li, h[:, Outcome.FIRST], k) + np.bincount(lj, h[:, Outcome.SECOND], k)
-    ties = np.bincount(li, h[:, 2], k) + np.bincount(lj, h[:, 2], k)
-    return pd.DataFrame({"model": models, "battles": battles, "wins": wins, "losses": battles - wins - ties,
-                         "ties": ties})
+    return model_tallies(models, li, lj, h[:, Outcome.FIRST], h[:, Outcome.SECOND], h[:, 2])
 
 
 @float64
-def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, *, ci: CI = "bootstrap",
-                    n_bootstrap: int = 1000, ties: str = "half", level: float = 0.95, seed: int = 0,
-                    lam: float | None = None, labels: str = "auto", include_labelled: bool = True,
-                    scale: float = 400.0, base: float = 10.0, init: float = 1000.0,
-                    judge_source: str = "<judge>", bread: str = "exact", **_: Any) -> pd.DataFrame:
+def ppi_leaderboard(human: Battles, judge: Battles | pd.DataFrame, intervals: IntervalOptions = IntervalOptions(), *,
+                    ties: Ties = "half", scale: EloScale = EloScale(), lam: float | None = None, labels: str = "auto",
+                    include_labelled: bool = True, judge_source: str = "<judge>",
+                    bread: str = "exact") -> pd.DataFrame:
     """The PPI++ leaderboard: the usual columns (``model, rating, lower, upper, rank, battles, ...``) plus
     ``ess`` (effective human votes per model: battles x human-only variance / PPI variance) and the human-only
     fit on the same labelled items (``rating_human``, ``lower_human``, ``upper_human``: clustered sandwich
     intervals). ``attrs`` hold
-    ``lambda``, ``n_human_items``, ``n_judge_items``, ``ess_gain`` (human-only / PPI total variance)."""
-    if ci not in ("bootstrap", "sandwich", "both"):
-        raise ValueError(f"ci must be 'bootstrap', 'sandwich' or 'both', not {ci!r}")
-    if ties not in bt.TIES:
-        raise ValueError(f"ties must be one of {bt.TIES}, not {ties!r}")
+    ``lambda``, ``n_human_items``, ``n_judge_items``, ``ess_gain`` (human-only / PPI total variance).
+    ``intervals``: ``ci``, ``level``, ``n_bootstrap`` and ``seed``; the unit is always the item, bootstrap
+    weights multinomial."""
+    check_ties(ties)
+    if intervals.unit != "item" or intervals.cluster is not None or intervals.weights != "multinomial":
+        raise ValueError("the PPI leaderboard resamples items (question id x model pair) with multinomial "
+                         "weights; leave unit, cluster and weights at their defaults")
     items, dropped = build_items(human, judge, labels, judge_source)
     models = human.models
     k = len(models)
     fit = ppi.fit_ppi(items, lam, ties, include_labelled, bread=bread)
-    sc = EloScale(scale, base, init)
-    ratings = bt.to_elo(fit.x[:k], scale=scale, base=base, init=init)
-    se, z, cov_r = sandwich_interval(fit.x, fit.covariance, None, sc, level)
-    se0, _, cov_r0 = sandwich_interval(fit.x_human, fit.covariance_human, None, sc, level)
-    human_ratings = bt.to_elo(fit.x_human[:k], scale=scale, base=base, init=init)
+    to_elo = partial(elo.to_elo, scale=scale.scale, base=scale.base, init=scale.init)
+    ratings = to_elo(fit.x[:k])
+    se, cov_r = sandwich_interval(fit.x, fit.covariance, None, scale)
+    se0, cov_r0 = sandwich_interval(fit.x_human, fit.covariance_human, None, scale)
+    human_ratings, z = to_elo(fit.x_human[:k]), normal_quantile(intervals.level)
     table = per_model(items, models).assign(rating=ratings, se=se, rating_human=human_ratings,
                                             lower_human=human_ratings - z * se0, upper_human=human_ratings + z * se0)
     table["ess"] = table["battles"] * se0**2 / np.maximum(se, 1e-300) ** 2
-    table["lower_sandwich"], table["upper_sandwich"] = ratings - z * se, ratings + z * se
     notes = [f"{v} {name} (not used)" for name, v in dropped.items() if v]
     if not fit.converged:
         notes.append("the PPI Newton fit did not converge")
-    want_bs = ci in ("bootstrap", "both")
-    if want_bs:
-        reps, n_fallback = ppi.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=n_bootstrap, seed=seed, ties=ties,
-                                             include_labelled=include_labelled)
-        rep_ratings = bt.to_elo(reps[:, :k], scale=scale, base=base, init=init)
-        table["lower_bootstrap"], table["upper_bootstrap"] = bs.percentile_interval(rep_ratings, level)
-        ranks = bs.replicate_ranks(rep_ratings)
-        table["rank_lower"], table["rank_upper"] = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2],
-                                                               axis=0, method="nearest").astype(int)
+    if intervals.bootstrap:
+        reps, n_fallback = ppi_bootstrap.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=intervals.n_bootstrap,
+                                             seed=intervals.seed, ties=ties, include_labelled=include_labelled)
+        rep_ratings = to_elo(reps[:, :k])
+        bounds = bootstrap_intervals.percentile_interval(rep_ratings, intervals.level)
+        add_intervals(table, intervals, se=se, bounds=bounds, replicate_ratings=rep_ratings)
         if n_fallback:
-            notes.append(f"{n_fallback} of {n_bootstrap} bootstrap replicates needed a full Newton refit")
-    primary = "bootstrap" if want_bs else "sandwich"
-    table["lower"], table["upper"] = table[f"lower_{primary}"], table[f"upper_{primary}"]
-    table["rank"] = bs.rank_from_intervals(table["lower"].to_numpy(), table["upper"].to_numpy())
-    cols = ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties", "ess"]
-    table = table[cols + [c for c in table.columns if c not in cols]]
-    table = table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
+            notes.append(f"{n_fallback} of {intervals.n_bootstrap} bootstrap replicates needed a full Newton refit")
+    else:
+        add_intervals(table, intervals, se=se)
+    table = ranked(table, (*COLUMNS, "ess"))
     gain = float(np.trace(cov_r0) / np.trace(cov_r)) if np.trace(cov_r) > 0 else 1.0
-    table.attrs.update({"ties": ties, "ci": ci, "level": level, "n_bootstrap": n_bootstrap if want_bs else 0,
-                        "seed": seed, "method": "ppi++", "lambda": fit.lam, "n_human_items": items.n_labelled,
-                        "n_human_votes": float(table["battles"].sum() / 2),
+    table.attrs.update({**interval_attrs(intervals, ties), "method": "ppi++", "lambda": fit.lam,
+                        "n_human_items": items.n_labelled, "n_human_votes": float(table["battles"].sum() / 2),
                         "n_judge_items": items.n_labelled + items.n_unlabelled,
                         "n_unlabelled_items": items.n_unlabelled, "ess_gain": gain,
                         "include_labelled": include_labelled, "bread": bread, "diagnostics": notes, "unit": "item",

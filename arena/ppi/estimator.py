@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.jax_setup import float64
 
@@ -98,7 +99,8 @@ def pad_items(items: Items) -> Items:
     nl, nu, npairs = (1 << max(len(a) - 1, 0).bit_length() for a in (items.l_mult, items.u_mult, items.pair_i))
     extra = npairs - len(items.pair_i)  # empty pairs (0, 1): no cell points at them, so their counts stay 0
     return items._replace(pair_i=np.r_[items.pair_i, np.zeros(extra, np.int32)],
-                          pair_j=np.r_[items.pair_j, np.ones(extra, np.int32)], l_pair=_pad(items.l_pair, nl), l_human=_pad(items.l_human, nl),
+                          pair_j=np.r_[items.pair_j, np.ones(extra, np.int32)], l_pair=_pad(items.l_pair, nl),
+                          l_human=_pad(items.l_human, nl),
                           l_judge=_pad(items.l_judge, nl), l_mult=_pad(items.l_mult, nl),
                           u_pair=_pad(items.u_pair, nu), u_judge=_pad(items.u_judge, nu),
                           u_mult=_pad(items.u_mult, nu))
@@ -211,7 +213,7 @@ def optimal_lambda(h_inv: np.ndarray, v1: np.ndarray, v2: np.ndarray, n_models: 
 
     The trace is over ``contrasts @ theta`` (default: the centred strengths, what the leaderboard reports;
     ``ppi_py`` on a design without model 0 minimises over ``theta_k - theta_0``)."""
-    m = bt.elo_matrix(n_models) if contrasts is None else np.asarray(contrasts)
+    m = elo.elo_matrix(n_models) if contrasts is None else np.asarray(contrasts)
     t1, t2 = _trace(_sandwich(h_inv, v1), m), _trace(_sandwich(h_inv, v2), m)
     if not t2 > 0:
         return 0.0
@@ -345,8 +347,9 @@ def fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include_
     items, lam in closed form at the lam = 1 fit (``ppi_py``'s recipe). On sparse labelled designs it is not
     continuous at lam = 0: a judge tuned to lam ~ 1e-5 reported ESS gains of 1.1-1.5 on LLMFAO, all of them
     from the bread (the pooled information is larger than the labelled one), with coverage below human-only.
-    ``guard`` (tuned lam only): return the human-only fit (lam = 0) when the PPI total variance at the final fit exceeds the
-    human-only one, so a judge never widens the intervals. The human-only covariance is the classical sandwich (lam = 0 fit, labelled bread). When the rectified
+    ``guard`` (tuned lam only): return the human-only fit (lam = 0) when the PPI total variance at the final fit
+    exceeds the human-only one, so a judge never widens the intervals. The human-only covariance is the classical
+    sandwich (lam = 0 fit, labelled bread). When the rectified
     equation has no root, the human-only fit is returned with lam = 0 and ``converged`` False.
     """
     from threadpoolctl import threadpool_limits
@@ -367,7 +370,7 @@ def _fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include
     if bread not in ("exact", "pooled"):
         raise ValueError(f"bread must be 'exact' or 'pooled', not {bread!r}")
     k = items.n_models
-    mat = bt.elo_matrix(k) if contrasts is None else np.asarray(contrasts)
+    mat = elo.elo_matrix(k) if contrasts is None else np.asarray(contrasts)
 
     def inv(h):  # pinv: a model that never lost (no finite MLE) makes the information singular
         return np.linalg.pinv(bt.condition(h, k), hermitian=True)
@@ -402,61 +405,3 @@ def _fit_ppi(items: Items, lam: float | None = None, ties: str = "half", include
             return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0, x0)
     # lam = 0, or the rectified equation has no root (sparse human data): the human-only fit
     return PPIFit(x0, 0.0, cov0, cov0, mom0.h_l, ok0 and lam == 0, x0)
-
-
-# ------------------------------------------------------------------------------------------- bootstrap
-
-
-def _stratum_matrix(pair: np.ndarray, values: np.ndarray, n_pairs: int):
-    """Sparse (3P, C) map from cell resample counts to per-pair outcome counts."""
-    from scipy.sparse import csr_matrix
-
-    rows = (pair[:, None] * 3 + np.arange(3)[None, :]).ravel()
-    cols = np.repeat(np.arange(len(pair)), 3)
-    return csr_matrix((values.ravel(), (rows, cols)), shape=(3 * n_pairs, len(pair)))
-
-
-@float64
-def bootstrap_ppi(items: Items, x_hat: np.ndarray, lam: float, *, n_bootstrap: int = 1000, seed: int = 0,
-                  ties: str = "half", include_labelled: bool = True, ridge: float = bt.DEFAULT_RIDGE,
-                  chunk: int = 250, weights: str = "multinomial") -> tuple[np.ndarray, int]:
-    """Stratified bootstrap: labelled and unlabelled items resampled separately (each total fixed), lam held
-    fixed, every replicate refitted by the chord-Newton refits of :func:`arena.bootstrap.refits.refit_chunk`.
-
-    Efron & Tibshirani (1993) ch. 6 (stratified resampling); resampling items with replacement is drawing
-    multinomial counts over the item cells. Returns (x replicates (R, K+1), number of full-Newton fallbacks).
-    """
-    from arena.bootstrap import refits as bs
-    from arena.bootstrap.weights import draw_weights
-
-    n, _, big_n = sizes(items, include_labelled)
-    c = items.judge_scale
-    r = lam * n / big_n if big_n else 0.0
-    n_pairs = len(items.pair_i)
-    lab = items.l_human - lam * c * items.l_judge + (r * c * items.l_judge if include_labelled else 0.0)
-    s_l = _stratum_matrix(items.l_pair, lab, n_pairs)
-    s_u = _stratum_matrix(items.u_pair, (r * c) * items.u_judge, n_pairs)
-    full = bt.PairData(items.pair_i, items.pair_j, combined_counts(items, lam, include_labelled))
-    d_data = bt.PairData(jnp.asarray(full.i), jnp.asarray(full.j), jnp.asarray(full.counts))
-    # chord steps with the expected information: positive definite even where the rectified loss is not convex
-    fisher = fisher_information(jnp.asarray(x_hat), d_data.i, d_data.j, pair_information_weights(items), ties, ridge)
-    h_inv = jnp.asarray(np.linalg.inv(np.asarray(fisher)))
-    xh = jnp.asarray(x_hat)
-    out, n_fallback = [], 0
-    for start in range(0, n_bootstrap, chunk):
-        size = min(chunk, n_bootstrap - start)
-        rng = np.random.default_rng([seed, start])
-        counts = s_l @ draw_weights(items.l_mult, size, rng, weights).T  # type: ignore[arg-type]
-        if items.u_mult.size:
-            counts = counts + s_u @ draw_weights(items.u_mult, size, rng, weights).T  # type: ignore[arg-type]
-        cj = jnp.asarray(counts.reshape(n_pairs, 3, size))
-        x, ok = bs.refit_chunk(cj, xh, h_inv, d_data, ties, ridge)
-        x, ok = np.array(x), np.asarray(ok)
-        if not ok.all():
-            bad = np.flatnonzero(~ok)
-            padded = np.resize(bad, 1 << (bad.size - 1).bit_length())
-            xb, _ = bs.newton_refit_chunk(jnp.transpose(cj[:, :, padded], (2, 0, 1)), xh, d_data, ties, ridge)
-            x[bad] = np.asarray(xb)[: bad.size]
-            n_fallback += bad.size
-        out.append(x)
-    return np.concatenate(out), n_fallback

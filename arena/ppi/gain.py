@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.jax_setup import float64
 from arena.ppi import estimator as ppi
@@ -26,7 +27,7 @@ def unlimited_judge_gain(items: ppi.Items, ties: str = "half") -> tuple[float, f
     x0, _, _ = ppi.fit_items(items, 0.0, ties)
     mom = ppi.item_moments(x0, items, ties)
     k = items.n_models
-    a = bt.elo_matrix(k) @ np.linalg.pinv(np.asarray(bt.condition(mom.h_l, k)), hermitian=True)[:k]
+    a = elo.elo_matrix(k) @ np.linalg.pinv(np.asarray(bt.condition(mom.h_l, k)), hermitian=True)[:k]
 
     def trace(s: np.ndarray) -> float:  # of the centred strengths' covariance H^-1 S H^-1
         s = np.asarray(s)

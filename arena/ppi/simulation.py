@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.io.battles import WINNERS, PairCounts
 from arena.jax_setup import float64
@@ -98,22 +99,19 @@ def judge_only(judge: pd.DataFrame, models: tuple[str, ...]) -> tuple[np.ndarray
     return x[:-1] - x[:-1].mean(), cov[:-1, :-1]
 
 
-def _centred(x: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    m = bt.elo_matrix(len(x))
-    return m @ x, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
-
-
 @float64
-def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: int, *, n_bootstrap: int = 200,
-                   level: float = 0.95, seed: int = 0, bread: str = "exact") -> pd.DataFrame:
+def coverage_by_method(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: int, *,
+                       n_bootstrap: int = 200, level: float = 0.95, seed: int = 0,
+                       bread: str = "exact") -> pd.DataFrame:
     """Per method (ppi sandwich, ppi bootstrap, human-only sandwich, judge-only sandwich): the share of
     (arena, model) intervals covering the truth, the mean width (natural-log scale), and mean lambda.
     ``bread``: :func:`arena.ppi.estimator.fit_ppi`'s."""
     from statistics import NormalDist
 
-    from arena.bootstrap import refits as bs
+    from arena.bootstrap import intervals as bootstrap_intervals
     from arena.io.battles import load_battles
     from arena.ppi import board as ppi_board
+    from arena.ppi import bootstrap as ppi_bootstrap
     from arena.ppi import estimator as ppi
 
     z = NormalDist().inv_cdf(0.5 + level / 2)
@@ -127,16 +125,16 @@ def coverage_study(arena: JudgeArena, n_arenas: int, n_labelled: int, n_judged: 
         items, _ = ppi_board.build_items(load_battles(human), judge)
         fit = ppi.fit_ppi(items, bread=bread)
         lams.append(fit.lam)
-        x, se = _centred(fit.x[:-1], fit.covariance[:-1, :-1])
+        x, se = elo.centred_ratings(fit.x[:-1], fit.covariance[:-1, :-1])
         rows["ppi_sandwich"].append((np.abs(x - true) <= z * se, 2 * z * se))
         x0, _, _ = ppi.fit_items(items, 0.0)
-        x0, se0 = _centred(x0[:-1], fit.covariance_human[:-1, :-1])
+        x0, se0 = elo.centred_ratings(x0[:-1], fit.covariance_human[:-1, :-1])
         rows["human_only"].append((np.abs(x0 - true) <= z * se0, 2 * z * se0))
-        xj, sej = _centred(*judge_only(judge, arena.models))
+        xj, sej = elo.centred_ratings(*judge_only(judge, arena.models))
         rows["judge_only"].append((np.abs(xj - true) <= z * sej, 2 * z * sej))
         if n_bootstrap:
-            reps, _ = ppi.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=n_bootstrap, seed=r)
-            lo, hi = bs.percentile_interval(reps[:, :-1] - reps[:, :-1].mean(1, keepdims=True), level)
+            reps, _ = ppi_bootstrap.bootstrap_ppi(items, fit.x, fit.lam, n_bootstrap=n_bootstrap, seed=r)
+            lo, hi = bootstrap_intervals.percentile_interval(reps[:, :-1] - reps[:, :-1].mean(1, keepdims=True), level)
             rows["ppi_bootstrap"].append(((lo <= true) & (true <= hi), hi - lo))
     out = pd.DataFrame([{"method": m, "coverage": float(np.mean([c for c, _ in v])),
                          "width": float(np.mean([w for _, w in v])), "arenas": len(v)}

@@ -15,16 +15,12 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.io.battles import Battles, aggregate, load_battles
 from arena.jax_setup import float64
 from arena.ppi import board as ppi_board
 from arena.ppi import estimator as ppi
-
-
-def _centred(x: np.ndarray, cov: np.ndarray, per_nat: float) -> tuple[np.ndarray, np.ndarray]:
-    m = bt.elo_matrix(len(x)) * per_nat
-    return m @ x, np.sqrt(np.clip(np.diag(m @ cov @ m.T), 0, None))
 
 
 @float64
@@ -74,8 +70,8 @@ def llmfao_study(data_dir: str | Path, judges: tuple[str, ...] = ("gpt4", "gpt3"
                         break
                     continue
                 fit = ppi.fit_ppi(items, bread=bread)
-                r1, s1 = _centred(fit.x[:-1], fit.covariance[:-1, :-1], per_nat)
-                r0, s0 = _centred(x0[:-1], fit.covariance_human[:-1, :-1], per_nat)
+                r1, s1 = elo.centred_ratings(fit.x[:-1], fit.covariance[:-1, :-1], per_nat)
+                r0, s0 = elo.centred_ratings(x0[:-1], fit.covariance_human[:-1, :-1], per_nat)
                 acc["w0"].append(2 * z * s0.mean())
                 acc["w1"].append(2 * z * s1.mean())
                 acc["c0"].append(np.mean(np.abs(r0 - truth) <= z * s0))
@@ -124,7 +120,7 @@ def llmfao_diagnostics(data_dir: str | Path, seed: int = 0) -> pd.DataFrame:
         x0, _, _ = ppi.fit_items(items, 0.0)
         mom = ppi.item_moments(x0, items, "half")
         k = items.n_models
-        a = bt.elo_matrix(k) @ np.linalg.pinv(np.asarray(bt.condition(mom.h_l, k)), hermitian=True)[:k]
+        a = elo.elo_matrix(k) @ np.linalg.pinv(np.asarray(bt.condition(mom.h_l, k)), hermitian=True)[:k]
         diag = [np.diag(a @ ((np.asarray(s) + np.asarray(s).T) / 2) @ a.T) for s in (mom.s_hh, mom.s_hf, mom.s_fl)]
         lam = np.clip(diag[1] / np.where(diag[2] > 0, diag[2], np.inf), 0.0, 1.0)
         return float(diag[0].sum() / (diag[0] - 2 * lam * diag[1] + lam**2 * diag[2]).sum())

@@ -19,10 +19,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.bt.diagnostics import ford_condition  # noqa: F401  (re-exported: studies use it)
+from arena.bt.likelihood import Ties
 from arena.jax_setup import float64
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import EloScale, IntervalOptions
 from arena.simulation.sampling import all_pairs_data, outcome_tensor, pair_probabilities_from_counts
 from arena.simulation.simulate import (
     SEED_STRENGTHS,
@@ -33,17 +36,18 @@ from arena.simulation.simulate import (
     simulate_codes,
 )
 
-NATURAL = {"scale": 1.0, "base": math.e, "init": 0.0}
-"""Options that make :func:`fit_leaderboard` report natural-log strengths (the simulator's scale)."""
+NATURAL = EloScale(scale=1.0, base=math.e, init=0.0)
+"""The scale on which :func:`fit_leaderboard` reports natural-log strengths (the simulator's scale)."""
 
 
 @float64
-def fit_natural(battles, *, ci: str = "both", n_bootstrap: int = 500, ties: str = "half", seed: int = 0,
-                style_control: bool = False, anchor: str | None = None, **options) -> pd.DataFrame:
+def fit_natural(battles, intervals: IntervalOptions = IntervalOptions(ci="both", n_bootstrap=500), *,
+                ties: Ties = "half", style_control: bool = False, style_features: tuple[str, ...] | None = None,
+                anchor: str | None = None) -> pd.DataFrame:
     """The project's leaderboard on the natural-log scale, the last model anchored at 0, in model order."""
     anchor = anchor or battles.models[-1]
-    lb = fit_leaderboard(battles, ci=ci, n_bootstrap=n_bootstrap, ties=ties, seed=seed,  # type: ignore[arg-type]
-                         style_control=style_control, anchor=f"{anchor}=0", **NATURAL, **options)
+    lb = fit_leaderboard(battles, intervals, ties=ties, scale=NATURAL, style_control=style_control,
+                         style_features=style_features, anchor=f"{anchor}=0")
     return lb.table.set_index("model").loc[battles.models].reset_index()
 
 
@@ -105,7 +109,7 @@ def bootstrap_arenas(outcomes: np.ndarray, n_bootstrap: int, rng: np.random.Gene
     x0 = jnp.asarray(bt.initial_x(bt.PairData(datas[0].i, datas[0].j, flat.sum(0).reshape(-1, 3)), k, ties))
     reps = np.concatenate([np.asarray(_refit_many(x0, i, j, jnp.asarray(draws[s:s + chunk]), ties))
                            for s in range(0, len(draws), chunk)])
-    theta = reps[:, :k] @ bt.elo_matrix(k, anchor).T
+    theta = reps[:, :k] @ elo.elo_matrix(k, anchor).T
     lo, hi = np.quantile(theta.reshape(a, n_bootstrap, k), [(1 - level) / 2, (1 + level) / 2], axis=1)
     return lo, hi
 
@@ -113,7 +117,7 @@ def bootstrap_arenas(outcomes: np.ndarray, n_bootstrap: int, rng: np.random.Gene
 def anchored(x: np.ndarray, cov: np.ndarray, anchor: int) -> tuple[np.ndarray, np.ndarray]:
     """Strengths minus the anchor's, and their covariance (batched over leading axes)."""
     k = x.shape[-1] - 1
-    m = bt.elo_matrix(k, anchor)
+    m = elo.elo_matrix(k, anchor)
     return x[..., :k] @ m.T, m @ cov[..., :k, :k] @ m.T
 
 
@@ -129,7 +133,7 @@ def recovery_table(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: Sequenc
     rows = []
     for n in n_votes:
         codes = simulate_codes(spec, n, np.random.default_rng([seed, n]))
-        table = fit_natural(codes_to_battles(spec, codes), n_bootstrap=n_bootstrap, seed=seed)
+        table = fit_natural(codes_to_battles(spec, codes), IntervalOptions("both", n_bootstrap=n_bootstrap, seed=seed))
         for m, row in enumerate(table.itertuples()):
             rows.append({"votes": n, "model": row.model, "true": truth[m], "fitted": row.rating,
                          "error": row.rating - truth[m],
@@ -261,8 +265,8 @@ def bias_study(strengths: Sequence[float] = SEED_STRENGTHS, n_votes: int = 20_00
     for name, spec in scenarios.items():
         battles = codes_to_battles(spec, simulate_codes(spec, n_votes, np.random.default_rng([seed, 17])))
         for fit_name, style in (("naive", False), ("style control", True)):
-            t = fit_natural(battles, ci="sandwich", style_control=style,
-                            **({"style_features": ("length",)} if style else {}))
+            t = fit_natural(battles, IntervalOptions("sandwich"), style_control=style,
+                            style_features=("length",) if style else None)
             for m, row in enumerate(t.itertuples()):
                 rows.append({"scenario": name, "fit": fit_name, "model": row.model, "true": truth[m],
                              "mean_tokens": spec.mean_tokens[m], "fitted": row.rating,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.io.battles import load_battles
 from arena.io.counts import aggregate_codes
@@ -47,7 +48,7 @@ def population_ratings(design: ItemArena, scale: float = 400.0, base: float = 10
     counts = aggregate_codes(np.r_[a, a], np.r_[b, b], np.r_[np.zeros_like(a), np.ones_like(a)],
                              [f"m{i}" for i in range(k)], np.r_[p, 1 - p])
     x, _ = bt.fit_ratings(counts)
-    return bt.to_elo(x, scale=scale, base=base, init=init)
+    return elo.to_elo(x, scale=scale, base=base, init=init)
 
 
 def simulate_items(design: ItemArena, rng: np.random.Generator) -> pd.DataFrame:
@@ -70,6 +71,7 @@ def coverage(design: ItemArena, n_arenas: int, unit: str, ci: str = "sandwich", 
     """Coverage of the truth by ``unit`` intervals over ``n_arenas`` arenas: share, its Monte Carlo SE, and
     the mean interval width (Elo points)."""
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
     truth = pd.Series(population_ratings(design), index=[f"m{i}" for i in range(len(design.theta))])
     rng = np.random.default_rng(seed)
@@ -78,8 +80,8 @@ def coverage(design: ItemArena, n_arenas: int, unit: str, ci: str = "sandwich", 
         battles = load_battles(simulate_items(design, rng))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = fit_leaderboard(battles, ci=ci, n_bootstrap=n_bootstrap, seed=r, unit=unit, level=level,
-                                min_battles=0).table.set_index("model")
+            intervals = IntervalOptions(ci=ci, n_bootstrap=n_bootstrap, seed=r, unit=unit, level=level)
+            t = fit_leaderboard(battles, intervals, min_battles=0).table.set_index("model")
         held = (t["lower"] <= truth[t.index]) & (truth[t.index] <= t["upper"])
         per_arena.append(float(held.mean()))
         widths.append(float((t["upper"] - t["lower"]).mean()))

@@ -7,9 +7,9 @@ The names below load on first use (importing the room imports none of its module
 from preflab.lazy import lazy_names
 
 _HOMES = {
-    "ConfoundedStyleWarning": "arena.style.fit",
-    "STYLE_FEATURES": "arena.style.fit",
-    "markdown_counts": "arena.style.fit",
+    "ConfoundedStyleWarning": "arena.style.features",
+    "STYLE_FEATURES": "arena.style.features",
+    "markdown_counts": "arena.style.features",
     "style_fit": "arena.style.fit",
 }
 __all__ = sorted(_HOMES)

@@ -12,7 +12,6 @@ replicates that do not converge, or whose resample breaks Ford's condition, are 
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,122 +24,16 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from arena.bootstrap.intervals import percentile_interval, usable_replicates
 from arena.bootstrap.poisson import PoissonTable
-from arena.bootstrap.refits import percentile_interval, usable_replicates
 from arena.bootstrap.weights import WeightKind, draw_weights
 from arena.bt import likelihood as bt
 from arena.bt.diagnostics import replicate_separation
-from arena.io.battles import STYLE_COLUMNS, Battles
+from arena.io.battles import Battles
 from arena.jax_setup import float64
-
-STYLE_FEATURES: dict[str, tuple[str, str]] = {
-    "length": ("sum_assistant_a_tokens", "sum_assistant_b_tokens"),
-    "headers": ("header_count_a", "header_count_b"),
-    "lists": ("list_count_a", "list_count_b"),
-    "bold": ("bold_count_a", "bold_count_b"),
-}
-"""Feature name -> (side a total, side b total) columns of :data:`arena.io.battles.STYLE_COLUMNS`."""
-
-class ConfoundedStyleWarning(UserWarning):
-    """A style feature is (almost) a function of which models play: the style fit is not identified."""
-
-
-class ConfoundedStyleError(ValueError):
-    """Style features the caller chose are (almost) functions of which models play: no fit is made.
-
-    ``confounded`` maps each such feature to its R^2 on the model design; ``kept`` are the others. The
-    message names the fix as ``style_features=a,b`` (the CLI and the app put it in their own words)."""
-
-    def __init__(self, confounded: dict[str, float], kept: tuple[str, ...]):
-        self.confounded, self.kept = dict(confounded), tuple(kept)
-        one = len(confounded) == 1
-        fix = (f"leave {'it' if one else 'them'} out: style_features={','.join(kept)}" if kept
-               else "no feature is left: rank without style control")
-        super().__init__(f"style control cannot be fitted: {_named(confounded)} almost determined by which models "
-                         f"play, so {'its coefficient' if one else 'their coefficients'} and the style-adjusted "
-                         f"ratings are not identified (intervals thousands of points wide); {fix}, or collect "
-                         f"battles where {'it varies' if one else 'they vary'} within models")
-
-
-def _named(confounded: dict[str, float]) -> str:
-    names = ", ".join(f"'{n}' (R^2 = {r2:.3f})" for n, r2 in confounded.items())
-    return f"style feature {names} is" if len(confounded) == 1 else f"style features {names} are"
-
-
-_HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.MULTILINE)
-_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
-
-
-def markdown_counts(text: str) -> tuple[float, float, float, float]:
-    """(characters, headers, list items, bold spans) of one answer's text."""
-    return float(len(text)), float(len(_HEADER.findall(text))), float(len(_LIST.findall(text))), float(
-        len(_BOLD.findall(text)))
-
-
-def _assistant_text(conv: object) -> str:
-    """Assistant turns of a Chatbot Arena conversation (list of {role, content}), or a plain string."""
-    if isinstance(conv, str):
-        return conv
-    if isinstance(conv, Sequence):
-        return "\n".join(str(t.get("content", "")) for t in conv
-                         if isinstance(t, dict) and t.get("role", "assistant") == "assistant")
-    return ""
-
-
-def totals_from_text(text_a: Sequence[object], text_b: Sequence[object]) -> pd.DataFrame:
-    """Per-side style totals (:data:`STYLE_COLUMNS`) computed from answer or conversation text.
-
-    Length is in characters here (no tokenizer at hand), tokens when ``conv_metadata`` supplies them.
-    """
-    a = np.array([markdown_counts(_assistant_text(t)) for t in text_a]).reshape(-1, 4)
-    b = np.array([markdown_counts(_assistant_text(t)) for t in text_b]).reshape(-1, 4)
-    return pd.DataFrame(np.hstack([a, b]), columns=list(STYLE_COLUMNS))
-
-
-def style_totals(battles: Battles, text_columns: tuple[str, str] = ("conversation_a", "conversation_b")
-                 ) -> tuple[pd.DataFrame, str]:
-    """Style totals per battle from ``conv_metadata`` columns, else from text; returns (totals, source)."""
-    df = battles.df
-    if all(c in df for c in STYLE_COLUMNS):
-        totals = df[list(STYLE_COLUMNS)].astype(float).reset_index(drop=True)
-        missing = totals.isna().any(axis=1).to_numpy()
-        if not missing.any():
-            return totals, "conv_metadata"
-        if all(c in df for c in text_columns):
-            fill = totals_from_text(df[text_columns[0]][missing], df[text_columns[1]][missing])
-            totals.loc[missing] = fill.to_numpy()
-            return totals, f"conv_metadata ({int(missing.sum())} rows from text)"
-        line = int(df["line"].to_numpy()[np.flatnonzero(missing)[0]])
-        raise ValueError(f"{battles.source}, line {line}: style totals missing for {int(missing.sum())} battles "
-                         f"and no {text_columns} text to compute them from; drop those rows or add conv_metadata")
-    if all(c in df for c in text_columns):
-        return totals_from_text(df[text_columns[0]], df[text_columns[1]]), "text"
-    raise ValueError(f"{battles.source}: style control needs conv_metadata ({', '.join(STYLE_COLUMNS[:4])} and "
-                     f"_b twins) or conversation text columns {text_columns}; neither is present")
-
-
-def style_features(totals: pd.DataFrame, features: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(N, F) z-scored ``(a - b) / (a + b + 1)`` features, with their raw means and standard deviations."""
-    unknown = [f for f in features if f not in STYLE_FEATURES]
-    if unknown:
-        raise ValueError(f"unknown style feature(s) {unknown}; choose from {list(STYLE_FEATURES)}")
-    cols = []
-    for f in features:
-        a, b = (totals[c].to_numpy(float) for c in STYLE_FEATURES[f])
-        cols.append((a - b) / (a + b + 1.0))
-    raw = np.stack(cols, axis=1) if cols else np.zeros((len(totals), 0))
-    mean, sd = raw.mean(axis=0), raw.std(axis=0)
-    return (raw - mean) / np.where(sd > 0, sd, 1.0), mean, sd
-
-
-class StyleRows(NamedTuple):
-    """One row per battle: model codes, z-scored features (N, F), outcome code (0 a, 1 b, 2 tie)."""
-
-    a: np.ndarray
-    b: np.ndarray
-    features: np.ndarray
-    outcome: np.ndarray
+from arena.style import block_fit
+from arena.style import refit as sr
+from arena.style.features import StyleRows, usable_features
 
 
 def _unpack(z: jax.Array, rows: StyleRows, n_models: int):
@@ -320,28 +213,6 @@ def _refit_replicate_rows(w: jax.Array, z_hat: jax.Array, h_inv: jax.Array, rows
     return style_refit_chunk(w.T, z_hat, h_inv, rows, n_models, ties, ridge)
 
 
-def confounded_features(rows: StyleRows, n_models: int, names: Sequence[str], threshold: float = 0.98
-                        ) -> dict[str, float]:
-    """Features almost determined by which models play: R^2 of each feature on the model design.
-
-    Least squares of ``f`` on ``x = e_a - e_b`` through the normal equations (``X^T X`` is the battle-count
-    Laplacian), so it costs O(N + K^3). R^2 above ``threshold`` means style and model identity are
-    confounded: the style-adjusted ratings and that coefficient are not identified (Belsley, Kuh & Welsch
-    1980, 'Regression diagnostics', ch. 3).
-    """
-    a, b, f = np.asarray(rows.a, np.int64), np.asarray(rows.b, np.int64), np.asarray(rows.features)
-    games = np.bincount(a * n_models + b, minlength=n_models * n_models).reshape(n_models, n_models)
-    games = games + games.T
-    lap = np.diag(games.sum(axis=1)) - games
-    xtf = np.stack([np.bincount(a, f[:, c], n_models) - np.bincount(b, f[:, c], n_models)
-                    for c in range(f.shape[1])], axis=1).reshape(n_models, f.shape[1])
-    beta = np.linalg.pinv(lap) @ xtf
-    resid = np.sum(f * f, axis=0) - 2 * np.sum(beta * xtf, axis=0) + np.sum(beta * (lap @ beta), axis=0)
-    total = np.sum((f - f.mean(axis=0)) ** 2, axis=0)
-    r2 = 1 - resid / np.where(total > 0, total, 1.0)
-    return {n: float(r) for n, r in zip(names, r2, strict=True) if r > threshold}
-
-
 class StyleFit(NamedTuple):
     """Style-controlled fit in the leaderboard's shape: ``x = [theta, psi]`` and matching cov/replicates."""
 
@@ -372,16 +243,6 @@ def battle_edges(rows: StyleRows, n_models: int):
     return keys // n_models, keys % n_models, spread
 
 
-def style_rows(battles: Battles, features: Sequence[str]) -> tuple[StyleRows, str, np.ndarray, np.ndarray]:
-    """Rows for the contextual fit (outcome codes 3 'tie (bothbad)' fold into ties)."""
-    totals, source = style_totals(battles)
-    f, mean, sd = style_features(totals, features)
-    df = battles.df
-    rows = StyleRows(df["model_a"].cat.codes.to_numpy(np.int32), df["model_b"].cat.codes.to_numpy(np.int32),
-                     f, np.minimum(battles.outcome, 2).astype(np.int32))
-    return rows, source, mean, sd
-
-
 @float64
 def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: str = "half",
               ridge: float = bt.DEFAULT_RIDGE, n_bootstrap: int = 200, sandwich: bool = True, seed: int = 0,
@@ -393,36 +254,19 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
     The bootstrap resamples battles, or the clusters of ``clusters`` (N,) codes 0..C-1 (e.g. prompts); the
     sandwich is clustered by ``item_codes`` (N,) when given (:mod:`arena.bt.units`).
     """
-    chosen = features is not None
-    features = tuple(features or STYLE_FEATURES)
-    rows, source, _, _ = style_rows(battles, features)
     k = len(battles.models)
-    notes = []
-    confounded = confounded_features(rows, k, features)
-    if confounded:  # chosen features are refused; of the default ones, the confounded are dropped, loudly
-        kept = tuple(f for f in features if f not in confounded)
-        if chosen or not kept:
-            raise ConfoundedStyleError(confounded, kept)
-        msg = (f"{_named(confounded)} almost determined by which models play: style and model identity are "
-               f"confounded, so {'that coefficient' if len(confounded) == 1 else 'those coefficients'} and the "
-               f"style-adjusted ratings would not be identified. DROPPED from style control: the ratings control "
-               f"for {', '.join(kept)} only (to choose: style_features={','.join(kept)})")
-        warnings.warn(msg, ConfoundedStyleWarning, stacklevel=3)
-        notes.append(msg)
-        features = kept
-        rows, source, _, _ = style_rows(battles, features)
+    features, rows, source, notes = usable_features(battles, features, k)
     n_feat = len(features)
     put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
     rows_d = StyleRows(*(put(np.asarray(v)) for v in rows))
     z0 = np.zeros(k + n_feat + 1)
     z0[-1] = bt.initial_psi(float(np.mean(rows.outcome == 2)), ties)
+    blocks = fd = None
     if ties == "half":  # battles in pair blocks (arena.style.refit): no per-battle scatter
-        from arena.style import refit as sr
-
         blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
-        fd = sr.full_data(blocks, put)
-        z, done = sr.block_newton(put(z0), fd, k, len(rows.a), ridge)
-        hess = sr.block_hessian_jit(z, fd, k, ridge)
+        fd = block_fit.full_data(blocks, put)
+        z, done = block_fit.block_newton(put(z0), fd, k, len(rows.a), ridge)
+        hess = block_fit.block_hessian_jit(z, fd, k, ridge)
     else:
         z, done = style_newton(put(z0), rows_d, k, ties, ridge)
         hess = _style_hessian(z, rows_d, k, ties, ridge)
@@ -436,7 +280,7 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
         if item_codes is not None:
             meat = clustered_style_meat(np.asarray(z), rows, k, item_codes, ties)
         else:
-            meat = sr.block_meat_jit(z, fd, k) if ties == "half" else _style_meat(z, rows_d, k, ties)
+            meat = block_fit.block_meat_jit(z, fd, k) if ties == "half" else _style_meat(z, rows_d, k, ties)
         cov = h_inv @ np.asarray(meat) @ h_inv
         cov = (cov + cov.T) / 2
     reps = rep_ok = rep_sep = rep_out = None
@@ -447,39 +291,60 @@ def style_fit(battles: Battles, *, features: Sequence[str] | None = None, ties: 
             ridge=ridge, clusters=clusters, chunk=chunk or min(n_bootstrap, 50), put=put, progress=progress,
             fallback=lambda w: _weighted_newton(z, rows, w, k, ties, ridge))
     elif n_bootstrap:
-        n = len(rows.a)
-        chunk = chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
-        out, flags = [], []
-        src, dst, spread = battle_edges(rows, k)
-        table = PoissonTable(np.ones(n if clusters is None else int(clusters.max()) + 1))
-        starts = list(range(0, n_bootstrap, chunk))
-        with ThreadPoolExecutor(2) as pool:
-            def submit(c0: int):
-                return [pool.submit(battle_weights, n, seed, r, weights, clusters, table)
-                        for r in range(c0, min(c0 + chunk, n_bootstrap))]
-
-            pending = [submit(c0) for c0 in starts[:2]]  # at most two chunks of weights ahead
-            for c, _ in enumerate(starts):
-                w = np.stack([f.result() for f in pending.pop(0)])
-                if c + 2 < len(starts):
-                    pending.append(submit(starts[c + 2]))
-                zr, ok = _refit_replicate_rows(put(w), z, put(h_inv), rows_d, k, ties, ridge)
-                zr, ok = np.array(zr), np.array(ok)
-                for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
-                    zr[r], ok[r] = _weighted_newton(z, rows, w[r], k, ties, ridge)
-                out.append(zr)
-                flags.append((ok, *replicate_separation(k, src, dst, spread @ w.T)))
-                if progress:
-                    progress(w.shape[0])
-        reps = np.concatenate(out)
-        rep_ok, rep_sep, rep_out = (np.concatenate(f) for f in zip(*flags, strict=True))
+        plan = _RowBootstrap(n_bootstrap, seed, weights, clusters, chunk, put, progress)
+        reps, rep_ok, rep_sep, rep_out = _bootstrap_rows(plan, z, h_inv, rows, rows_d, k, ties, ridge)
     z = np.asarray(z)
     keep = np.r_[np.arange(k), k + n_feat]
     coef = _coefficient_table(features, z[k:k + n_feat], None if cov is None else cov[k:k + n_feat, k:k + n_feat],
-                              None if reps is None else reps[usable_replicates(rep_ok, rep_sep, ridge), k:k + n_feat], level)
+                              None if reps is None else reps[usable_replicates(rep_ok, rep_sep, ridge), k:k + n_feat],
+                              level)
     return StyleFit(z[keep], None if cov is None else cov[np.ix_(keep, keep)],
                     None if reps is None else reps[:, keep], coef, source, tuple(notes), bool(done),
                     rep_ok, rep_sep, rep_out)
+
+
+class _RowBootstrap(NamedTuple):
+    """How the battle-level bootstrap runs: replicates, seed, weight kind, clusters, chunk, device, progress."""
+
+    n_bootstrap: int
+    seed: int
+    weights: WeightKind
+    clusters: np.ndarray | None
+    chunk: int | None
+    put: Callable
+    progress: Callable[[int], None] | None
+
+
+def _bootstrap_rows(plan: _RowBootstrap, z, h_inv: np.ndarray, rows: StyleRows, rows_d: StyleRows, k: int,
+                    ties: str, ridge: float) -> tuple[np.ndarray, ...]:
+    """Replicates re-weighting battles (tie models other than half): (replicates, converged, separated,
+    outside), weights drawn two chunks ahead on threads while the device refits."""
+    n, n_bootstrap, put, clusters = len(rows.a), plan.n_bootstrap, plan.put, plan.clusters
+    chunk = plan.chunk or int(max(1, min(n_bootstrap, (1 << 30) // (80 * n))))
+    out, flags = [], []
+    src, dst, spread = battle_edges(rows, k)
+    table = PoissonTable(np.ones(n if clusters is None else int(clusters.max()) + 1))
+    starts = list(range(0, n_bootstrap, chunk))
+    with ThreadPoolExecutor(2) as pool:
+        def submit(c0: int):
+            return [pool.submit(battle_weights, n, plan.seed, r, plan.weights, clusters, table)
+                    for r in range(c0, min(c0 + chunk, n_bootstrap))]
+
+        pending = [submit(c0) for c0 in starts[:2]]  # at most two chunks of weights ahead
+        for c, _ in enumerate(starts):
+            w = np.stack([f.result() for f in pending.pop(0)])
+            if c + 2 < len(starts):
+                pending.append(submit(starts[c + 2]))
+            zr, ok = _refit_replicate_rows(put(w), z, put(h_inv), rows_d, k, ties, ridge)
+            zr, ok = np.array(zr), np.array(ok)
+            for r in np.flatnonzero(~ok):  # rare: refit by full Newton with those weights
+                zr[r], ok[r] = _weighted_newton(z, rows, w[r], k, ties, ridge)
+            out.append(zr)
+            flags.append((ok, *replicate_separation(k, src, dst, spread @ w.T)))
+            if plan.progress:
+                plan.progress(w.shape[0])
+    rep_ok, rep_sep, rep_out = (np.concatenate(f) for f in zip(*flags, strict=True))
+    return np.concatenate(out), rep_ok, rep_sep, rep_out
 
 
 def _weighted_newton(z0, rows: StyleRows, w: np.ndarray, k: int, ties: str, ridge: float

@@ -10,15 +10,8 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import log_expit
 
-from arena.arenahard import (
-    baseline_leaderboard,
-    ci_width_by_weight,
-    games_from_verdicts,
-    inconsistency,
-    label_score,
-    load_answer_style,
-    load_arena_hard,
-)
+from arena.arenahard import baseline_leaderboard, ci_width_by_weight, inconsistency
+from arena.arenahard_files import games_from_verdicts, label_score, load_answer_style, load_arena_hard
 from preflab.errors import InputError
 
 LABEL_OF = {2: "A>>B", 1: "A>B", 0: "A=B", -1: "B>A", -2: "B>>A"}

@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arena.bootstrap import intervals as bootstrap_intervals
 from arena.bootstrap import refits as bs
 from arena.bootstrap import weights as wt
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import IntervalOptions
 from tests.arena.test_bt import simulated_counts
 
 
@@ -58,7 +61,7 @@ def test_chord_refits_equal_full_newton_fits(ties):
         w[live] = wt.block_weights(flat[live], 3, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         rep = d._replace(counts=w.reshape(-1, 3))
         ref = np.asarray(bt.fit(bt.initial_x(rep, 10, ties), rep, ties).x)
-        np.testing.assert_allclose(bt.to_elo(reps[r, :10]), bt.to_elo(ref[:10]), atol=1e-6)
+        np.testing.assert_allclose(elo.to_elo(reps[r, :10]), elo.to_elo(ref[:10]), atol=1e-6)
         if ties != "half":
             assert reps[r, -1] == pytest.approx(ref[-1], abs=1e-8)
 
@@ -88,19 +91,19 @@ def test_newton_fallback_handles_a_replicate_where_a_model_never_loses():
 
 def test_percentile_interval_and_rank_rules():
     samples = np.arange(1, 1001, dtype=float)[:, None] * np.array([1.0, 2.0])
-    lo, hi = bs.percentile_interval(samples, 0.9)
+    lo, hi = bootstrap_intervals.percentile_interval(samples, 0.9)
     np.testing.assert_allclose(lo, np.quantile(samples, 0.05, axis=0))
     np.testing.assert_allclose(hi, np.quantile(samples, 0.95, axis=0))
     lower = np.array([10.0, 8.0, 1.0, 0.5])
     upper = np.array([12.0, 11.0, 9.0, 2.0])
     # model 2's upper (9) is below model 0's lower (10) only; model 3's (2) below those of 0 and 1, not 2
-    np.testing.assert_array_equal(bs.rank_from_intervals(lower, upper), [1, 1, 2, 3])
+    np.testing.assert_array_equal(bootstrap_intervals.rank_from_intervals(lower, upper), [1, 1, 2, 3])
 
 
 def test_rank_distribution_rows_are_probabilities():
     rng = np.random.default_rng(0)
     samples = rng.normal([3.0, 2.0, 0.0], 0.8, size=(2000, 3))
-    dist = bs.rank_distribution(samples)
+    dist = bootstrap_intervals.rank_distribution(samples)
     np.testing.assert_allclose(dist.sum(axis=1), 1.0)
     np.testing.assert_allclose(dist.sum(axis=0), 1.0)  # each rank is held by one model per replicate
     assert dist[0, 0] > 0.7 and dist[2, 2] > 0.9
@@ -111,9 +114,9 @@ def test_bootstrap_and_sandwich_agree_on_a_large_simulated_arena():
     counts, _ = simulated_counts(k=20, n=300_000, seed=8)
     d, x, h_inv = _fit_parts(counts)
     reps, *_ = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=400, seed=0)
-    boot_sd = bt.to_elo(reps[:, :20]).std(axis=0)
+    boot_sd = elo.to_elo(reps[:, :20]).std(axis=0)
     cov = np.asarray(bt.sandwich_covariance(x, d))[:20, :20]
-    m = bt.elo_matrix(20) * 400 / np.log(10)
+    m = elo.elo_matrix(20) * 400 / np.log(10)
     sw_sd = np.sqrt(np.diag(m @ cov @ m.T))
     np.testing.assert_allclose(boot_sd, sw_sd, rtol=0.12)
     assert abs(np.mean(boot_sd / sw_sd) - 1) < 0.03
@@ -122,7 +125,7 @@ def test_bootstrap_and_sandwich_agree_on_a_large_simulated_arena():
 def test_leaderboard_bootstrap_matches_sandwich_intervals():
     from tests.arena.test_leaderboard import battles_frame
 
-    lb = fit_leaderboard(battles_frame(k=8, n=40_000, seed=1), ci="both", n_bootstrap=300)
+    lb = fit_leaderboard(battles_frame(k=8, n=40_000, seed=1), IntervalOptions(ci="both", n_bootstrap=300))
     t = lb.table
     width_b = t["upper_bootstrap"] - t["lower_bootstrap"]
     width_s = t["upper_sandwich"] - t["lower_sandwich"]
@@ -164,10 +167,10 @@ def test_usable_interval_excludes_and_opens_the_unknown_side():
     usable = np.arange(100) >= 10  # 10 replicates excluded
     above = np.zeros((100, 2), bool)
     above[:10, 0] = True  # ... where model 0 had an infinite lead: 10% > 2.5%, its upper bound is unknown
-    lo, hi = bs.usable_interval(samples, usable, above, np.zeros_like(above), 0.95)
+    lo, hi = bootstrap_intervals.usable_interval(samples, usable, above, np.zeros_like(above), 0.95)
     ref_lo, ref_hi = np.quantile(samples[10:], [0.025, 0.975], axis=0)
     assert lo == pytest.approx(ref_lo) and hi[1] == pytest.approx(ref_hi[1]) and hi[0] == np.inf
-    lo, hi = bs.usable_interval(samples, np.zeros(100, bool))
+    lo, hi = bootstrap_intervals.usable_interval(samples, np.zeros(100, bool))
     assert (lo == -np.inf).all() and (hi == np.inf).all()
 
 
@@ -189,7 +192,7 @@ def test_leaderboard_excludes_separated_replicates_and_reports_them():
     # champ [1414, +inf], model-1 [471, 596], and a warning
     with pytest.warns(ExcludedReplicatesWarning,
                       match=r"excluded from the intervals.*have no MLE.*champ \(upper \+inf"):
-        lb = fit_leaderboard(champion_frame(), n_bootstrap=200, seed=1)
+        lb = fit_leaderboard(champion_frame(), IntervalOptions(n_bootstrap=200, seed=1))
     t = lb.table.set_index("model")
     ex = lb.excluded
     assert ex["replicates"] == 200 and ex["separated"] > 40 and ex["used"] == 200 - ex["separated"]
@@ -225,7 +228,7 @@ def test_replicates_whose_fallback_fails_are_counted_and_excluded(monkeypatch):
 
     with pytest.warns(ExcludedReplicatesWarning, match=r"3 of 40 bootstrap replicates are excluded .*3 did not "
                                                         r"converge.*the other 37"):
-        lb = fit_leaderboard(battles_frame(k=4, n=2_000), n_bootstrap=40)
+        lb = fit_leaderboard(battles_frame(k=4, n=2_000), IntervalOptions(n_bootstrap=40))
     assert lb.excluded["not_converged"] == 3 and lb.replicates.shape[0] == 37
 
 

@@ -15,6 +15,7 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.io.battles import aggregate, aggregate_codes, load_battles
 from arena.simulation.simulate import uniform_pairs
@@ -68,7 +69,7 @@ def sklearn_elo(counts, ridge=bt.DEFAULT_RIDGE) -> np.ndarray:
 def our_elo(counts, ties="half"):
     theta, res = bt.fit_ratings(counts, ties)
     assert bool(res.converged)
-    return bt.to_elo(theta), res
+    return elo.to_elo(theta), res
 
 
 def test_half_ties_equals_sklearn_on_llmfao(llmfao_counts):
@@ -194,9 +195,9 @@ def test_sandwich_equals_brute_force_over_battles():
 
 def test_anchor_and_scale():
     theta = np.array([0.0, math.log(10), -math.log(10)])
-    r = bt.to_elo(theta, anchor=0, anchor_rating=1200.0)
+    r = elo.to_elo(theta, anchor=0, anchor_rating=1200.0)
     np.testing.assert_allclose(r, [1200, 1600, 800])
-    r = bt.to_elo(theta, scale=1.0, base=math.e, init=0.0)
+    r = elo.to_elo(theta, scale=1.0, base=math.e, init=0.0)
     np.testing.assert_allclose(r, theta - theta.mean(), atol=1e-12)
 
 
@@ -226,6 +227,6 @@ def test_elo_offsets_and_covariance_equal_the_elo_matrix_products(anchor):
     theta = rng.normal(size=(7, 6))
     a = rng.normal(size=(6, 6))
     cov = a @ a.T
-    m = bt.elo_matrix(6, anchor)
-    np.testing.assert_allclose(bt.elo_offsets(theta, anchor), theta @ m.T, rtol=0, atol=1e-14)
-    np.testing.assert_allclose(bt.elo_covariance(cov, anchor), m @ cov @ m.T, rtol=0, atol=1e-13)
+    m = elo.elo_matrix(6, anchor)
+    np.testing.assert_allclose(elo.elo_offsets(theta, anchor), theta @ m.T, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(elo.elo_covariance(cov, anchor), m @ cov @ m.T, rtol=0, atol=1e-13)

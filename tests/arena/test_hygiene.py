@@ -9,6 +9,7 @@ from arena.bt import hygiene
 from arena.bt.diagnostics import InfiniteMLEWarning
 from arena.io.battles import load_battles
 from arena.leaderboard import rank_battles
+from arena.leaderboard_options import IntervalOptions
 
 DAY = 86_400
 
@@ -76,8 +77,8 @@ def test_parse_filters_and_apply_in_rank_battles():
     with pytest.raises(ValueError, match="bad --filter"):
         hygiene.parse_filters(["colour=red"])
     with pytest.warns(InfiniteMLEWarning):  # 'a' won both remaining battles
-        t = rank_battles(frame(), ci="sandwich", filters=hygiene.Filters(dedup=True, exclude_models=("c",)),
-                         min_battles=1)
+        t = rank_battles(frame(), IntervalOptions(ci="sandwich"),
+                         filters=hygiene.Filters(dedup=True, exclude_models=("c",)), min_battles=1)
     report = t.attrs["hygiene"]
     assert report[0].startswith("dedup: removed 1 of 8") and report[1].startswith("exclude models: removed 5 of 7")
     assert set(t["model"]) == {"a", "b"} and t["battles"].sum() == 2 * 2

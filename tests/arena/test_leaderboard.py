@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.bt.diagnostics import InfiniteMLEWarning, TooFewBattlesWarning
 from arena.io.battles import DisconnectedGraphWarning, aggregate, load_battles
 from arena.leaderboard import fit_leaderboard, rank_battles
+from arena.leaderboard_options import EloScale, IntervalOptions
 from tests.arena.test_bt import simulate_codes
 
 COLUMNS = ["model", "rating", "lower", "upper", "rank", "battles", "wins", "losses", "ties"]
@@ -28,7 +30,7 @@ def battles_frame(k: int = 6, n: int = 5_000, seed: int = 0, tie_share: float = 
 
 def test_columns_order_and_counts():
     df = battles_frame()
-    t = rank_battles(df, n_bootstrap=50)
+    t = rank_battles(df, IntervalOptions(n_bootstrap=50))
     assert list(t.columns[:9]) == COLUMNS
     assert t["rating"].is_monotonic_decreasing
     assert t["battles"].sum() == 2 * len(df)
@@ -40,9 +42,9 @@ def test_columns_order_and_counts():
 
 def test_llmfao_leaderboard_equals_the_fit(shared_data):
     battles = load_battles(shared_data / "llmfao" / "crowd-comparisons.csv", layout="llmfao")
-    t = rank_battles(battles, ci="sandwich")
+    t = rank_battles(battles, IntervalOptions(ci="sandwich"))
     theta, _ = bt.fit_ratings(aggregate(battles))
-    expected = pd.Series(bt.to_elo(theta), index=battles.models)
+    expected = pd.Series(elo.to_elo(theta), index=battles.models)
     np.testing.assert_allclose(t["rating"], expected.loc[t["model"]], atol=1e-6)
     assert t["model"].iloc[0] == "GPT 4"  # the crowd's top model in LLMFAO
     z = 1.959963984540054
@@ -50,11 +52,11 @@ def test_llmfao_leaderboard_equals_the_fit(shared_data):
 
 
 def test_anchor_pins_a_model():
-    t = rank_battles(battles_frame(), ci="sandwich", anchor="model-2=1200")
+    t = rank_battles(battles_frame(), IntervalOptions(ci="sandwich"), anchor="model-2=1200")
     row = t.set_index("model").loc["model-2"]
     assert row["rating"] == pytest.approx(1200.0)
     assert row["upper"] - row["lower"] == pytest.approx(0.0, abs=1e-9)  # the anchor has no uncertainty
-    free = rank_battles(battles_frame(), ci="sandwich").set_index("model")["rating"]
+    free = rank_battles(battles_frame(), IntervalOptions(ci="sandwich")).set_index("model")["rating"]
     shifted = t.set_index("model")["rating"]
     diffs = (shifted - free).to_numpy()
     np.testing.assert_allclose(diffs, diffs[0])  # same ratings, shifted
@@ -63,18 +65,18 @@ def test_anchor_pins_a_model():
 def test_bad_options_are_clear_errors():
     df = battles_frame()
     with pytest.raises(ValueError, match="anchor model 'nope'"):
-        rank_battles(df, ci="sandwich", anchor="nope=1000")
+        rank_battles(df, IntervalOptions(ci="sandwich"), anchor="nope=1000")
     with pytest.raises(ValueError, match="ci must be"):
-        rank_battles(df, ci="jackknife")  # type: ignore[arg-type]
+        rank_battles(df, IntervalOptions(ci="jackknife"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ties must be"):
         rank_battles(df, ties="glenn")
     with pytest.raises(ValueError, match="level"):
-        rank_battles(df, level=95)
+        rank_battles(df, IntervalOptions(level=95))
 
 
 @pytest.mark.parametrize("ties", ["rao-kupper", "davidson"])
 def test_tie_models_report_their_parameter(ties):
-    t = rank_battles(battles_frame(n=8_000, tie_share=0.3), ties=ties, ci="both", n_bootstrap=100)
+    t = rank_battles(battles_frame(n=8_000, tie_share=0.3), IntervalOptions(ci="both", n_bootstrap=100), ties=ties)
     tp = t.attrs["tie_parameter"]
     assert tp["lower_sandwich"] < tp["value"] < tp["upper_sandwich"]
     assert tp["lower_bootstrap"] < tp["value"] < tp["upper_bootstrap"]
@@ -85,7 +87,7 @@ def test_disconnected_graph_warns():
     df = pd.DataFrame({"model_a": ["a", "a", "b", "c", "c", "d"] * 3, "model_b": ["b", "b", "a", "d", "d", "c"] * 3,
                        "winner": ["model_a", "model_b", "tie"] * 6})
     with pytest.warns(DisconnectedGraphWarning, match="2 disconnected components"):
-        t = rank_battles(df, ci="sandwich", min_battles=1)
+        t = rank_battles(df, IntervalOptions(ci="sandwich"), min_battles=1)
     assert any("disconnected" in m for m in t.attrs["diagnostics"])
 
 
@@ -95,7 +97,7 @@ def test_never_lost_and_never_won_models_warn_with_the_regularised_value():
                           "model_b": ["model-0", "model-1", "model-2"] * 20,
                           "winner": ["model_a"] * 30 + ["model_b"] * 30})
     with pytest.warns(InfiniteMLEWarning) as record:
-        t = rank_battles(pd.concat([df, extra]), ci="sandwich")
+        t = rank_battles(pd.concat([df, extra]), IntervalOptions(ci="sandwich"))
     text = " ".join(str(w.message) for w in record)
     assert "'champ' never lost" in text and "+infinity" in text
     assert "'dud' never won" in text and "-infinity" in text
@@ -109,7 +111,7 @@ def test_too_few_battles_warns():
         {"model_a": ["rare"] * 3, "model_b": ["model-0", "model-1", "model-2"],
          "winner": ["model_a", "model_b", "tie"]})])
     with pytest.warns(TooFewBattlesWarning, match=r"rare \(3\)"):
-        rank_battles(df, ci="sandwich", min_battles=10)
+        rank_battles(df, IntervalOptions(ci="sandwich"), min_battles=10)
 
 
 def test_matrices():
@@ -117,7 +119,7 @@ def test_matrices():
                        "winner": ["model_a", "model_a", "tie", "model_a", "model_b"]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lb = fit_leaderboard(df, ci="sandwich")
+        lb = fit_leaderboard(df, IntervalOptions(ci="sandwich"))
     n = lb.battle_counts()
     assert n.loc["a", "b"] == 4 and n.loc["b", "a"] == 4 and n.loc["a", "c"] == 1
     wr = lb.observed_win_rates("exclude")
@@ -133,8 +135,9 @@ def test_matrices():
 
 def test_scale_options():
     df = battles_frame()
-    base = rank_battles(df, ci="sandwich").set_index("model")["rating"]
-    nat = rank_battles(df, ci="sandwich", scale=1.0, base=math.e, init=0.0).set_index("model")["rating"]
+    base = rank_battles(df, IntervalOptions(ci="sandwich")).set_index("model")["rating"]
+    nat = rank_battles(df, IntervalOptions(ci="sandwich"), scale=EloScale(scale=1.0, base=math.e, init=0.0))
+    nat = nat.set_index("model")["rating"]
     np.testing.assert_allclose((base - 1000) / (400 / math.log(10)), nat.loc[base.index], atol=1e-9)
 
 
@@ -144,7 +147,7 @@ def test_plots_write_png_and_escaped_html(tmp_path):
     df = battles_frame(k=4, n=1_000)
     df.loc[df["model_a"] == "model-3", "model_a"] = "<script>alert(1)</script>"
     df.loc[df["model_b"] == "model-3", "model_b"] = "<script>alert(1)</script>"
-    lb = fit_leaderboard(df, ci="sandwich")
+    lb = fit_leaderboard(df, IntervalOptions(ci="sandwich"))
     png = forest_plot(lb.table, tmp_path / "f.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = win_rate_heatmap(lb.observed_win_rates(), tmp_path / "h.html").read_text()
@@ -190,7 +193,7 @@ def test_separated_groups_are_named_and_get_unbounded_intervals(ties):
 
     # before: 2268.2 [2149.6, 2468.7] vs -268.2, rank 1 and 3, no warning
     with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1\} beat \{m2, m3\} in all 20 battles") as rec:
-        lb = fit_leaderboard(two_groups(), ci="both", n_bootstrap=20, ties=ties, min_battles=1)
+        lb = fit_leaderboard(two_groups(), IntervalOptions(ci="both", n_bootstrap=20), ties=ties, min_battles=1)
     assert "do not exist" in str(rec[0].message) and "ridge" in str(rec[0].message)
     t = lb.table
     assert lb.separation.groups == [["m0", "m1"], ["m2", "m3"]] and lb.separation.dominance == [(0, 1, 20.0)]
@@ -206,16 +209,16 @@ def test_separated_groups_with_a_ridge_prior_are_finite_and_say_so():
     from arena.bt.diagnostics import SeparatedGraphWarning
 
     with pytest.warns(SeparatedGraphWarning, match=r"ridge prior 0\.01 \(a normal prior with SD 10 .* 1737 rating"):
-        t = rank_battles(two_groups(), ci="both", n_bootstrap=20, ridge=0.01, min_battles=1)
+        t = rank_battles(two_groups(), IntervalOptions(ci="both", n_bootstrap=20), ridge=0.01, min_battles=1)
     assert t["identified"].all() and np.isfinite(t[["lower", "upper", "lower_sandwich"]].to_numpy()).all()
     with pytest.raises(ValueError, match="ridge must be positive"):
-        rank_battles(two_groups(), ci="sandwich", ridge=0.0)
+        rank_battles(two_groups(), IntervalOptions(ci="sandwich"), ridge=0.0)
 
 
 def test_connected_design_has_no_separation():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        lb = fit_leaderboard(battles_frame(k=4, n=2_000), ci="sandwich")
+        lb = fit_leaderboard(battles_frame(k=4, n=2_000), IntervalOptions(ci="sandwich"))
     assert lb.separation is None and lb.table.attrs["separation"] is None and lb.table["identified"].all()
 
 

@@ -165,6 +165,7 @@ def test_flat_style_columns_win_over_conv_metadata_for_the_whole_file(tmp_path):
 
 def test_rank_is_identical_on_lean_and_full_loads(tmp_path):
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
     recs = arena_records(60)
     for name in FORMATS:
@@ -173,8 +174,8 @@ def test_rank_is_identical_on_lean_and_full_loads(tmp_path):
             before = data.load_battles(path)
         lean = data.load_battles(path, lean=True)
         for style in (False, True):
-            a = fit_leaderboard(before, n_bootstrap=20, seed=1, style_control=style).table
-            b = fit_leaderboard(lean, n_bootstrap=20, seed=1, style_control=style).table
+            a = fit_leaderboard(before, IntervalOptions(n_bootstrap=20, seed=1), style_control=style).table
+            b = fit_leaderboard(lean, IntervalOptions(n_bootstrap=20, seed=1), style_control=style).table
             pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
@@ -252,6 +253,7 @@ def test_columns_left_out_are_still_checked(tmp_path, name):
     """``need=()`` drops tstamp and the style totals, but a bad value there (in the last chunk) is still the
     full load's error, or skipped row; and the leaderboard of a slim load is the full load's."""
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
     mutations = {"tstamp": lambda r: r.update(tstamp="soon"),
                  "style": lambda r: r["conv_metadata"].update(header_count_a={"h1": "many"}),
@@ -272,5 +274,6 @@ def test_columns_left_out_are_still_checked(tmp_path, name):
     with whole_file_readers():
         before = data.load_battles(path)
     slim = data.load_battles(path, lean=True, need=())
-    a = fit_leaderboard(before, n_bootstrap=20, seed=1).table
-    pd.testing.assert_frame_equal(a, fit_leaderboard(slim, n_bootstrap=20, seed=1).table, check_exact=True)
+    a = fit_leaderboard(before, IntervalOptions(n_bootstrap=20, seed=1)).table
+    pd.testing.assert_frame_equal(a, fit_leaderboard(slim, IntervalOptions(n_bootstrap=20, seed=1)).table,
+                                  check_exact=True)

@@ -9,6 +9,7 @@ import pytest
 
 from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import IntervalOptions
 from arena.ppi import board as ppi_board
 from arena.ppi import estimator as ppi
 from arena.simulation.simulate import uniform_pairs
@@ -107,8 +108,8 @@ def test_lambda_zero_is_the_human_leaderboard():
     human = _battles(rng, 1500)
     judge = human.sample(frac=1.0, random_state=0).assign(winner="model_a")  # a judge that says A always
     hb = load_battles(human)
-    ppi_tab = ppi_board.ppi_leaderboard(hb, judge, ci="sandwich", lam=0.0).set_index("model")
-    ref = fit_leaderboard(hb, ci="sandwich").table.set_index("model")
+    ppi_tab = ppi_board.ppi_leaderboard(hb, judge, IntervalOptions(ci="sandwich"), lam=0.0).set_index("model")
+    ref = fit_leaderboard(hb, IntervalOptions(ci="sandwich")).table.set_index("model")
     np.testing.assert_allclose(ppi_tab["rating"], ref.loc[ppi_tab.index, "rating"], atol=1e-6)
     np.testing.assert_allclose(ppi_tab["se"], ref.loc[ppi_tab.index, "se"], rtol=2e-3)
     np.testing.assert_allclose(ppi_tab["ess"], ppi_tab["battles"], rtol=1e-9)
@@ -145,7 +146,8 @@ def test_bootstrap_and_sandwich_agree_and_judge_helps():
     human = _battles(rng, 600, votes_per_item=2)
     judge = human.drop_duplicates("question_id")  # the judge repeats the first human vote on labelled items
     extra = _battles(rng, 6000, prefix="u").drop_duplicates("question_id")
-    tab = ppi_board.ppi_leaderboard(load_battles(human), pd.concat([judge, extra]), ci="both", n_bootstrap=400)
+    tab = ppi_board.ppi_leaderboard(load_battles(human), pd.concat([judge, extra]),
+                                    IntervalOptions(ci="both", n_bootstrap=400))
     assert 0 < tab.attrs["lambda"] <= 1 and tab.attrs["ess_gain"] > 1.2
     assert (tab["ess"] > tab["battles"]).all()
     width_bs = tab["upper_bootstrap"] - tab["lower_bootstrap"]
@@ -179,7 +181,7 @@ def test_a_useless_judge_reports_no_gain_on_a_sparse_design():
     items, _ = ppi_board.build_items(human, judge)
     pooled = ppi.fit_ppi(items, bread="pooled")
     assert np.trace(pooled.covariance_human[:-1, :-1]) / np.trace(pooled.covariance[:-1, :-1]) > 1.1  # the artefact
-    table = ppi_board.ppi_leaderboard(human, judge, ci="sandwich")
+    table = ppi_board.ppi_leaderboard(human, judge, IntervalOptions(ci="sandwich"))
     assert table.attrs["bread"] == "exact" and table.attrs["ess_gain"] == pytest.approx(1.0, abs=0.02)
     tiny = ppi.fit_ppi(items, lam=1e-6, guard=False)  # exact bread at lam -> 0: the human-only variance
     assert np.trace(tiny.covariance[:-1, :-1]) == pytest.approx(np.trace(tiny.covariance_human[:-1, :-1]), rel=0.01)
@@ -191,4 +193,4 @@ def test_a_judge_on_other_models_matches_nothing():
     items, dropped = ppi_board.build_items(human, other)
     assert items.n_labelled == 0 and dropped["judge rows naming a model without human votes"] == 1
     with pytest.raises(ValueError, match="at least 2 items"):
-        ppi_board.ppi_leaderboard(human, other, ci="sandwich")
+        ppi_board.ppi_leaderboard(human, other, IntervalOptions(ci="sandwich"))

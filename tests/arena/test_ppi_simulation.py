@@ -20,7 +20,7 @@ def _by_method(table):
 
 
 def _check_biased(n_arenas: int, lo: float, hi: float) -> None:
-    out = ppi_sim.coverage_study(BIASED, n_arenas, N_LABELLED, N_JUDGED, n_bootstrap=200, seed=11)
+    out = ppi_sim.coverage_by_method(BIASED, n_arenas, N_LABELLED, N_JUDGED, n_bootstrap=200, seed=11)
     t = _by_method(out)
     print(out.round(3).to_string(), out.attrs)
     assert 0.70 <= out.attrs["agreement"] <= 0.80
@@ -32,7 +32,7 @@ def _check_biased(n_arenas: int, lo: float, hi: float) -> None:
 
 
 def _check_random(n_arenas: int, tol: float) -> None:
-    out = ppi_sim.coverage_study(RANDOM, n_arenas, N_LABELLED, N_JUDGED, n_bootstrap=0, seed=12)
+    out = ppi_sim.coverage_by_method(RANDOM, n_arenas, N_LABELLED, N_JUDGED, n_bootstrap=0, seed=12)
     t = _by_method(out)
     print(out.round(3).to_string(), out.attrs)
     assert out.attrs["lam"] < 0.05

@@ -18,6 +18,7 @@ from arena.bootstrap import dense as refit
 from arena.bootstrap import refits as bs
 from arena.bootstrap import weights as wt
 from arena.bootstrap.poisson import BUCKETS, PoissonTable, buckets, inversion_table, poisson_cdf
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from tests.arena.test_bt import simulated_counts
 
@@ -117,7 +118,7 @@ def test_dense_refits_equal_sparse_refits_and_the_exact_mle():
     assert refit.use_dense(30, len(d.i), "half")
     dense = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=40, seed=2, dense=True).x
     sparse = bs.bootstrap_fits(d, x, h_inv, n_bootstrap=40, seed=2, dense=False).x
-    np.testing.assert_allclose(bt.to_elo(dense[:, :30]), bt.to_elo(sparse[:, :30]), atol=1e-6)
+    np.testing.assert_allclose(elo.to_elo(dense[:, :30]), elo.to_elo(sparse[:, :30]), atol=1e-6)
     flat = d.counts.ravel()
     live = np.flatnonzero(flat)
     for r in (0, 17, 39):  # the exact MLE of the same resample, by full Newton from scratch
@@ -125,7 +126,7 @@ def test_dense_refits_equal_sparse_refits_and_the_exact_mle():
         w[live] = wt.block_weights(flat[live], 2, r // wt.BLOCK, wt.BLOCK, "multinomial")[r % wt.BLOCK]
         rep = d._replace(counts=w.reshape(-1, 3))
         ref = np.asarray(bt.fit(bt.initial_x(rep, 30, "half"), rep).x)
-        assert np.abs(bt.to_elo(dense[r, :30]) - bt.to_elo(ref[:30])).max() < 1e-3
+        assert np.abs(elo.to_elo(dense[r, :30]) - elo.to_elo(ref[:30])).max() < 1e-3
 
 
 def test_chunk_plan_is_balanced_and_padded_to_the_devices():

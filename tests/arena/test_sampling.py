@@ -8,6 +8,7 @@ import pytest
 
 from arena.bt import likelihood as bt
 from arena.io.battles import aggregate
+from arena.simulation.files import simulate
 from arena.simulation.sampling import (
     adjacent_contrasts,
     estimate_ratings,
@@ -17,7 +18,7 @@ from arena.simulation.sampling import (
     pair_probabilities,
     votes_per_pair,
 )
-from arena.simulation.simulate import ArenaSpec, simulate, spread_strengths
+from arena.simulation.simulate import ArenaSpec, spread_strengths
 
 
 def summed_gap_variance(votes: np.ndarray, r: np.ndarray, lam: float) -> float:

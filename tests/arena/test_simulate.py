@@ -13,18 +13,15 @@ import pytest
 from arena.bt import likelihood as bt
 from arena.bt.ties import tie_parameter_for_rate
 from arena.io.battles import STYLE_COLUMNS, aggregate, load_battles
+from arena.simulation.files import parse_voter_noise, simulate, simulate_to_files, truth_path_for
 from arena.simulation.simulate import (
     SEED_STRENGTHS,
     ArenaSpec,
     default_model_names,
     length_feature,
     outcome_probabilities,
-    parse_voter_noise,
-    simulate,
     simulate_codes,
-    simulate_to_files,
     spread_strengths,
-    truth_path_for,
     voter_kinds,
 )
 from preflab.outcomes import Outcome

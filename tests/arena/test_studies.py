@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arena.leaderboard_options import IntervalOptions
 from arena.simulation.sampling import outcome_tensor
 from arena.simulation.simulate import SEED_STRENGTHS, ArenaSpec, codes_to_battles, simulate_codes, spread_strengths
 from arena.simulation.studies import (
@@ -41,7 +42,7 @@ def test_vmapped_fits_equal_the_leaderboard():
     assert ok.all()
     lo, hi = bootstrap_arenas(np.stack([outcome_tensor(c, 5) for c in codes]), 1000, rng, anchor=4)
     for a, c in enumerate(codes):
-        table = fit_natural(codes_to_battles(spec, c), n_bootstrap=1000)
+        table = fit_natural(codes_to_battles(spec, c), IntervalOptions("both", n_bootstrap=1000))
         np.testing.assert_allclose(x[a, :5] - x[a, 4], table["rating"], atol=1e-6)
         sw = (table["upper_sandwich"] - table["lower_sandwich"]).to_numpy()
         np.testing.assert_allclose(2 * 1.959964 * np.sqrt(np.diag(cov[a])[:4] + cov[a, 4, 4] - 2 * cov[a, :4, 4]),

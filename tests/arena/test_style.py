@@ -12,9 +12,12 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
+from arena.bt import elo
 from arena.bt import likelihood as bt
 from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import IntervalOptions
+from arena.style import features as style_features
 from arena.style import fit as style
 
 pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arrays themselves
@@ -45,7 +48,7 @@ def style_frame(k: int = 8, n: int = 6_000, seed: int = 0, length_effect: float 
 
 def test_markdown_counts():
     text = "# Title\nSome **bold** and __also bold__.\n\n- one\n- two\n1. three\n## Sub\nplain"
-    chars, headers, lists, bold = style.markdown_counts(text)
+    chars, headers, lists, bold = style_features.markdown_counts(text)
     assert (chars, headers, lists, bold) == (len(text), 2, 3, 2)
 
 
@@ -60,31 +63,31 @@ def test_features_from_text_equal_features_from_metadata():
                                            "conv_metadata": [meta]}))
     with_text = load_battles(pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["model_a"],
                                            "conversation_a": conv_a, "conversation_b": conv_b}))
-    t_meta, src_meta = style.style_totals(with_meta)
-    t_text, src_text = style.style_totals(with_text)
+    t_meta, src_meta = style_features.style_totals(with_meta)
+    t_text, src_text = style_features.style_totals(with_text)
     assert (src_meta, src_text) == ("conv_metadata", "text")
     pd.testing.assert_frame_equal(t_meta, t_text)
 
 
 def test_feature_transform_is_normalised_difference_zscored():
     totals = pd.DataFrame({"sum_assistant_a_tokens": [10.0, 0.0, 5.0], "sum_assistant_b_tokens": [0.0, 10.0, 5.0]})
-    f, mean, sd = style.style_features(totals, ["length"])
+    f, mean, sd = style_features.style_features(totals, ["length"])
     raw = np.array([10 / 11, -10 / 11, 0.0])
     np.testing.assert_allclose(f[:, 0], (raw - raw.mean()) / raw.std())
     with pytest.raises(ValueError, match="unknown style feature"):
-        style.style_features(totals, ["emoji"])
+        style_features.style_features(totals, ["emoji"])
 
 
 def test_missing_style_inputs_is_a_clear_error():
     battles = load_battles(pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"]}))
     with pytest.raises(ValueError, match="style control needs conv_metadata"):
-        style.style_totals(battles)
+        style_features.style_totals(battles)
 
 
 @pytest.mark.parametrize("ties", bt.TIES)
 def test_gradient_and_hessian_match_autodiff(ties):
     df, _ = style_frame(k=5, n=800, tie_share=0.2)
-    rows, *_ = style.style_rows(load_battles(df), list(style.STYLE_FEATURES))
+    rows, *_ = style_features.style_rows(load_battles(df), list(style_features.STYLE_FEATURES))
     z = np.linspace(-0.3, 0.3, 5 + 4 + 1)
     np.testing.assert_allclose(style.style_gradient(z, rows, 5, ties), jax.grad(style.style_loss)(z, rows, 5, ties),
                                atol=1e-9)
@@ -95,7 +98,7 @@ def test_gradient_and_hessian_match_autodiff(ties):
 def test_joint_fit_equals_sklearn_logistic_regression():
     df, _ = style_frame(tie_share=0.2)
     battles = load_battles(df)
-    rows, *_ = style.style_rows(battles, list(style.STYLE_FEATURES))
+    rows, *_ = style_features.style_rows(battles, list(style_features.STYLE_FEATURES))
     sf = style.style_fit(battles, n_bootstrap=0, sandwich=False)
     k = 8
     x = np.zeros((len(rows.a), k))
@@ -107,15 +110,15 @@ def test_joint_fit_equals_sklearn_logistic_regression():
     model.fit(np.vstack([x, x]), np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[y1, 1 - y1])
     # sklearn penalises beta too (C = 1/ridge): a 1e-6 effect, far below the tolerance
     theta = model.coef_[0][:k]
-    np.testing.assert_allclose(bt.to_elo(sf.x[:k]), bt.to_elo(theta), atol=1e-3)
+    np.testing.assert_allclose(elo.to_elo(sf.x[:k]), elo.to_elo(theta), atol=1e-3)
     np.testing.assert_allclose(sf.coefficients["coefficient"], model.coef_[0][k:], atol=1e-6)
 
 
 def test_style_control_recovers_true_strengths_and_length_effect():
     df, s = style_frame(n=60_000, seed=1)
     truth = pd.Series((s - s.mean()) * ELO + 1000, index=[f"m{i}" for i in range(8)])
-    plain = fit_leaderboard(df, ci="sandwich").table.set_index("model")["rating"]
-    lb = fit_leaderboard(df, ci="sandwich", style_control=True)
+    plain = fit_leaderboard(df, IntervalOptions(ci="sandwich")).table.set_index("model")["rating"]
+    lb = fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True)
     adjusted = lb.table.set_index("model")["rating"]
     err_plain = np.abs(plain - truth.loc[plain.index]).max()
     err_adj = np.abs(adjusted - truth.loc[adjusted.index]).max()
@@ -142,14 +145,14 @@ def test_style_features_from_llmfao_text(shared_data):
     """Real answers (LLMFAO pairs, CC BY 4.0): text-derived totals are computed for every pair."""
     path = shared_data / "llmfao" / "pairs-crowd.jsonl"
     pairs = [json.loads(line) for line in path.read_text().splitlines()[:200]]
-    totals = style.totals_from_text([p["result_x"] for p in pairs], [p["result_y"] for p in pairs])
+    totals = style_features.totals_from_text([p["result_x"] for p in pairs], [p["result_y"] for p in pairs])
     assert len(totals) == 200 and (totals["sum_assistant_a_tokens"] > 0).mean() > 0.9
     assert totals[["list_count_a", "list_count_b"]].to_numpy().sum() > 0  # some answers use lists
 
 
 def test_style_leaderboard_with_bootstrap_intervals():
     df, _ = style_frame(n=3_000, seed=3)
-    lb = fit_leaderboard(df, style_control=True, ci="both", n_bootstrap=40, seed=1)
+    lb = fit_leaderboard(df, IntervalOptions(ci="both", n_bootstrap=40, seed=1), style_control=True)
     t = lb.table
     assert np.all((t["lower_bootstrap"] <= t["rating"]) & (t["rating"] <= t["upper_bootstrap"]))
     assert lb.replicates.shape == (40, 9) and lb.rank_distribution.shape == (8, 8)
@@ -161,15 +164,18 @@ def test_style_confounded_with_model_identity_warns():
     # model m0 always answers with three headers, nobody else uses any: headers == "is m0 playing"
     df["header_count_a"] = np.where(df["model_a"] == "m0", 3, 0)
     df["header_count_b"] = np.where(df["model_b"] == "m0", 3, 0)
-    with pytest.warns(style.ConfoundedStyleWarning, match="'headers' .* is almost determined .* DROPPED"):
-        lb = fit_leaderboard(df, style_control=True, ci="sandwich")  # the default features: dropped, loudly
+    with pytest.warns(style_features.ConfoundedStyleWarning, match="'headers' .* is almost determined .* DROPPED"):
+        # the default features: dropped, loudly
+        lb = fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True)
     assert any("headers" in m for m in lb.diagnostics)
     assert list(lb.style.index) == ["length", "lists", "bold"]
     with warnings.catch_warnings():
-        warnings.simplefilter("error", style.ConfoundedStyleWarning)  # fine once the feature is dropped
-        fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "lists", "bold"))
-    with pytest.raises(style.ConfoundedStyleError, match="style_features=length,bold") as e:  # chosen: refused
-        fit_leaderboard(df, style_control=True, ci="sandwich", style_features=("length", "headers", "bold"))
+        warnings.simplefilter("error", style_features.ConfoundedStyleWarning)  # fine once the feature is dropped
+        fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True,
+                        style_features=("length", "lists", "bold"))
+    with pytest.raises(style_features.ConfoundedStyleError, match="style_features=length,bold") as e:  # chosen: refused
+        fit_leaderboard(df, IntervalOptions(ci="sandwich"), style_control=True,
+                        style_features=("length", "headers", "bold"))
     assert set(e.value.confounded) == {"headers"} and e.value.kept == ("length", "bold")
 
 
@@ -187,7 +193,7 @@ def test_style_control_on_a_separated_design_reports_unbounded_intervals():
 
     # before: m2 2663.6 [2637.5, 2730.7] ... m4 -749.4 [-831.3, -739.5], and no warning
     with pytest.warns(SeparatedGraphWarning, match=r"\{m0, m1, m2, m3\} beat \{m4, m5, m6, m7\}"):
-        lb = fit_leaderboard(separated_style_frame(), style_control=True, ci="both", n_bootstrap=10)
+        lb = fit_leaderboard(separated_style_frame(), IntervalOptions(ci="both", n_bootstrap=10), style_control=True)
     t = lb.table
     assert lb.separation.groups == [["m0", "m1", "m2", "m3"], ["m4", "m5", "m6", "m7"]]
     assert not t["identified"].any() and (t["upper"] == np.inf).all() and (t["lower_sandwich"] == -np.inf).all()
@@ -206,10 +212,11 @@ def test_style_bootstrap_flags_separated_and_unconverged_replicates():
     sf = style.style_fit(battles, features=("length",), n_bootstrap=60, sandwich=False, seed=0)
     assert sf.converged and sf.rep_separated.sum() > 10 and sf.rep_converged.shape == (60,)
     # the flags agree with an independent check: the one loss of m0 is absent from the resample
-    rows, *_ = style.style_rows(battles, ("length",))
+    rows, *_ = style_features.style_rows(battles, ("length",))
     w = np.stack([style.battle_weights(len(df), 0, r) for r in range(60)], axis=1)
     np.testing.assert_array_equal(sf.rep_separated, w[first] == 0)
     with pytest.warns(match=r"bootstrap replicates are excluded .*have no MLE.*m0 \(upper \+inf"):
-        lb = fit_leaderboard(df, style_control=True, style_features=("length",), n_bootstrap=60, seed=0)
+        lb = fit_leaderboard(df, IntervalOptions(n_bootstrap=60, seed=0), style_control=True,
+                             style_features=("length",))
     assert lb.table.set_index("model").at["m0", "upper"] == np.inf
     assert lb.excluded["separated"] == int(sf.rep_separated.sum())

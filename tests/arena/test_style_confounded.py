@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.leaderboard import WIDE_INTERVAL, _too_wide
-from arena.style.fit import ConfoundedStyleWarning
+from arena.style.features import ConfoundedStyleWarning
 from preflab_cli import app
 from preflab_cli.rank_output import rich_table
 

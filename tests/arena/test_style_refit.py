@@ -8,6 +8,8 @@ import pytest
 
 from arena.bt import likelihood as bt
 from arena.io.battles import load_battles
+from arena.style import block_fit
+from arena.style import features as style_features
 from arena.style import fit as style
 from arena.style import refit as sr
 from tests.arena.test_style import style_frame
@@ -18,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("jax_float64")  # these tests build JAX arr
 def _rows(n=3_000, seed=0, tie_share=0.1):
     df, _ = style_frame(k=6, n=n, seed=seed, tie_share=tie_share)
     battles = load_battles(df)
-    rows, *_ = style.style_rows(battles, tuple(style.STYLE_FEATURES))
+    rows, *_ = style_features.style_rows(battles, tuple(style_features.STYLE_FEATURES))
     return battles, rows
 
 
@@ -27,17 +29,17 @@ def test_block_layout_likelihood_equals_per_battle_code():
     k = 6
     blocks = sr.make_blocks(rows.a, rows.b, rows.features, rows.outcome)
     assert sorted(blocks.slot[blocks.slot >= 0]) == list(range(len(rows.a)))  # every battle once
-    fd = sr.full_data(blocks)
+    fd = block_fit.full_data(blocks)
     z = np.linspace(-0.4, 0.4, k + 5)
     z[-1] = 0.0
-    rows_d = style.StyleRows(*map(jnp.asarray, rows))
-    for ours, theirs in [(sr.block_loss(z, fd, k, 1e-6), style.style_loss(z, rows_d, k)),
-                         (sr.block_gradient(z, fd, k, 1e-6), style.style_gradient(z, rows_d, k)),
-                         (sr.block_hessian(z, fd, k, 1e-6), style.style_hessian(z, rows_d, k)),
-                         (sr.block_meat(z, fd, k), style.style_meat(z, rows_d, k))]:
+    rows_d = style_features.StyleRows(*map(jnp.asarray, rows))
+    for ours, theirs in [(block_fit.block_loss(z, fd, k, 1e-6), style.style_loss(z, rows_d, k)),
+                         (block_fit.block_gradient(z, fd, k, 1e-6), style.style_gradient(z, rows_d, k)),
+                         (block_fit.block_hessian(z, fd, k, 1e-6), style.style_hessian(z, rows_d, k)),
+                         (block_fit.block_meat(z, fd, k), style.style_meat(z, rows_d, k))]:
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-9)
     z0 = np.zeros(k + 5)
-    zb, done_b = sr.block_newton(jnp.asarray(z0), fd, k, len(rows.a), 1e-6)
+    zb, done_b = block_fit.block_newton(jnp.asarray(z0), fd, k, len(rows.a), 1e-6)
     zs, done_s = style.style_newton(jnp.asarray(z0), rows_d, k)
     assert bool(done_b) and bool(done_s)
     np.testing.assert_allclose(zb, zs, atol=1e-12)
@@ -62,7 +64,7 @@ def test_weight_drawer_reproduces_battle_weights(kind, clustered):
 def _loop_of_full_refits(battles, rows, n_rep, seed):
     """The plain bootstrap: for each replicate, its battle weights and a full Newton fit from scratch."""
     k = len(battles.models)
-    z_hat, _ = style.style_newton(jnp.zeros(k + 5), style.StyleRows(*map(jnp.asarray, rows)), k)
+    z_hat, _ = style.style_newton(jnp.zeros(k + 5), style_features.StyleRows(*map(jnp.asarray, rows)), k)
     out = [style._weighted_newton(z_hat, rows, style.battle_weights(len(rows.a), seed, r), k, "half",
                                   bt.DEFAULT_RIDGE)[0] for r in range(n_rep)]
     return np.stack(out)[:, np.r_[np.arange(k), k + 4]], np.stack(out)[:, k:k + 4]

@@ -14,6 +14,7 @@ from arena.bt import likelihood as bt
 from arena.bt.units import cluster_score_outer, item_units
 from arena.io.battles import load_battles
 from arena.leaderboard import fit_leaderboard
+from arena.leaderboard_options import IntervalOptions
 from arena.simulation.unit_study import ItemArena, coverage, simulate_items
 
 
@@ -74,7 +75,7 @@ def test_cluster_meat_matches_an_independent_implementation(ties):
     df = simulate_items(ItemArena(theta=(-0.5, 0.0, 0.4, 0.9), n_items=30, voters=3), rng)
     df.loc[rng.random(len(df)) < 0.2, "winner"] = "tie"
     battles = load_battles(df)
-    counts = fit_leaderboard(battles, ci="sandwich", ties=ties, unit="battle").counts
+    counts = fit_leaderboard(battles, IntervalOptions(ci="sandwich", unit="battle"), ties=ties).counts
     data = bt.pair_data(counts)
     units = item_units(battles.df, data, counts.n_models)
     assert units is not None and units.n_items == 30
@@ -97,7 +98,8 @@ def test_duplicated_votes_add_no_information_at_the_item_unit():
     width = {}
     for name, df in (("single", single), ("copied", copied)):
         for unit in ("item", "battle"):
-            t = fit_leaderboard(df, ci="both", n_bootstrap=300, unit=unit, seed=2).table.set_index("model")
+            intervals = IntervalOptions(ci="both", n_bootstrap=300, unit=unit, seed=2)
+            t = fit_leaderboard(df, intervals).table.set_index("model")
             width[name, unit] = ((t["upper_sandwich"] - t["lower_sandwich"]).mean(),
                                  (t["upper_bootstrap"] - t["lower_bootstrap"]).mean(), t.attrs["unit"])
     assert width["single", "item"][2] == "battle"  # no item holds two battles: the unit is the battle
@@ -114,7 +116,8 @@ def test_style_control_clusters_by_item_too():
 
     for col in STYLE_COLUMNS:
         df[col] = rng.integers(50, 500, len(df)).astype(float)
-    w = {u: fit_leaderboard(df, ci="sandwich", style_control=True, style_features=("length",), unit=u).table
+    w = {u: fit_leaderboard(df, IntervalOptions(ci="sandwich", unit=u), style_control=True,
+                            style_features=("length",)).table
          for u in ("item", "battle")}
     wide = {u: float((t["upper"] - t["lower"]).mean()) for u, t in w.items()}
     assert w["item"].attrs["unit"] == "item"
@@ -146,6 +149,7 @@ def test_plain_rank_and_the_ppi_human_fit_share_the_unit_on_llmfao(shared_data):
     path's clustered human-only ones (one unit everywhere). Before, plain `rank` treated the votes as
     independent and its intervals were 1.107x narrower (mean over 59 models), so the judge-assisted
     leaderboard looked worse than human-only."""
+    from arena.leaderboard_options import IntervalOptions
     from arena.ppi.board import ppi_leaderboard
 
     crowd = pd.read_csv(shared_data / "llmfao" / "crowd-comparisons.csv")
@@ -153,8 +157,9 @@ def test_plain_rank_and_the_ppi_human_fit_share_the_unit_on_llmfao(shared_data):
     keep = np.random.default_rng(0).choice(ids, len(ids) // 4, replace=False)
     human = load_battles(crowd[crowd["id"].isin(keep)], layout="llmfao")
     judge = load_battles(shared_data / "llmfao" / "gpt4-crowd-comparisons.csv", layout="llmfao")
-    ppi = ppi_leaderboard(human, judge, ci="sandwich").set_index("model")
-    width = {u: fit_leaderboard(human, ci="sandwich", unit=u).table.set_index("model").eval("upper - lower")
+    ppi = ppi_leaderboard(human, judge, IntervalOptions(ci="sandwich")).set_index("model")
+    width = {u: fit_leaderboard(human, IntervalOptions(ci="sandwich", unit=u)).table.set_index("model")
+             .eval("upper - lower")
              for u in ("item", "battle")}
     human_only = (ppi["upper_human"] - ppi["lower_human"])[width["item"].index]
     np.testing.assert_allclose(width["item"], human_only, rtol=2e-3)

@@ -118,13 +118,13 @@ def _read_lc_table(path: Path, tmp: Path):
 
 
 def _read_arena_hard(path: Path, tmp: Path):
-    from arena.arenahard import load_arena_hard
+    from arena.arenahard_files import load_arena_hard
 
     load_arena_hard([path])
 
 
 def _read_answer_style(path: Path, tmp: Path):
-    from arena.arenahard import load_answer_style
+    from arena.arenahard_files import load_answer_style
 
     load_answer_style([path])
 

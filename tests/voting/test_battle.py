@@ -181,6 +181,7 @@ def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, t
     import pandas as pd
 
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
     from voting.votes import votes_to_battles
 
     engine = open_battles(open_store(sqlite_url))
@@ -198,7 +199,7 @@ def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, t
         save_turn(engine, bid, conv["a"], conv["b"], {s: gen(texts[s]) for s in "ab"})
         p_a = 0.75 if models.index(a) < models.index(b) else 0.3
         vote_battle(engine, bid, f"v{k % 7}", str(rng.choice(["A", "B", "tie"], p=[p_a * 0.9, (1 - p_a) * 0.9, 0.1])))
-    store_fit = fit_leaderboard(votes_to_battles(load_votes(engine, BATTLE_DATASET)), ci="sandwich",
+    store_fit = fit_leaderboard(votes_to_battles(load_votes(engine, BATTLE_DATASET)), IntervalOptions(ci="sandwich"),
                                 style_control=True).table.set_index("model")
     out, table = tmp_path / "battles.json", tmp_path / "lb.csv"
     cli = [sys.executable, "-c", "from preflab_cli import main; main()"]

@@ -167,6 +167,7 @@ def _filtered_reruns(monkeypatch, url: str, n_votes: int) -> tuple[list[list[int
 def test_leaderboard_page_rows_do_not_grow_with_stored_votes_and_equal_the_fit_on_every_vote(monkeypatch, tmp_path):
     """Old code: the voter filter listed every distinct voter (one per vote here), 1k rows then 100k."""
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
     from voting.pages.leaderboard import keep
     from voting.votes import votes_to_battles
 
@@ -187,7 +188,8 @@ def test_leaderboard_page_rows_do_not_grow_with_stored_votes_and_equal_the_fit_o
                  (MODELS[2],))
     assert 20 < len(votes) < 500
     # the page counts votes per model pair, so its unit is the battle (its caption says so)
-    expect = fit_leaderboard(votes_to_battles(votes), n_bootstrap=100, unit="battle").table.set_index("model")
+    expect = fit_leaderboard(votes_to_battles(votes), IntervalOptions(n_bootstrap=100, unit="battle"))
+    expect = expect.table.set_index("model")
     shown = at.dataframe[0].value.set_index("model")
     assert sorted(shown.index) == sorted(expect.index) == sorted(MODELS[:2])
     for col in ("rating", "lower", "upper"):

@@ -129,6 +129,7 @@ def test_leaderboard_from_database_counts_equals_the_fit_on_every_vote(tmp_path)
     from typer.testing import CliRunner
 
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
     from preflab_cli import app as cli
     from voting.assign import tally_counts
     from voting.store import pair_outcome_counts
@@ -142,10 +143,10 @@ def test_leaderboard_from_database_counts_equals_the_fit_on_every_vote(tmp_path)
     key = ["model_left", "model_right", "outcome", "winner_model"]
     assert cells.sort_values(key).fillna("").values.tolist() == filtered.sort_values(key).fillna("").values.tolist()
     models = sorted(set(cells["model_left"]) | set(cells["model_right"]))
-    from_counts = fit_leaderboard(tally_counts(cells, models), n_bootstrap=50).table.set_index("model")
+    from_counts = fit_leaderboard(tally_counts(cells, models), IntervalOptions(n_bootstrap=50)).table.set_index("model")
     # the page counts votes per model pair, so its unit is the battle (the loaded votes' items would cluster)
-    from_votes = fit_leaderboard(votes_to_battles(load_votes(engine, "demo")), n_bootstrap=50,
-                                 unit="battle").table.set_index("model")
+    from_votes = fit_leaderboard(votes_to_battles(load_votes(engine, "demo")),
+                                 IntervalOptions(n_bootstrap=50, unit="battle")).table.set_index("model")
     assert int(cells["n"].sum()) == count_rows(engine)
     for col in ("rating", "lower", "upper", "battles", "wins", "ties"):
         np.testing.assert_allclose(from_counts[col], from_votes.loc[from_counts.index, col], rtol=1e-6)

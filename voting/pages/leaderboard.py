@@ -104,6 +104,7 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
     """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive): the page's counted
     ``cells`` (already filtered, so not counted twice), or with ``style`` the filtered votes themselves."""
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
     engine = get_engine()
     if style:  # style control needs each vote's answer lengths
@@ -114,7 +115,8 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
             cells = without_models(pair_outcome_counts(engine, dataset, list(voters), since, until,
                                                        list(categories)), exclude)
         data = tally_counts(cells, sorted(set(cells["model_left"]) | set(cells["model_right"])))
-    lb = fit_leaderboard(data, n_bootstrap=n_bootstrap, style_control=bool(style), style_features=style or None)
+    lb = fit_leaderboard(data, IntervalOptions(n_bootstrap=n_bootstrap), style_control=bool(style),
+                         style_features=style or None)
     return {"table": lb.table, "wins": lb.observed_win_rates(), "counts": lb.battle_counts(),
             "notes": list(lb.diagnostics), "style": lb.style}
 
@@ -175,7 +177,7 @@ def render() -> None:
                    "`preflab demo-seed`.")
         return
     c1, c2 = st.columns(2)
-    from arena.style.fit import STYLE_FEATURES
+    from arena.style.features import STYLE_FEATURES
 
     # Length alone by default: on small datasets markdown counts often just identify the model.
     style = tuple(c1.multiselect(
@@ -251,9 +253,10 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
                    "dataset.")
         return
     from arena.leaderboard import fit_leaderboard
+    from arena.leaderboard_options import IntervalOptions
 
-    human_table = fit_leaderboard(as_battles(human_b, "votes"), n_bootstrap=n_boot).table
-    judge_table = fit_leaderboard(as_battles(judged, path), n_bootstrap=n_boot).table
+    human_table = fit_leaderboard(as_battles(human_b, "votes"), IntervalOptions(n_bootstrap=n_boot)).table
+    judge_table = fit_leaderboard(as_battles(judged, path), IntervalOptions(n_bootstrap=n_boot)).table
     res = compare(human_table, judge_table, human_b, judged)
     a, b, c = st.columns(3)
     a.metric("Shared items", judged["question_id"].nunique())
@@ -269,12 +272,13 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
 def ppi_table(filters: tuple, digest: str, ci: str, n_bootstrap: int, _path: str) -> pd.DataFrame:
     """The PPI++ fit for one filter set (``filters``: url, dataset, voters, since, until, categories,
     exclude, votes stamp) and one judge file (``digest`` of its bytes; ``_path`` is not part of the key)."""
+    from arena.leaderboard_options import IntervalOptions
     from judge_arena.assist import judge_assisted_leaderboard
 
     _, dataset, voters, since, until, categories, exclude, _ = filters
     human = votes_to_battles(keep(load_votes(get_engine(), dataset, list(voters), since, until), categories,
                                   exclude), "votes")
-    return judge_assisted_leaderboard(human, _path, ci=ci, n_bootstrap=n_bootstrap, seed=0)
+    return judge_assisted_leaderboard(human, _path, intervals=IntervalOptions(ci=ci, n_bootstrap=n_bootstrap, seed=0))
 
 
 def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
@@ -283,7 +287,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
     import hashlib
     from pathlib import Path
 
-    from arena.bootstrap.refits import rank_from_intervals
+    from arena.bootstrap.intervals import rank_from_intervals
     from preflab.errors import InputError
     from voting.pages.common import choose_data_file, judge_files
 
