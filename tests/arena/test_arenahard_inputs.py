@@ -8,11 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arena.arenahard import (
-    baseline_leaderboard,
-    load_answer_style,
-    load_arena_hard,
-)
+from arena.arenahard import baseline_leaderboard
+from arena.arenahard_files import load_answer_style, load_arena_hard
 from preflab.errors import InputError
 
 DATA = Path(__file__).parent / "data"
