@@ -11,7 +11,7 @@ import pandas as pd
 
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, json_type
-from preflab.outcomes import Outcome
+from preflab.outcomes import IDENTITY_NAMES, Outcome
 
 STRONG_WEIGHT = 3
 
@@ -155,8 +155,7 @@ def games_from_verdicts(pairs: pd.DataFrame, source: str = "<verdicts>") -> pd.D
     """Judged pairs (``judge.datasets.load_verdicts_jsonl`` of a ``preflab judge run`` file) as a games table:
     ``model_x`` is the model, ``model_y`` its opponent, one game per order; unparsable verdicts are skipped
     and counted (no strong verdicts: weight 1)."""
-    X, Y, TIE = Outcome.FIRST, Outcome.SECOND, Outcome.TIE
-    score = {X: 1.0, Y: 0.0, TIE: 0.5}
+    score = {Outcome.FIRST: 1.0, Outcome.SECOND: 0.0, Outcome.TIE: 0.5}
     rows, skipped = [], 0
     for rec in pairs.to_dict("records"):
         for game, col in ((1, "judge_xy"), (2, "judge_yx")):
@@ -165,7 +164,7 @@ def games_from_verdicts(pairs: pd.DataFrame, source: str = "<verdicts>") -> pd.D
                 skipped += 0 if code is None or np.isnan(code) else 1
                 continue
             rows.append((rec["item_id"], rec["model_x"], rec["model_y"], game, score[int(code)], 1.0,
-                         {X: "x", Y: "y", TIE: "tie"}[int(code)], None))
+                         IDENTITY_NAMES[int(code)], None))
     games = pd.DataFrame(rows, columns=list(GAME_COLUMNS))
     games.attrs.update(skipped=skipped, models=sorted(set(pairs["model_x"]) | set(pairs["model_y"])))
     if games.empty:

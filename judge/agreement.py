@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import OUTCOME_NAMES, OUTCOMES, TIE, UNPARSABLE, X
+from judge.outcomes import OUTCOMES
 from judge.stats import Interval, wilson_interval
+from preflab.outcomes import IDENTITY_NAMES, Outcome
 
 
 def majority_vote(ratings: np.ndarray) -> np.ndarray:
@@ -36,7 +37,7 @@ def majority_vote(ratings: np.ndarray) -> np.ndarray:
 
 def _judge_with_unparsable(judge: np.ndarray) -> np.ndarray:
     judge = np.asarray(judge, dtype=float)
-    return np.where(np.isnan(judge), UNPARSABLE, judge)
+    return np.where(np.isnan(judge), Outcome.UNPARSABLE, judge)
 
 
 def accuracy(judge: np.ndarray, human: np.ndarray, include_ties: bool = True, level: float = 0.95) -> dict:
@@ -50,12 +51,12 @@ def accuracy(judge: np.ndarray, human: np.ndarray, include_ties: bool = True, le
     human = np.asarray(human, dtype=float)
     keep = ~np.isnan(human)
     if not include_ties:
-        keep &= (human != TIE) & (judge != TIE)
+        keep &= (human != Outcome.TIE) & (judge != Outcome.TIE)
     agree = int(np.sum(judge[keep] == human[keep]))
     n = int(keep.sum())
     return {
         "n": n,
-        "n_unparsable": int(np.sum(judge[keep] == UNPARSABLE)),
+        "n_unparsable": int(np.sum(judge[keep] == Outcome.UNPARSABLE)),
         "n_without_human": int(np.sum(np.isnan(human))),
         **wilson_interval(agree, n, level).as_dict(),
     }
@@ -164,11 +165,11 @@ def confusion_matrix(judge: np.ndarray, human: np.ndarray) -> pd.DataFrame:
     judge = _judge_with_unparsable(judge)
     human = np.asarray(human, dtype=float)
     keep = ~np.isnan(human)
-    rows = [OUTCOME_NAMES[o] for o in OUTCOMES]
-    cols = rows + [OUTCOME_NAMES[UNPARSABLE]]
+    rows = [IDENTITY_NAMES[o] for o in OUTCOMES]
+    cols = rows + [IDENTITY_NAMES[Outcome.UNPARSABLE]]
     table = pd.DataFrame(0, index=pd.Index(rows, name="human"), columns=pd.Index(cols, name="judge"))
     for h, j in zip(human[keep], judge[keep], strict=True):
-        table.loc[OUTCOME_NAMES[int(h)], OUTCOME_NAMES[int(j)]] += 1
+        table.loc[IDENTITY_NAMES[int(h)], IDENTITY_NAMES[int(j)]] += 1
     return table
 
 
@@ -191,12 +192,12 @@ def per_class_rates(judge: np.ndarray, human: np.ndarray, level: float = 0.95) -
     judge = _judge_with_unparsable(judge)
     human = np.asarray(human, dtype=float)
     keep = ~np.isnan(human)
-    return {OUTCOME_NAMES[o]: binary_rates(judge[keep] == o, human[keep] == o, level) for o in OUTCOMES}
+    return {IDENTITY_NAMES[o]: binary_rates(judge[keep] == o, human[keep] == o, level) for o in OUTCOMES}
 
 
 def pass_rates(judge: np.ndarray, human: np.ndarray, level: float = 0.95) -> dict[str, dict]:
     """TPR/TNR with "pass" = x wins (e.g. candidate beats baseline), over pairs with a human label."""
-    return per_class_rates(judge, human, level)[OUTCOME_NAMES[X]]
+    return per_class_rates(judge, human, level)[IDENTITY_NAMES[Outcome.FIRST]]
 
 
 def fleiss_kappa(ratings: np.ndarray) -> float:

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge.stats import Interval, clustered_wilson_interval, paired_bootstrap, wilson_interval, z_value
+from preflab.outcomes import Outcome
 
 
 def _valid(code: np.ndarray) -> np.ndarray:
-    return ~np.isnan(code) & (code != UNPARSABLE)
+    return ~np.isnan(code) & (code != Outcome.UNPARSABLE)
 
 
 def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.95) -> dict:
@@ -39,11 +39,11 @@ def position_bias(judge_xy: np.ndarray, judge_yx: np.ndarray, level: float = 0.9
     both = _valid(xy) & _valid(yx)
     xy, yx = xy[both], yx[both]
     p = int(both.sum())
-    first_xy, first_yx = xy == X, yx == Y
-    second_xy, second_yx = xy == Y, yx == X
+    first_xy, first_yx = xy == Outcome.FIRST, yx == Outcome.SECOND
+    second_xy, second_yx = xy == Outcome.SECOND, yx == Outcome.FIRST
     first_first = int(np.sum(first_xy & first_yx))
     second_second = int(np.sum(second_xy & second_yx))
-    tie_verdicts = int(np.sum(xy == TIE) + np.sum(yx == TIE))
+    tie_verdicts = int(np.sum(xy == Outcome.TIE) + np.sum(yx == Outcome.TIE))
     identity = 0.5 + (first_first - second_second) / (2 * p) if p else float("nan")
     # Over pairs: a pair's two verdicts are not independent (an inconsistent pair picks the same slot twice).
     first_rate = clustered_wilson_interval(first_xy.astype(float) + first_yx, np.full(p, 2.0), level)
@@ -82,10 +82,11 @@ def combine_order_codes(judge_xy: np.ndarray, judge_yx: np.ndarray,
     vx, vy = _valid(xy), _valid(yx)
     if require_both:
         vx = vy = vx & vy
-    conservative = np.where(vx & vy, np.where(xy == yx, xy, TIE), np.where(vx, xy, np.where(vy, yx, UNPARSABLE)))
+    conservative = np.where(vx & vy, np.where(xy == yx, xy, Outcome.TIE),
+                            np.where(vx, xy, np.where(vy, yx, Outcome.UNPARSABLE)))
 
     def probs(code: np.ndarray, valid: np.ndarray, px, pt) -> np.ndarray:
-        onehot = np.stack([code == X, code == Y, code == TIE], axis=1).astype(float)
+        onehot = np.stack([code == Outcome.FIRST, code == Outcome.SECOND, code == Outcome.TIE], axis=1).astype(float)
         if px is not None:
             px = np.asarray(px, dtype=float)
             pt = np.zeros_like(px) if pt is None else np.nan_to_num(np.asarray(pt, dtype=float))
@@ -98,9 +99,9 @@ def combine_order_codes(judge_xy: np.ndarray, judge_yx: np.ndarray,
     mean = np.nansum(stacked, axis=0) / np.maximum(counts, 1)
     mean = np.where(counts > 0, mean, np.nan)
     none = ~(vx | vy)
-    averaged = np.where(none, UNPARSABLE, np.argmax(np.nan_to_num(mean, nan=-1.0), axis=1)).astype(float)
+    averaged = np.where(none, Outcome.UNPARSABLE, np.argmax(np.nan_to_num(mean, nan=-1.0), axis=1)).astype(float)
     # argmax index 0/1/2 is already X/Y/TIE; an exact x–y tie of probabilities is a tie.
-    averaged = np.where(~none & np.isclose(mean[:, 0], mean[:, 1]), TIE, averaged)
+    averaged = np.where(~none & np.isclose(mean[:, 0], mean[:, 1]), Outcome.TIE, averaged)
     return {"conservative": conservative, "average": averaged, "p_x": mean[:, 0], "p_y": mean[:, 1],
             "p_tie": mean[:, 2]}
 
@@ -108,8 +109,8 @@ def combine_order_codes(judge_xy: np.ndarray, judge_yx: np.ndarray,
 def outcome_counts(code: np.ndarray) -> dict[str, int]:
     """``{"a", "b", "tie", "unparsable"}`` counts (a = x wins, b = y wins — the seed's identity names)."""
     code = np.asarray(code, dtype=float)
-    return {"a": int(np.sum(code == X)), "b": int(np.sum(code == Y)), "tie": int(np.sum(code == TIE)),
-            "unparsable": int(np.sum(code == UNPARSABLE))}
+    return {"a": int(np.sum(code == Outcome.FIRST)), "b": int(np.sum(code == Outcome.SECOND)),
+            "tie": int(np.sum(code == Outcome.TIE)), "unparsable": int(np.sum(code == Outcome.UNPARSABLE))}
 
 
 def _difference_interval(a: np.ndarray, b: np.ndarray, level: float) -> Interval:
@@ -184,13 +185,13 @@ def length_bias(judge: np.ndarray, len_x: np.ndarray, len_y: np.ndarray, human: 
     diff = np.asarray(len_x, dtype=float) - np.asarray(len_y, dtype=float)
 
     def prefers_longer(code: np.ndarray) -> dict:
-        use = (np.abs(diff) > threshold) & ((code == X) | (code == Y))
-        longer_won = ((code == X) & (diff > 0)) | ((code == Y) & (diff < 0))
+        use = (np.abs(diff) > threshold) & ((code == Outcome.FIRST) | (code == Outcome.SECOND))
+        longer_won = ((code == Outcome.FIRST) & (diff > 0)) | ((code == Outcome.SECOND) & (diff < 0))
         return {"n": int(use.sum()), **wilson_interval(int(longer_won[use].sum()), int(use.sum()), level).as_dict()}
 
-    decisive = ((judge == X) | (judge == Y)) & ~np.isnan(diff)
+    decisive = ((judge == Outcome.FIRST) | (judge == Outcome.SECOND)) & ~np.isnan(diff)
     sd = diff[decisive].std() if decisive.sum() > 2 else 0.0  # too few decisive verdicts: no slope
-    slope = (logistic_slope(judge[decisive] == X, diff[decisive] / sd, level).as_dict()
+    slope = (logistic_slope(judge[decisive] == Outcome.FIRST, diff[decisive] / sd, level).as_dict()
              if sd > 0 else {"value": float("nan"), "lower": float("nan"), "upper": float("nan")})
     out = {"threshold": threshold, "judge_prefers_longer": prefers_longer(judge), "slope": slope}
     if human is not None:
@@ -233,7 +234,8 @@ def padding_attack_pairs(items: pd.DataFrame, n_items: int = 5) -> pd.DataFrame:
 def score_x(code: np.ndarray) -> np.ndarray:
     """x's score per pair: 1 win, 0 loss, ½ tie, NaN when unparsable or absent."""
     code = np.asarray(code, dtype=float)
-    return np.select([code == X, code == Y, code == TIE], [1.0, 0.0, 0.5], default=np.nan)
+    return np.select([code == Outcome.FIRST, code == Outcome.SECOND, code == Outcome.TIE], [1.0, 0.0, 0.5],
+                     default=np.nan)
 
 
 def self_preference(judge: np.ndarray, human: np.ndarray, model_x: np.ndarray, model_y: np.ndarray,

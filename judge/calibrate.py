@@ -29,7 +29,7 @@ from judge.bias import (
     score_x,
     self_preference,
 )
-from judge.outcomes import TIE, UNPARSABLE, X, annotator_columns, column, has, judge_single, p_x_single
+from judge.outcomes import annotator_columns, column, has, judge_single, p_x_single
 from judge.probability import (
     brier_score,
     brier_score_multiclass,
@@ -38,6 +38,7 @@ from judge.probability import (
     reliability_table,
 )
 from judge.stats import wilson_interval
+from preflab.outcomes import Outcome
 
 
 def _two_orders(pairs: pd.DataFrame) -> bool:
@@ -120,16 +121,16 @@ def _calibration(codes: Mapping[str, np.ndarray], human: np.ndarray, n_bins: int
     if not labelled.any():
         return None
     p, h = np.clip(p[labelled], 0.0, 1.0), human[labelled]
-    decided = (h != TIE) & (p[:, 0] + p[:, 1] > 0)
+    decided = (h != Outcome.TIE) & (p[:, 0] + p[:, 1] > 0)
     out: dict = {"n": int(labelled.sum()), "brier": brier_score_multiclass(p, h), "n_decided": int(decided.sum()),
                  "n_low_mass_excluded": n_low,
                  "brier_decided": None, "ece": None, "reliability": []}
     if decided.any():
         q = p[decided, 0] / (p[decided, 0] + p[decided, 1])
-        x_won = (h[decided] == X).astype(float)
+        x_won = (h[decided] == Outcome.FIRST).astype(float)
         out.update(brier_decided=brier_score(q, x_won), ece=expected_calibration_error(q, x_won, n_bins),
                    reliability=reliability_table(q, x_won, n_bins, level).to_dict(orient="records"))
-    tie = (h == TIE).astype(float)
+    tie = (h == Outcome.TIE).astype(float)
     observed = wilson_interval(float(tie.sum()), tie.size, level)
     out["tie"] = {"mean_p_tie": float(p[:, 2].mean()), "observed": observed.as_dict(),
                   "ece": expected_calibration_error(p[:, 2], tie, n_bins)}
@@ -145,15 +146,15 @@ def _corrected(judge: np.ndarray, human: np.ndarray, n_bootstrap: int, level: fl
     includes the judge's failures to answer, and the correction stays unbiased when unparsable outputs are
     more common for one outcome. (Dropping them, as before, biased the corrected rate in that case.)
     """
-    judge = np.where(np.isnan(judge), UNPARSABLE, judge)
+    judge = np.where(np.isnan(judge), Outcome.UNPARSABLE, judge)
     labelled, unlabelled = ~np.isnan(human), np.isnan(human)
-    if labelled.sum() < 2 or len(np.unique(human[labelled] == X)) < 2:
+    if labelled.sum() < 2 or len(np.unique(human[labelled] == Outcome.FIRST)) < 2:
         return None
-    res = corrected_win_rate(judge[labelled] == X, human[labelled] == X,
-                             judge[unlabelled] == X if unlabelled.any() else None,
+    res = corrected_win_rate(judge[labelled] == Outcome.FIRST, human[labelled] == Outcome.FIRST,
+                             judge[unlabelled] == Outcome.FIRST if unlabelled.any() else None,
                              n_bootstrap=n_bootstrap, level=level, seed=seed)
-    res["human_rate_labelled"] = float(np.mean(human[labelled] == X))
-    res["n_unparsable"] = int(np.sum(judge == UNPARSABLE))
+    res["human_rate_labelled"] = float(np.mean(human[labelled] == Outcome.FIRST))
+    res["n_unparsable"] = int(np.sum(judge == Outcome.UNPARSABLE))
     return res
 
 

@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
-from judge.outcomes import X, Y, column
+from judge.outcomes import column
 from preflab.io import write_output
+from preflab.outcomes import Outcome
 
 SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "verdict methods", "price", "date")
 # Provenance of the verdicts (judge.provenance.CARD_FIELDS): what the API served and which rubric text.
@@ -91,7 +92,7 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
     fig = Figure(figsize=(5, 3))
     ax = fig.subplots()
     for name, code, style in (("judge", judge, "o-"), ("humans", human, "s--")):
-        dec = ok & ((code == X) | (code == Y))
+        dec = ok & ((code == Outcome.FIRST) | (code == Outcome.SECOND))
         if not dec.any():
             continue
         xs, ys = [], []
@@ -99,7 +100,7 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
             m = dec & (b == k)
             if m.sum() >= 3:
                 xs.append(k)
-                ys.append(np.mean(code[m] == X))
+                ys.append(np.mean(code[m] == Outcome.FIRST))
         ax.plot(xs, ys, style, label=name)
     ax.axhline(0.5, color="grey", lw=1)
     # Equal-count bins, labelled by their median difference (lengths are heavy-tailed).

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from judge.agreement import kappa_from_confusion
-from judge.outcomes import OUTCOMES, UNPARSABLE
+from judge.outcomes import OUTCOMES
 from judge.report_text import format_interval as _fmt
 from judge.stats import clustered_wilson_interval
+from preflab.outcomes import Outcome
 
 
 def held_out_references(ratings: np.ndarray, min_others: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -44,7 +45,7 @@ def held_out_references(ratings: np.ndarray, min_others: int = 1) -> tuple[np.nd
 def _kappa(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
     """Cohen's kappa of two code arrays with comparison weights (unparsable is its own category)."""
     cats = 4  # x, y, tie, unparsable
-    ia, ib = np.where(a == UNPARSABLE, 3, a).astype(int), np.where(b == UNPARSABLE, 3, b).astype(int)
+    ia, ib = np.where(a == Outcome.UNPARSABLE, 3, a).astype(int), np.where(b == Outcome.UNPARSABLE, 3, b).astype(int)
     conf = np.bincount(ia * cats + ib, weights=w, minlength=cats * cats).reshape(cats, cats)
     if conf.sum() == 0:
         return float("nan")
@@ -62,7 +63,7 @@ def human_ceiling(ratings: np.ndarray, judge: np.ndarray, n_bootstrap: int = 100
     pair, vote, ref, skipped = held_out_references(ratings, min_others)
     if pair.size == 0:
         return None
-    judge = np.where(np.isnan(np.asarray(judge, dtype=float)), UNPARSABLE, judge)
+    judge = np.where(np.isnan(np.asarray(judge, dtype=float)), Outcome.UNPARSABLE, judge)
     jv = judge[pair]
     clusters, cid = np.unique(pair, return_inverse=True)
     trials = np.bincount(cid).astype(float)

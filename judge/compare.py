@@ -21,9 +21,9 @@ import pandas as pd
 
 from judge.bias import combine_order_codes
 from judge.compare_inputs import Answers
-from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge.stats import Interval, holm_adjust, sign_test, wilson_interval
 from preflab.errors import InputError
+from preflab.outcomes import Outcome
 
 VERDICTS = ("better", "worse", "no evidence")
 
@@ -73,9 +73,9 @@ def pair_outcomes(codes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     one_order = np.isnan(yx).all() or np.isnan(xy).all()
     if one_order:
         single = np.where(np.isnan(xy), yx, xy)
-        return np.where(np.isnan(single), UNPARSABLE, single), np.zeros(len(xy), bool)
+        return np.where(np.isnan(single), Outcome.UNPARSABLE, single), np.zeros(len(xy), bool)
     combined = combine_order_codes(xy, yx, require_both=True)["conservative"]
-    valid = (combined != UNPARSABLE)
+    valid = (combined != Outcome.UNPARSABLE)
     return combined, valid & (xy != yx)
 
 
@@ -83,9 +83,9 @@ def count_dimension(dimension: str, codes: pd.DataFrame) -> DimensionCounts:
     """Wins, losses, ties and flips of one dimension's candidate-as-x codes."""
     outcome, flipped = pair_outcomes(codes)
     both = not (codes["judge_yx"].isna().all() or codes["judge_xy"].isna().all())
-    return DimensionCounts(dimension, int(np.sum(outcome == X)), int(np.sum(outcome == Y)),
-                           int(np.sum(outcome == TIE)), int(flipped.sum()), int(np.sum(outcome == UNPARSABLE)),
-                           both)
+    return DimensionCounts(dimension, int(np.sum(outcome == Outcome.FIRST)), int(np.sum(outcome == Outcome.SECOND)),
+                           int(np.sum(outcome == Outcome.TIE)), int(flipped.sum()),
+                           int(np.sum(outcome == Outcome.UNPARSABLE)), both)
 
 
 def dimension_rows(counts: Sequence[DimensionCounts], settings: GateSettings,
@@ -135,8 +135,10 @@ def length_check(answers: Answers | None, base: str, candidate: str, outcomes: M
     differ = dict(zip(items, cand != base_w, strict=True))
     per_dim = {}
     for dim, df in outcomes.items():
-        decisive = df[df["outcome"].isin([X, Y]) & df["item_id"].map(differ).fillna(False).astype(bool)]
-        to_longer = int(np.sum((decisive["outcome"] == X) == decisive["item_id"].map(longer_cand).astype(bool)))
+        decisive = df[df["outcome"].isin([Outcome.FIRST, Outcome.SECOND])
+                      & df["item_id"].map(differ).fillna(False).astype(bool)]
+        x_won = decisive["outcome"] == Outcome.FIRST
+        to_longer = int(np.sum(x_won == decisive["item_id"].map(longer_cand).astype(bool)))
         ci = wilson_interval(to_longer, len(decisive), level)
         per_dim[dim] = {"decisive_with_length_difference": len(decisive), "to_longer": to_longer,
                         "share": ci.as_dict()}
@@ -155,8 +157,8 @@ def identical_check(answers: Answers | None, base: str, candidate: str,
             if base in by and candidate in by and normalised(by[base]) == normalised(by[candidate])}
     per_dim = {}
     for dim, df in outcomes.items():
-        rows = df[df["item_id"].isin(same) & (df["outcome"] != UNPARSABLE)]
-        per_dim[dim] = {"judged": len(rows), "not_tied": int(np.sum(rows["outcome"] != TIE))}
+        rows = df[df["item_id"].isin(same) & (df["outcome"] != Outcome.UNPARSABLE)]
+        per_dim[dim] = {"judged": len(rows), "not_tied": int(np.sum(rows["outcome"] != Outcome.TIE))}
     return {"available": True, "identical_pairs": len(same), "dimensions": per_dim}
 
 

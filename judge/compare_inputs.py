@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from judge.datasets import load_verdicts_jsonl
-from judge.outcomes import TIE, UNPARSABLE, X, Y, swap_sides
+from judge.outcomes import swap_sides
 from judge.pairs import Pair
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, require_rows
+from preflab.outcomes import Outcome
 
 ITEM_FIELDS = ("item_id", "prompt", "model", "answer")
 PAIR_FIELDS = ("item_id", "prompt", "model_x", "answer_x", "model_y", "answer_y")
@@ -162,11 +163,12 @@ def load_dimension(path: str | Path, base: str, candidate: str,
 
 def runner_codes(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Candidate-as-x codes from the runner's verdict rows for :func:`version_pairs` (x is the candidate)."""
-    slot = {"A": 0, "B": 1, "tie": 2}
+    slot = {"A": Outcome.FIRST, "B": Outcome.SECOND, "tie": Outcome.TIE}
     by_order: dict[str, dict[str, float]] = {"xy": {}, "yx": {}}
     for item, order, verdict in zip(verdicts["item_id"], verdicts["order"], verdicts["verdict"], strict=True):
         s = slot.get(verdict) if isinstance(verdict, str) else None
-        code = UNPARSABLE if s is None else (TIE if s == 2 else (X if (s == 0) == (order == "xy") else Y))
+        by_identity = Outcome.FIRST if (s == Outcome.FIRST) == (order == "xy") else Outcome.SECOND
+        code = Outcome.UNPARSABLE if s is None else (Outcome.TIE if s == Outcome.TIE else by_identity)
         by_order[order][str(item)] = float(code)
     items = list(dict.fromkeys(str(i) for i in verdicts["item_id"]))
     return pd.DataFrame({"item_id": items, "judge_xy": [by_order["xy"].get(i, np.nan) for i in items],

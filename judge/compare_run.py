@@ -26,9 +26,9 @@ from judge.compare_inputs import (
     runner_codes,
     version_pairs,
 )
-from judge.outcomes import X, Y
 from judge.sequential import SequentialSettings, anytime_p_values, confidence_sequence
 from preflab.errors import InputError
+from preflab.outcomes import Outcome
 
 if TYPE_CHECKING:
     from judge.run import RunResult
@@ -56,7 +56,7 @@ class CompareRequest:
 def _sign_steps(codes: pd.DataFrame) -> np.ndarray:
     """+1 per candidate win, -1 per loss, 0 per tie or unjudged pair: the sign test's steps, in table order."""
     outcome, _ = pair_outcomes(codes)
-    return np.where(outcome == X, 1, np.where(outcome == Y, -1, 0))
+    return np.where(outcome == Outcome.FIRST, 1, np.where(outcome == Outcome.SECOND, -1, 0))
 
 
 def _decided_after(codes: pd.DataFrame, seq: SequentialSettings, alpha: float) -> int | None:

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from judge.agreement import majority_vote
-from judge.outcomes import IDENTITY_LABELS, TIE, UNPARSABLE, X, Y
 from judge.provenance import ProvenanceTally, require_one_judge
 from judge.verdict_file import load_verdicts_jsonl  # re-exported: the readers import it from here
 from preflab.alpaca import load_annotations
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, load_json_records, read_csv, require_rows
+from preflab.outcomes import IDENTITY_LABELS, Outcome
 
 
 def _identity_code(value, source: str, line: int, field: str, empty: float) -> float:
@@ -56,8 +56,8 @@ def load_judge_labels(path: str | Path) -> pd.DataFrame:
         line = i + 2
         rows.append({
             "item_id": rec["item_id"],
-            "judge_xy": _identity_code(rec["verdict_ab"], source, line, "verdict_ab", UNPARSABLE),
-            "judge_yx": _identity_code(rec["verdict_ba"], source, line, "verdict_ba", UNPARSABLE),
+            "judge_xy": _identity_code(rec["verdict_ab"], source, line, "verdict_ab", Outcome.UNPARSABLE),
+            "judge_yx": _identity_code(rec["verdict_ba"], source, line, "verdict_ba", Outcome.UNPARSABLE),
             "human": _identity_code(rec.get("human"), source, line, "human", np.nan),
             # The export's model pair (A = model_a = x), so other labels can join it by pair.
             **({"model_x": rec["model_a"], "model_y": rec["model_b"]} if "model_a" in rec and "model_b" in rec else {}),
@@ -84,7 +84,7 @@ def _read_table(path: str | Path, what: str = "rows") -> pd.DataFrame:
 
 def _flip(code: float) -> float:
     """The same outcome seen from the other side of the pair (x wins ↔ y wins; a tie stays)."""
-    return {X: float(Y), Y: float(X)}.get(code, code)
+    return {Outcome.FIRST: float(Outcome.SECOND), Outcome.SECOND: float(Outcome.FIRST)}.get(code, code)
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -250,12 +250,12 @@ def load_pandalm(data_dir: str | Path, judge: str = "gpt-3.5-turbo") -> pd.DataF
     field = {"gpt-3.5-turbo": "gpt_result", "pandalm-7b": "pandalm_result"}[judge]
     items = json.loads((data_dir / "testset-v1.json").read_text(encoding="utf-8"))
     verdicts = {r["idx"]: r[field] for r in json.loads((data_dir / f"{judge}-testset-v1.json").read_text())}
-    ident = {"1": X, "2": Y, "0": TIE, "tie": TIE}
+    ident = {"1": Outcome.FIRST, "2": Outcome.SECOND, "0": Outcome.TIE, "tie": Outcome.TIE}
     rows = []
     for r in items:
         model_x, _, model_y = r["cmp_key"].partition("_")
         row = {"item_id": str(r["idx"]), "model_x": model_x, "model_y": model_y,
-               "judge_xy": float(ident.get(str(verdicts.get(r["idx"])).strip().lower(), UNPARSABLE)),
+               "judge_xy": float(ident.get(str(verdicts.get(r["idx"])).strip().lower(), Outcome.UNPARSABLE)),
                "len_x": len(str(r["response1"])), "len_y": len(str(r["response2"]))}
         for k in (1, 2, 3):
             row[f"human_{k}"] = float(ident[str(r[f"annotator{k}"])])
@@ -275,7 +275,7 @@ def load_llmfao(data_dir: str | Path, judge: str = "gpt4") -> pd.DataFrame:
     answers' characters from ``pairs-crowd.jsonl``. Source: LLMFAO, Dmitry Ustalov (CC BY 4.0).
     """
     data_dir = Path(data_dir)
-    ident = {"left": X, "right": Y, "tie": TIE}
+    ident = {"left": Outcome.FIRST, "right": Outcome.SECOND, "tie": Outcome.TIE}
     judged = pd.read_csv(data_dir / f"{judge}-crowd-comparisons.csv")
     crowd = pd.read_csv(data_dir / "crowd-comparisons.csv")
     crowd["code"] = crowd["winner"].map(ident).astype(float)
@@ -284,7 +284,7 @@ def load_llmfao(data_dir: str | Path, judge: str = "gpt4") -> pd.DataFrame:
     texts = pd.read_json(data_dir / "pairs-crowd.jsonl", lines=True).set_index("id")
     pairs = pd.DataFrame({
         "item_id": judged["id"].astype(str), "model_x": judged["left"], "model_y": judged["right"],
-        "judge_xy": judged["winner"].map(ident).fillna(UNPARSABLE).astype(float), "judge_yx": np.nan,
+        "judge_xy": judged["winner"].map(ident).fillna(Outcome.UNPARSABLE).astype(float), "judge_yx": np.nan,
         "len_x": judged["id"].map(texts["result_x"].str.len()).to_numpy(dtype=float),
         "len_y": judged["id"].map(texts["result_y"].str.len()).to_numpy(dtype=float),
     })
@@ -307,7 +307,8 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
     df = load_annotations(path)
     has_logprobs = np.array([isinstance(r, dict) and bool(r.get("logprobs")) for r in df["raw_completion"]])
     p_x = np.where(has_logprobs, 2.0 - df["preference"].to_numpy(dtype=float), np.nan)
-    code = np.select([p_x > 0.5, p_x < 0.5, p_x == 0.5], [X, Y, TIE], default=UNPARSABLE).astype(float)
+    code = np.select([p_x > 0.5, p_x < 0.5, p_x == 0.5], [Outcome.FIRST, Outcome.SECOND, Outcome.TIE],
+                     default=Outcome.UNPARSABLE).astype(float)
     switched = df["switched"].to_numpy(dtype=bool)
     model = Path(path).name.removesuffix(".gz").removesuffix(".json")  # the leaderboard name
     pairs = pd.DataFrame({

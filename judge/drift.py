@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from judge import agreement as agr
-from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, column
+from judge.outcomes import OUTCOMES, column
 from judge.report_text import format_interval
 from judge.stats import mcnemar_exact, wilson_interval, z_value
+from preflab.outcomes import Outcome
 
 
 def _key(pairs: pd.DataFrame) -> pd.Series:
@@ -61,8 +62,8 @@ def first_slot_probability(pairs: pd.DataFrame) -> np.ndarray:
 def first_slot_choice(pairs: pd.DataFrame) -> np.ndarray:
     """1 when the verdict picked the first slot, 0 the second, NaN for ties, unparsable or not run."""
     xy, yx = column(pairs, "judge_xy"), column(pairs, "judge_yx")
-    first = np.stack([np.where(xy == X, 1.0, np.where(xy == Y, 0.0, np.nan)),
-                      np.where(yx == Y, 1.0, np.where(yx == X, 0.0, np.nan))], axis=1)
+    first = np.stack([np.where(xy == Outcome.FIRST, 1.0, np.where(xy == Outcome.SECOND, 0.0, np.nan)),
+                      np.where(yx == Outcome.SECOND, 1.0, np.where(yx == Outcome.FIRST, 0.0, np.nan))], axis=1)
     return first
 
 
@@ -100,7 +101,8 @@ def drift_report(old: pd.DataFrame, new: pd.DataFrame, tolerance: float = 0.05, 
     wa, wb = ca["conservative"], cb["conservative"]
     n = len(a)
     flips = int(np.sum(wa != wb))
-    x_to_y, y_to_x = int(np.sum((wa == X) & (wb == Y))), int(np.sum((wa == Y) & (wb == X)))
+    x_to_y = int(np.sum((wa == Outcome.FIRST) & (wb == Outcome.SECOND)))
+    y_to_x = int(np.sum((wa == Outcome.SECOND) & (wb == Outcome.FIRST)))
     fa, fb = first_slot_choice(a), first_slot_choice(b)
     slot_lost = int(np.nansum((fa == 1) & (fb == 0)))
     slot_gained = int(np.nansum((fa == 0) & (fb == 1)))
@@ -140,15 +142,15 @@ def drift_report(old: pd.DataFrame, new: pd.DataFrame, tolerance: float = 0.05, 
             continue
         (beyond if e["lower"] > tolerance or e["upper"] < -tolerance else
          within if -tolerance <= e["lower"] and e["upper"] <= tolerance else []).append(name)
-    code_a = np.where(np.isin(wa, OUTCOMES), wa, UNPARSABLE)
-    code_b = np.where(np.isin(wb, OUTCOMES), wb, UNPARSABLE)
+    code_a = np.where(np.isin(wa, OUTCOMES), wa, Outcome.UNPARSABLE)
+    code_b = np.where(np.isin(wb, OUTCOMES), wb, Outcome.UNPARSABLE)
     return {
         "pairs": counts, "tolerance": tolerance, "alpha": alpha, "interval_level": level,
         "effects_tested": effects_supported,
         "agreement": wilson_interval(n - flips, n, 0.95).as_dict(),
-        "kappa": agr.kappa_interval(code_b, np.where(code_a == UNPARSABLE, np.nan, code_a),
+        "kappa": agr.kappa_interval(code_b, np.where(code_a == Outcome.UNPARSABLE, np.nan, code_a),
                                     n_bootstrap=n_bootstrap, seed=seed).as_dict(),
-        "ties": {"old": int(np.sum(wa == TIE)), "new": int(np.sum(wb == TIE))},
+        "ties": {"old": int(np.sum(wa == Outcome.TIE)), "new": int(np.sum(wb == Outcome.TIE))},
         "effects": effects,
         "changed_by": beyond,
         "verdict": "changed" if beyond else "same judge",

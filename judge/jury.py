@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import OUTCOMES, TIE, UNPARSABLE, X, Y, annotator_columns, column, swap_sides
+from judge.outcomes import OUTCOMES, annotator_columns, column, swap_sides
+from preflab.outcomes import Outcome
 
 RULES = ("majority", "mean", "dawid-skene")
 _K = len(OUTCOMES)  # x, y, tie: codes 0, 1, 2 are their own indices
@@ -112,7 +113,8 @@ def majority_panel(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     top = counts.max(axis=1)
     leaders = counts == top[:, None]
     split = (leaders.sum(axis=1) > 1) & (top > 0)
-    panel = np.where(top == 0, UNPARSABLE, np.where(split, TIE, np.argmax(counts, axis=1))).astype(float)
+    panel = np.where(top == 0, Outcome.UNPARSABLE,
+                     np.where(split, Outcome.TIE, np.argmax(counts, axis=1))).astype(float)
     return panel, split
 
 
@@ -126,8 +128,9 @@ def mean_probability_panel(codes: np.ndarray, probs: np.ndarray) -> np.ndarray:
     n = answered.sum(axis=1)
     mean = np.where(answered[..., None], p, 0.0).sum(axis=1) / np.maximum(n, 1)[:, None]
     panel = np.argmax(mean, axis=1).astype(float)
-    panel = np.where(np.isclose(mean[:, X], mean[:, Y]) & (mean[:, TIE] <= mean[:, X]), TIE, panel)
-    return np.where(n == 0, UNPARSABLE, panel)
+    x_y_level = np.isclose(mean[:, Outcome.FIRST], mean[:, Outcome.SECOND])
+    panel = np.where(x_y_level & (mean[:, Outcome.TIE] <= mean[:, Outcome.FIRST]), Outcome.TIE, panel)
+    return np.where(n == 0, Outcome.UNPARSABLE, panel)
 
 
 def _ds_fit(votes: np.ndarray, truth: np.ndarray, n_iter: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -186,8 +189,9 @@ def dawid_skene_panel(codes: np.ndarray, human: np.ndarray | None = None, folds:
             p_f, c_f = _ds_fit(codes, hidden, n_iter, alpha)
             post[held] = _ds_posterior(codes[held], p_f, c_f)
     panel = np.argmax(post, axis=1).astype(float)
-    panel = np.where(np.isclose(post[:, X], post[:, Y]) & (post[:, TIE] <= post[:, X]), TIE, panel)
-    panel = np.where(np.isnan(codes).all(axis=1), UNPARSABLE, panel)
+    x_y_level = np.isclose(post[:, Outcome.FIRST], post[:, Outcome.SECOND])
+    panel = np.where(x_y_level & (post[:, Outcome.TIE] <= post[:, Outcome.FIRST]), Outcome.TIE, panel)
+    panel = np.where(np.isnan(codes).all(axis=1), Outcome.UNPARSABLE, panel)
     return {"panel": panel, "posterior": post, "confusion": conf, "prior": prior}
 
 

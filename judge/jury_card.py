@@ -12,17 +12,18 @@ import numpy as np
 
 from judge import agreement as agr
 from judge.jury import JuryTable, effective_judges, panel_verdicts
-from judge.outcomes import OUTCOME_NAMES, UNPARSABLE
+from judge.outcomes import OUTCOMES
 from judge.report_text import format_interval as _fmt
 from judge.stats import paired_bootstrap, wilson_interval
 from preflab.io import write_output
+from preflab.outcomes import IDENTITY_NAMES, Outcome
 
 
 def _versus_humans(code: np.ndarray, human: np.ndarray, n_bootstrap: int, level: float, seed: int) -> dict:
-    code = np.where(np.isnan(code), UNPARSABLE, code)
+    code = np.where(np.isnan(code), Outcome.UNPARSABLE, code)
     return {"agreement": agr.accuracy(code, human, True, level),
             "kappa": agr.kappa_interval(code, human, n_bootstrap=n_bootstrap, level=level, seed=seed).as_dict(),
-            "no_verdict": int(np.sum(code == UNPARSABLE))}
+            "no_verdict": int(np.sum(code == Outcome.UNPARSABLE))}
 
 
 def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 1000, level: float = 0.95,
@@ -36,7 +37,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
     members = {}
     for j, name in enumerate(table.members):
         members[name] = {"answered": int(np.sum(~np.isnan(table.codes[:, j]))),
-                         "counts": {OUTCOME_NAMES[c]: int(np.sum(table.codes[:, j] == c)) for c in (0, 1, 2)}}
+                         "counts": {IDENTITY_NAMES[c]: int(np.sum(table.codes[:, j] == c)) for c in OUTCOMES}}
         if labelled:
             members[name].update(_versus_humans(table.codes[:, j], human, n_bootstrap, level, seed))
     pairwise = []
@@ -53,7 +54,8 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
                                                          seed=seed).as_dict()})
     report: dict = {
         "rule": rule, "members": members, "n_pairs": len(table.keys), "pairwise": pairwise,
-        "panel": {"counts": {OUTCOME_NAMES[c]: int(np.sum(panel["panel"] == c)) for c in (0, 1, 2, -1)},
+        "panel": {"counts": {IDENTITY_NAMES[c]: int(np.sum(panel["panel"] == c))
+                             for c in (*OUTCOMES, Outcome.UNPARSABLE)},
                   "splits": panel.get("splits"), "abstentions": panel["abstentions"],
                   "no_member_answered": panel["no_member_answered"]},
         "effective_judges": None, "panel_minus_best_member": None, "ceiling": None,
@@ -67,7 +69,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
                                                       level=level, seed=seed)
         best = max(table.members, key=lambda n: members[n]["agreement"]["value"])
         keep = ~np.isnan(human)
-        right = lambda c: (np.where(np.isnan(c), UNPARSABLE, c)[keep] == human[keep]).astype(float)  # noqa: E731
+        right = lambda c: (np.where(np.isnan(c), Outcome.UNPARSABLE, c)[keep] == human[keep]).astype(float)  # noqa: E731
         gain = paired_bootstrap(right(table.codes[:, table.members.index(best)]), right(panel["panel"]),
                                 n_bootstrap, level, seed)
         report["panel_minus_best_member"] = {"best_member": best, **gain.as_dict()}
@@ -134,9 +136,9 @@ def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
     """One row per pair: ``item_id, model_x, model_y, winner`` (x, y, tie or unparsable), the rule, and each
     member's verdict (``member_1`` …, null where it abstained)."""
     panel = panel_verdicts(table, rule, seed)["panel"]
-    members = {f"member_{j + 1}": [None if c != c else OUTCOME_NAMES[int(c)] for c in table.codes[:, j]]
+    members = {f"member_{j + 1}": [None if c != c else IDENTITY_NAMES[int(c)] for c in table.codes[:, j]]
                for j in range(len(table.members))}
-    return table.keys.assign(winner=[OUTCOME_NAMES[int(c)] for c in panel], rule=rule, **members)
+    return table.keys.assign(winner=[IDENTITY_NAMES[int(c)] for c in panel], rule=rule, **members)
 
 
 def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False):

@@ -3,11 +3,14 @@
 Columns (all adapters in :mod:`judge.datasets` produce them; only ``item_id`` is required):
 
 - ``item_id``, ``model_x``, ``model_y`` — the pair; ``x`` and ``y`` name answers by identity, never by slot.
-- ``judge_xy`` / ``judge_yx`` — the judge's winner when x / y was shown first, as an outcome code
-  (:data:`X`, :data:`Y`, :data:`TIE`, :data:`UNPARSABLE`), NaN when that order was not run.
+- ``judge_xy`` / ``judge_yx`` — the judge's winner when x / y was shown first, as a
+  :class:`preflab.outcomes.Outcome` code, NaN when that order was not run.
 - ``p_xy`` / ``p_yx`` — the judge's P(x wins) in each order (logprob judges), ``pt_xy`` / ``pt_yx`` P(tie).
 - ``human`` — the human (majority) winner code; ``human_1`` … ``human_k`` single annotators (NaN = no vote).
 - ``len_x`` / ``len_y`` — answer lengths (characters, or tokens when the user supplies them).
+
+Codes are by identity throughout judge: ``Outcome.FIRST`` means x won and ``Outcome.SECOND`` y won, whichever
+answer was shown first; ``Outcome.UNPARSABLE`` is a verdict that names no winner.
 """
 
 from __future__ import annotations
@@ -15,12 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from preflab.outcomes import IDENTITY_LABELS, IDENTITY_NAMES, Outcome  # noqa: F401  (re-exported)
+from preflab.outcomes import Outcome
 
-# Short names for the judged-pairs table: x / y name answers by identity (codes of :class:`Outcome`).
-X, Y, TIE, UNPARSABLE = Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.UNPARSABLE
-OUTCOMES = (X, Y, TIE)
-OUTCOME_NAMES = IDENTITY_NAMES
+#: The codes a verdict or a human label can name (x wins, y wins, tie), in code order.
+OUTCOMES = (Outcome.FIRST, Outcome.SECOND, Outcome.TIE)
 
 
 def annotator_columns(pairs: pd.DataFrame) -> list[str]:
@@ -58,4 +59,4 @@ def swap_sides(codes: np.ndarray) -> np.ndarray:
     """Codes seen with x and y exchanged (x wins ↔ y wins; ties, unparsable and NaN stay): the array form of
     :func:`preflab.outcomes.swapped`, for a pair listed the other way round."""
     codes = np.asarray(codes, dtype=float)
-    return np.where(codes == X, Y, np.where(codes == Y, X, codes))
+    return np.where(codes == Outcome.FIRST, Outcome.SECOND, np.where(codes == Outcome.SECOND, Outcome.FIRST, codes))

@@ -106,7 +106,8 @@ def combined_table(verdicts: pd.DataFrame, rule: str = "conservative") -> pd.Dat
         m = np.column_stack([out[f"{c}_{o}"].to_numpy(float) for c in ("p_x", "p_y", "p_tie")])
         code = np.where(np.isnan(m).any(axis=1), np.nan, np.argmax(np.nan_to_num(m, nan=-1.0), axis=1))
         if labels is not None and o in labels:
-            slot = {"A": 0.0 if o == "xy" else 1.0, "B": 1.0 if o == "xy" else 0.0, "tie": 2.0}
+            first, second = (Outcome.FIRST, Outcome.SECOND) if o == "xy" else (Outcome.SECOND, Outcome.FIRST)
+            slot = {"A": float(first), "B": float(second), "tie": float(Outcome.TIE)}
             written = np.array([slot.get(v, np.nan) for v in labels[o]], dtype=float)
             code = np.where(np.isnan(code), written, code)
         return code

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge.pairs import by_identity
 from judge.provenance import ProvenanceTally, describe, require_one_judge
 from judge.verdicts import NO_LOGPROBS
 from preflab.errors import InputError
 from preflab.io import iter_jsonl, json_type
+from preflab.outcomes import Outcome
 
 SLOT_LABELS = {"a": "A", "b": "B", "tie": "tie", "c": "tie"}
 
@@ -64,8 +64,8 @@ def _order_and_code(rec: dict, source: str, line: int) -> tuple[str, float]:
     slot = None if verdict in (None, "") else SLOT_LABELS.get(str(verdict).strip().lower())
     if verdict not in (None, "") and slot is None:
         raise InputError(source, line, "verdict", f"unknown verdict {verdict!r}", "use A, B, tie or null")
-    first, second = (X, Y) if order == "xy" else (Y, X)
-    return order, float({None: UNPARSABLE, "A": first, "B": second, "tie": TIE}[slot])
+    first, second = (Outcome.FIRST, Outcome.SECOND) if order == "xy" else (Outcome.SECOND, Outcome.FIRST)
+    return order, float({None: Outcome.UNPARSABLE, "A": first, "B": second, "tie": Outcome.TIE}[slot])
 
 
 def _pair_key(rec: dict, source: str, line: int) -> tuple[str, str, str]:

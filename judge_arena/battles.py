@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import TIE, X, Y, annotator_columns, column, swap_sides
+from judge.outcomes import annotator_columns, column, swap_sides
 from preflab.errors import InputError
 from preflab.outcomes import BATTLE_LABELS, Outcome
 
@@ -47,7 +47,7 @@ def human_battles(pairs: pd.DataFrame) -> pd.DataFrame:
     """The human votes of a judged-pairs table as battles (``model_a`` = x): one per ``human_k`` vote, or the
     ``human`` label when there are no single-annotator columns. Ties (both kinds) are ties; no vote: no row."""
     cols = annotator_columns(pairs) or (["human"] if "human" in pairs.columns else [])
-    frames = [identity_battles(pairs, np.where(column(pairs, c) == Outcome.TIE_BOTHBAD, TIE, column(pairs, c)))
+    frames = [identity_battles(pairs, np.where(column(pairs, c) == Outcome.TIE_BOTHBAD, Outcome.TIE, column(pairs, c)))
               for c in cols]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=BATTLE_COLUMNS)
 
@@ -70,8 +70,8 @@ def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdic
         probs = np.stack([p_x, 1.0 - p_x - p_t, p_t], axis=-1)  # (pair, order, outcome by identity)
     else:
         code = np.stack([column(pairs, "judge_xy"), column(pairs, "judge_yx")], axis=1)
-        probs = np.stack([code == X, code == Y, code == TIE], axis=-1).astype(float)
-        probs[~np.isin(code, [X, Y, TIE])] = np.nan
+        probs = np.stack([code == Outcome.FIRST, code == Outcome.SECOND, code == Outcome.TIE], axis=-1).astype(float)
+        probs[~np.isin(code, [Outcome.FIRST, Outcome.SECOND, Outcome.TIE])] = np.nan
     ok = np.isfinite(probs).all(-1, keepdims=True)
     with np.errstate(invalid="ignore"):  # a pair with no usable order: NaN, counted by the fit
         mean = np.where(ok, probs, 0.0).sum(axis=1) / ok.sum(axis=1)

@@ -164,7 +164,7 @@ def test_no_module_imports_another_modules_private_name() -> None:
 
 def test_the_checker_sees_lazy_imports(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
-    f.write_text("def g():\n    from judge.outcomes import X\n    import voting.store\n")
+    f.write_text("def g():\n    from judge.outcomes import column\n    import voting.store\n")
     assert imported_packages(f) == {"judge", "voting"}
 
 

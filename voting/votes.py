@@ -92,7 +92,7 @@ def judge_labels(votes: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
-LABEL_CODES: dict[str, float] = {"A": 0.0, "B": 1.0, "tie": 2.0}
+LABEL_CODES: dict[str, float] = {"A": float(Outcome.FIRST), "B": float(Outcome.SECOND), "tie": float(Outcome.TIE)}
 
 
 def rating_matrix(votes: pd.DataFrame) -> pd.DataFrame:

@@ -38,7 +38,7 @@ from arena.io.schema import (  # noqa: F401  (re-exported)
     OnError,
     parse_conv_metadata,
 )
-from arena.io.validation import WINNERS, Battles, validate  # noqa: F401  (re-exported)
+from arena.io.validation import Battles, validate  # noqa: F401  (re-exported)
 from preflab.errors import InputError
 from preflab.io import (
     is_stdout,

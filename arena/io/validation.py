@@ -29,7 +29,7 @@ from arena.io.schema import (
 )
 from preflab.errors import InputError, shown
 from preflab.io import require_rows
-from preflab.outcomes import BATTLE_LABELS as WINNERS  # winner labels, indexed by code
+from preflab.outcomes import BATTLE_LABELS
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,9 @@ class Battles:
     """Validated battles in the Chatbot Arena layout.
 
     ``df`` has ``model_a``/``model_b`` as categoricals sharing one category list (the model names,
-    sorted), ``winner`` as a categorical over :data:`WINNERS`, optional columns (``judge``, ``tstamp``,
-    ``question_id``, ``category``, ``language``, ``anony``, the style totals of :data:`STYLE_COLUMNS`,
-    ``conv_metadata`` as loaded) and any extra source columns, kept for a lossless round trip.
+    sorted), ``winner`` as a categorical over :data:`preflab.outcomes.BATTLE_LABELS`, optional columns
+    (``judge``, ``tstamp``, ``question_id``, ``category``, ``language``, ``anony``, the style totals of
+    :data:`STYLE_COLUMNS`, ``conv_metadata`` as loaded) and any extra source columns, kept for a lossless round trip.
     ``line`` holds each row's source line number for error messages.
     """
 
@@ -79,7 +79,7 @@ WHAT_TO_DO = {
     "not a string": "write names and labels as strings",
     "not valid UTF-8 text": "write the file's text as UTF-8",
     "empty model name": "give every battle two model names",
-    "unknown winner label": f"use one of {list(WINNERS)} or map labels with a ColumnMap",
+    "unknown winner label": f"use one of {list(BATTLE_LABELS)} or map labels with a ColumnMap",
     "a model battling itself": "drop the row or fix the names",
 }
 
@@ -153,14 +153,14 @@ def _typed_names(df: pd.DataFrame, cmap: ColumnMap, read: Collection[str] | None
         checks += _check(col, "empty model name", np.append(np.asarray(labels[col] == ""), True)[codes[col]])
     names = sorted((set(labels["model_a"]) | set(labels["model_b"])) - {""})
     model_codes = {c: _lookup(pd.Index(names).get_indexer(labels[c]))[codes[c]] for c in ("model_a", "model_b")}
-    known = np.append(np.asarray(labels["winner"].isin(WINNERS)), False)[codes["winner"]]
+    known = np.append(np.asarray(labels["winner"].isin(BATTLE_LABELS)), False)[codes["winner"]]
     checks += _check("winner", "unknown winner label", ~known)
     checks += _check("model_b", "a model battling itself",
                      (model_codes["model_a"] == model_codes["model_b"]) & (model_codes["model_a"] >= 0))
     for col in ("model_a", "model_b"):
         df[col] = pd.Categorical.from_codes(model_codes[col], names)
     df["winner"] = pd.Categorical.from_codes(
-        _lookup(pd.Index(WINNERS).get_indexer(labels["winner"]))[codes["winner"]], list(WINNERS))
+        _lookup(pd.Index(BATTLE_LABELS).get_indexer(labels["winner"]))[codes["winner"]], list(BATTLE_LABELS))
     return checks
 
 
@@ -180,8 +180,9 @@ def _finalise(df: pd.DataFrame) -> pd.DataFrame:
     """Type the canonical columns; flatten ``conv_metadata`` style counts into total columns."""
     df = df.reset_index(drop=True)
     df["model_a"], df["model_b"] = _shared_categoricals(df["model_a"], df["model_b"])
-    if not isinstance(df["winner"].dtype, pd.CategoricalDtype) or list(df["winner"].cat.categories) != list(WINNERS):
-        df["winner"] = pd.Categorical(df["winner"].astype(str), categories=list(WINNERS))
+    winner = df["winner"].dtype
+    if not isinstance(winner, pd.CategoricalDtype) or list(winner.categories) != list(BATTLE_LABELS):
+        df["winner"] = pd.Categorical(df["winner"].astype(str), categories=list(BATTLE_LABELS))
     if "tstamp" in df:
         df["tstamp"] = pd.to_numeric(df["tstamp"], errors="coerce")
     if "anony" in df and df["anony"].dtype != bool:

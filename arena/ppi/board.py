@@ -16,7 +16,7 @@ import pandas as pd
 from arena.bootstrap import intervals as bootstrap_intervals
 from arena.bt import elo
 from arena.bt.likelihood import Ties
-from arena.io.battles import WINNERS, Battles
+from arena.io.battles import Battles
 from arena.io.counts import model_tallies
 from arena.jax_setup import float64
 from arena.leaderboard_options import EloScale, IntervalOptions, check_ties
@@ -24,7 +24,7 @@ from arena.leaderboard_table import COLUMNS, add_intervals, interval_attrs, norm
 from arena.ppi import bootstrap as ppi_bootstrap
 from arena.ppi import estimator as ppi
 from preflab.errors import InputError
-from preflab.outcomes import Outcome
+from preflab.outcomes import BATTLE_LABELS, Outcome
 
 PROB_COLUMNS = ("p_a", "p_b", "p_tie")
 """Soft judge labels: probabilities that model_a wins, model_b wins, tie (rows are normalised)."""
@@ -107,11 +107,11 @@ def judge_labels(judge: pd.DataFrame, models: list[str], source: str, labels: st
         with np.errstate(invalid="ignore", divide="ignore"):
             lab = lab / lab.sum(axis=1, keepdims=True)
     else:
-        code = _codes(judge["winner"], list(WINNERS))
+        code = _codes(judge["winner"], list(BATTLE_LABELS))
         if (code < 0).any():
             bad = judge["winner"][code < 0].iloc[0]
             raise InputError(source, int(np.flatnonzero(code < 0)[0]) + 1, "winner",
-                                  f"unknown winner {bad!r}", f"use one of {WINNERS}")
+                                  f"unknown winner {bad!r}", f"use one of {BATTLE_LABELS}")
         lab = _one_hot(code)
     return a, b, lab
 

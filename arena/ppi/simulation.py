@@ -18,9 +18,10 @@ import pandas as pd
 
 from arena.bt import elo
 from arena.bt import likelihood as bt
-from arena.io.battles import WINNERS, PairCounts
+from arena.io.battles import PairCounts
 from arena.jax_setup import float64
 from arena.simulation.simulate import draw_outcomes, length_feature, outcome_probabilities, uniform_pairs
+from preflab.outcomes import BATTLE_LABELS
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def simulate(arena: JudgeArena, n_labelled: int, n_judged: int, rng: np.random.G
     votes = rng.integers(1, arena.max_votes + 1, n_labelled)
     h_item = np.repeat(np.arange(n_labelled), votes)
     ho = draw_outcomes(*outcome_probabilities(logit[h_item], "none", 0.0), rng.random(h_item.size))
-    label = np.array(WINNERS)
+    label = np.array(BATTLE_LABELS)
     human = pd.DataFrame({"model_a": names[a[h_item]], "model_b": names[b[h_item]], "winner": label[ho],
                           "question_id": qid[h_item]})
     judge = pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": label[jo], "question_id": qid})
@@ -91,7 +92,7 @@ def judge_only(judge: pd.DataFrame, models: tuple[str, ...]) -> tuple[np.ndarray
     index = {m: i for i, m in enumerate(models)}
     a = judge["model_a"].map(index).to_numpy(np.int32)
     b = judge["model_b"].map(index).to_numpy(np.int32)
-    code = judge["winner"].map({w: i for i, w in enumerate(WINNERS)}).to_numpy(np.int8)
+    code = judge["winner"].map({w: i for i, w in enumerate(BATTLE_LABELS)}).to_numpy(np.int8)
     counts = PairCounts(models, a, b, code, np.ones(len(a)))
     data = bt.pair_data(counts)
     x = np.asarray(bt.fit(bt.initial_x(data, len(models), "half"), data, "half").x)

@@ -22,11 +22,10 @@ from arena.bt.ties import tie_parameter_for_rate
 from arena.io.battles import LAYOUTS as _LAYOUTS
 from arena.io.battles import (
     STYLE_COLUMNS,
-    WINNERS,
     Battles,
     validate,
 )
-from preflab.outcomes import Outcome
+from preflab.outcomes import BATTLE_LABELS, Outcome
 
 TiesModel = Literal["none", "rao-kupper", "davidson"]
 TIES_MODELS: tuple[str, ...] = ("none", "rao-kupper", "davidson")
@@ -273,7 +272,7 @@ def codes_to_battles(spec: ArenaSpec, codes: SimulatedCodes, *, conv_metadata: b
         "model_a": pd.Categorical.from_codes(codes.a, categories=models),
         "model_b": pd.Categorical.from_codes(codes.b, categories=models),
         "winner": pd.Categorical.from_codes(label_bothbad(codes.outcome, spec.bothbad_share, n),
-                                            categories=list(WINNERS)),
+                                            categories=list(BATTLE_LABELS)),
         "judge": pd.Categorical.from_codes(codes.voter, [f"voter-{i:0{width}d}" for i in range(spec.n_voters)]),
         "tstamp": start_time + np.arange(n, dtype=np.float64),
         "anony": np.ones(n, dtype=bool),

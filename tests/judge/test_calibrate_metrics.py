@@ -21,11 +21,11 @@ from judge.bias import (
     position_bias,
     self_preference,
 )
-from judge.outcomes import TIE, UNPARSABLE, X, Y
+from preflab.outcomes import Outcome
 
 # The seed's position fixture: 20 pairs, 14 consistent (9 A, 5 B), 6 where the first slot won both times.
-SEED_XY = np.array([X] * 9 + [Y] * 5 + [X] * 6, dtype=float)
-SEED_YX = np.array([X] * 9 + [Y] * 5 + [Y] * 6, dtype=float)
+SEED_XY = np.array([Outcome.FIRST] * 9 + [Outcome.SECOND] * 5 + [Outcome.FIRST] * 6, dtype=float)
+SEED_YX = np.array([Outcome.FIRST] * 9 + [Outcome.SECOND] * 5 + [Outcome.SECOND] * 6, dtype=float)
 
 
 def test_position_bias_seed_fixture():
@@ -42,14 +42,14 @@ def test_position_bias_identity_on_random_verdicts():
     rng = np.random.default_rng(3)
     xy, yx = rng.integers(0, 2, 500).astype(float), rng.integers(0, 2, 500).astype(float)
     res = position_bias(xy, yx)
-    firsts = np.sum(xy == X) + np.sum(yx == Y)
+    firsts = np.sum(xy == Outcome.FIRST) + np.sum(yx == Outcome.SECOND)
     assert res["first_position_rate"]["value"] == pytest.approx(firsts / 1000)
     assert res["identity_rate"] == pytest.approx(res["first_position_rate"]["value"])
 
 
 def test_position_bias_leaves_out_unparsable_and_missing():
-    xy = np.array([X, Y, UNPARSABLE, X])
-    yx = np.array([X, Y, X, np.nan])
+    xy = np.array([Outcome.FIRST, Outcome.SECOND, Outcome.UNPARSABLE, Outcome.FIRST])
+    yx = np.array([Outcome.FIRST, Outcome.SECOND, Outcome.FIRST, np.nan])
     res = position_bias(xy, yx)
     assert res["n_pairs"] == 2 and res["n_left_out"] == 2
 
@@ -58,19 +58,20 @@ def test_combining_orders_seed_fixture_and_probability_averaging():
     both = combine_order_codes(SEED_XY, SEED_YX)
     assert outcome_counts(both["conservative"]) == {"a": 9, "b": 5, "tie": 6, "unparsable": 0}
     # Probabilities: an inconsistent pair whose first-slot confidence differs is decided by the average.
-    xy, yx = np.array([X, X]), np.array([Y, X])
+    xy, yx = np.array([Outcome.FIRST, Outcome.FIRST]), np.array([Outcome.SECOND, Outcome.FIRST])
     p_xy, p_yx = np.array([0.9, 0.8]), np.array([0.4, 0.7])
     res = combine_order_codes(xy, yx, p_xy, p_yx)
-    assert list(res["conservative"]) == [TIE, X]
-    assert list(res["average"]) == [X, X]  # mean P(x) = 0.65 > 0.35
+    assert list(res["conservative"]) == [Outcome.TIE, Outcome.FIRST]
+    assert list(res["average"]) == [Outcome.FIRST, Outcome.FIRST]  # mean P(x) = 0.65 > 0.35
     assert res["p_x"] == pytest.approx([0.65, 0.75])
-    one = combine_order_codes(np.array([Y, np.nan]), np.array([np.nan, np.nan]))
-    assert list(one["conservative"]) == [Y, UNPARSABLE] and list(one["average"]) == [Y, UNPARSABLE]
+    one = combine_order_codes(np.array([Outcome.SECOND, np.nan]), np.array([np.nan, np.nan]))
+    assert list(one["conservative"]) == [Outcome.SECOND, Outcome.UNPARSABLE]
+    assert list(one["average"]) == [Outcome.SECOND, Outcome.UNPARSABLE]
 
 
 def test_accuracy_counts_unparsable_as_disagreement_and_without_ties():
-    judge = np.array([X, Y, TIE, UNPARSABLE, np.nan, X])
-    human = np.array([X, Y, TIE, X, Y, np.nan])
+    judge = np.array([Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.UNPARSABLE, np.nan, Outcome.FIRST])
+    human = np.array([Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.FIRST, Outcome.SECOND, np.nan])
     res = agr.accuracy(judge, human)
     assert (res["n"], res["n_unparsable"], res["n_without_human"]) == (5, 2, 1)
     assert res["value"] == pytest.approx(3 / 5)
@@ -102,8 +103,8 @@ def test_kappa_bootstrap_counts_single_class_resamples_and_keeps_them():
     """Before: resamples holding one class on both sides (kappa 0/0) were dropped silently by nanpercentile."""
     import warnings
 
-    human = np.array([X] * 10 + [Y, X], dtype=float)
-    judge = np.array([X] * 10 + [Y, Y], dtype=float)
+    human = np.array([Outcome.FIRST] * 10 + [Outcome.SECOND, Outcome.FIRST], dtype=float)
+    judge = np.array([Outcome.FIRST] * 10 + [Outcome.SECOND, Outcome.SECOND], dtype=float)
     ci = agr.kappa_interval(judge, human, n_bootstrap=2000, seed=3)
     idx = np.random.default_rng(3).integers(0, 12, size=(2000, 12))
     with warnings.catch_warnings():
@@ -118,8 +119,8 @@ def test_kappa_bootstrap_counts_single_class_resamples_and_keeps_them():
 
 
 def test_confusion_matrix_and_rates_by_hand():
-    judge = np.array([X, X, Y, TIE, UNPARSABLE, X])
-    human = np.array([X, Y, Y, X, TIE, X])
+    judge = np.array([Outcome.FIRST, Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.UNPARSABLE, Outcome.FIRST])
+    human = np.array([Outcome.FIRST, Outcome.SECOND, Outcome.SECOND, Outcome.FIRST, Outcome.TIE, Outcome.FIRST])
     conf = agr.confusion_matrix(judge, human)
     assert conf.loc["x", "x"] == 2 and conf.loc["y", "x"] == 1 and conf.loc["tie", "unparsable"] == 1
     assert conf.to_numpy().sum() == 6
@@ -129,9 +130,10 @@ def test_confusion_matrix_and_rates_by_hand():
 
 
 def test_majority_vote_three_way_split_goes_to_annotator_1():
-    ratings = np.array([[X, Y, TIE], [Y, X, X], [TIE, TIE, Y], [np.nan, Y, np.nan], [np.nan] * 3])
+    ratings = np.array([[Outcome.FIRST, Outcome.SECOND, Outcome.TIE], [Outcome.SECOND, Outcome.FIRST, Outcome.FIRST],
+                        [Outcome.TIE, Outcome.TIE, Outcome.SECOND], [np.nan, Outcome.SECOND, np.nan], [np.nan] * 3])
     out = agr.majority_vote(ratings)
-    assert list(out[:4]) == [X, X, TIE, Y] and np.isnan(out[4])
+    assert list(out[:4]) == [Outcome.FIRST, Outcome.FIRST, Outcome.TIE, Outcome.SECOND] and np.isnan(out[4])
 
 
 def test_fleiss_kappa_wikipedia_example():
@@ -153,8 +155,9 @@ def test_krippendorff_alpha_matches_package_with_missing_votes():
 
 
 def test_leave_one_out_by_hand():
-    ratings = np.array([[X, X, X], [X, X, Y], [X, Y, TIE]], dtype=float)
-    judge = np.array([X, Y, X], dtype=float)
+    ratings = np.array([[Outcome.FIRST, Outcome.FIRST, Outcome.FIRST], [Outcome.FIRST, Outcome.FIRST, Outcome.SECOND],
+                        [Outcome.FIRST, Outcome.SECOND, Outcome.TIE]], dtype=float)
+    judge = np.array([Outcome.FIRST, Outcome.SECOND, Outcome.FIRST], dtype=float)
     res = agr.leave_one_out_agreement(ratings, judge)
     # Item 1: 3 hold-outs, all agree, judge agrees 3×. Item 2: hold out 1 or 2 → others {X, Y} split (skipped);
     # hold out 3 → majority X: human Y disagrees, judge Y disagrees. Item 3: every split skipped.
@@ -176,8 +179,8 @@ def test_length_bias_on_a_simulated_verbose_judge():
     rng = np.random.default_rng(4)
     n = 2000
     len_x, len_y = rng.integers(50, 1500, n), rng.integers(50, 1500, n)
-    human = np.where(rng.random(n) < 0.5, X, Y).astype(float)  # humans ignore length
-    judge = np.where(rng.random(n) < 0.75, np.where(len_x > len_y, X, Y), human).astype(float)
+    human = np.where(rng.random(n) < 0.5, Outcome.FIRST, Outcome.SECOND).astype(float)  # humans ignore length
+    judge = np.where(rng.random(n) < 0.75, np.where(len_x > len_y, Outcome.FIRST, Outcome.SECOND), human).astype(float)
     res = length_bias(judge, len_x, len_y, human, threshold=100)
     assert res["judge_prefers_longer"]["lower"] > 0.8  # 0.75 + 0.25 × 0.5 = 0.875
     assert res["human_prefers_longer"]["lower"] < 0.5 < res["human_prefers_longer"]["upper"]
@@ -213,10 +216,10 @@ def test_self_preference_detects_a_simulated_boost():
     n = 600
     model_x = np.where(rng.random(n) < 0.5, "gpt-4o", "llama")
     model_y = np.where(model_x == "gpt-4o", "mistral", "gpt-4o-mini")
-    human = np.where(rng.random(n) < 0.5, X, Y).astype(float)
+    human = np.where(rng.random(n) < 0.5, Outcome.FIRST, Outcome.SECOND).astype(float)
     own_is_x = model_x == "gpt-4o"
     boost = rng.random(n) < 0.2
-    judge = np.where(boost, np.where(own_is_x, X, Y), human).astype(float)
+    judge = np.where(boost, np.where(own_is_x, Outcome.FIRST, Outcome.SECOND), human).astype(float)
     fam = {"gpt-4o": "openai", "gpt-4o-mini": "openai", "llama": "meta", "mistral": "mistral"}
     res = self_preference(judge, human, model_x, model_y, fam, "openai", n_bootstrap=500)
     assert res["n"] == n and res["difference"]["lower"] > 0.03
@@ -228,7 +231,8 @@ def test_self_preference_detects_a_simulated_boost():
 def test_length_bias_with_too_few_decisive_verdicts_gives_nan_slope_quietly():
     import warnings
 
-    judge = np.array([X, TIE, TIE, TIE], dtype=float)  # an always-tie judge leaves one decisive verdict
+    # an always-tie judge leaves one decisive verdict
+    judge = np.array([Outcome.FIRST, Outcome.TIE, Outcome.TIE, Outcome.TIE], dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = length_bias(judge, np.array([10.0, 20, 30, 40]), np.array([5.0, 25, 35, 45]))
@@ -270,9 +274,11 @@ def test_first_position_interval_covers_across_inconsistency_levels(primacy):
 def test_position_bias_uses_the_interval_over_pairs():
     from judge.stats import clustered_wilson_interval
 
-    xy = np.array([X, X, Y, TIE, X, Y] * 5, dtype=float)
-    yx = np.array([Y, X, X, TIE, Y, Y] * 5, dtype=float)
-    firsts = (xy == X).astype(float) + (yx == Y)
+    xy = np.array([Outcome.FIRST, Outcome.FIRST, Outcome.SECOND, Outcome.TIE, Outcome.FIRST, Outcome.SECOND] * 5,
+                  dtype=float)
+    yx = np.array([Outcome.SECOND, Outcome.FIRST, Outcome.FIRST, Outcome.TIE, Outcome.SECOND, Outcome.SECOND] * 5,
+                  dtype=float)
+    firsts = (xy == Outcome.FIRST).astype(float) + (yx == Outcome.SECOND)
     got = position_bias(xy, yx)["first_position_rate"]
     assert got == pytest.approx(clustered_wilson_interval(firsts, np.full(30, 2.0)).as_dict())
     assert got["value"] == pytest.approx(firsts.sum() / 60)

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from sklearn.metrics import brier_score_loss
 
-from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge.probability import (
     brier_score,
     corrected_win_rate,
@@ -16,6 +15,7 @@ from judge.probability import (
     reliability_table,
     rogan_gladen,
 )
+from preflab.outcomes import Outcome
 
 
 def test_brier_ece_and_reliability_by_hand():
@@ -103,7 +103,7 @@ def test_a_calibrated_three_way_judge_is_calibrated():
     pairs = _three_way_judge(4000, seed=11)
     cal = calibrate(pairs, n_bootstrap=50)["calibration"]
     assert cal["ece"] < 0.04  # sampling noise only (about 0.025 at 10 bins)
-    assert cal["n"] == 4000 and cal["n_decided"] == int((pairs["human"] != TIE).sum())
+    assert cal["n"] == 4000 and cal["n_decided"] == int((pairs["human"] != Outcome.TIE).sum())
     tie = cal["tie"]
     assert tie["mean_p_tie"] == pytest.approx(0.23, abs=0.01) and tie["ece"] < 0.04
     assert tie["observed"]["lower"] <= tie["mean_p_tie"] <= tie["observed"]["upper"]
@@ -126,15 +126,15 @@ def test_corrected_win_rate_counts_unparsable_verdicts_instead_of_dropping_them(
 
     rng = np.random.default_rng(8)
     n, n_labelled = 20000, 4000
-    truth = np.where(rng.random(n) < 0.6, X, Y).astype(float)
+    truth = np.where(rng.random(n) < 0.6, Outcome.FIRST, Outcome.SECOND).astype(float)
     right = rng.random(n) < 0.9
     judge = np.where(right, truth, 1 - truth)
-    judge = np.where(rng.random(n) < np.where(truth == X, 0.3, 0.05), UNPARSABLE, judge)
+    judge = np.where(rng.random(n) < np.where(truth == Outcome.FIRST, 0.3, 0.05), Outcome.UNPARSABLE, judge)
     human = np.where(np.arange(n) < n_labelled, truth, np.nan)
     pairs = pd.DataFrame({"item_id": np.arange(n).astype(str), "judge_xy": judge, "judge_yx": np.nan,
                           "human": human})
     cw = calibrate(pairs, n_bootstrap=400)["corrected_win_rate"]
-    target = float(np.mean(truth[n_labelled:] == X))
+    target = float(np.mean(truth[n_labelled:] == Outcome.FIRST))
     assert cw["corrected"]["lower"] <= target <= cw["corrected"]["upper"]
     assert abs(cw["corrected"]["value"] - target) < 0.02
-    assert cw["n_unparsable"] == int(np.sum(judge == UNPARSABLE)) and cw["n_unlabelled"] == n - n_labelled
+    assert cw["n_unparsable"] == int(np.sum(judge == Outcome.UNPARSABLE)) and cw["n_unlabelled"] == n - n_labelled

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from judge.datasets import attach_human, attach_lengths, load_any, load_judge_labels, load_verdicts_jsonl
-from judge.outcomes import TIE, UNPARSABLE, X, Y
 from preflab.errors import InputError
+from preflab.outcomes import Outcome
 
 
 def _write_labels(path):
@@ -23,8 +23,8 @@ def _write_labels(path):
 def test_seed_judge_labels_csv(tmp_path):
     pairs = load_judge_labels(_write_labels(tmp_path / "judge_labels.csv"))
     assert len(pairs) == 20
-    assert list(pairs["judge_xy"][:9]) == [X] * 9 and list(pairs["judge_yx"][14:]) == [Y] * 6
-    assert (pairs["human"] == TIE).sum() == 6
+    assert list(pairs["judge_xy"][:9]) == [Outcome.FIRST] * 9 and list(pairs["judge_yx"][14:]) == [Outcome.SECOND] * 6
+    assert (pairs["human"] == Outcome.TIE).sum() == 6
 
 
 def test_seed_csv_errors_name_file_line_and_field(tmp_path):
@@ -58,12 +58,12 @@ def test_verdicts_jsonl_slots_become_identity(tmp_path):
     path = tmp_path / "verdicts.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     pairs = load_verdicts_jsonl(path).set_index("item_id")
-    assert pairs.loc["q1", "judge_xy"] == X and pairs.loc["q1", "judge_yx"] == X
+    assert pairs.loc["q1", "judge_xy"] == Outcome.FIRST and pairs.loc["q1", "judge_yx"] == Outcome.FIRST
     assert pairs.loc["q1", "p_xy"] == pytest.approx(0.8) and pairs.loc["q1", "p_yx"] == pytest.approx(0.7)
-    assert pairs.loc["q2", "judge_xy"] == X and pairs.loc["q2", "judge_yx"] == Y
+    assert pairs.loc["q2", "judge_xy"] == Outcome.FIRST and pairs.loc["q2", "judge_yx"] == Outcome.SECOND
     assert pairs.loc["q2", "p_yx"] == pytest.approx(0.1)  # P(x) = p_b when y is shown first
-    assert pairs.loc["q3", "judge_xy"] == UNPARSABLE and np.isnan(pairs.loc["q3", "p_xy"])
-    assert pairs.loc["q3", "judge_yx"] == TIE and pairs.loc["q3", "pt_yx"] == pytest.approx(0.6)
+    assert pairs.loc["q3", "judge_xy"] == Outcome.UNPARSABLE and np.isnan(pairs.loc["q3", "p_xy"])
+    assert pairs.loc["q3", "judge_yx"] == Outcome.TIE and pairs.loc["q3", "pt_yx"] == pytest.approx(0.6)
     assert load_verdicts_jsonl(path).attrs["notes"] == ["1 repeated (pair, order) rows ignored"]
 
 
@@ -87,7 +87,8 @@ def test_attach_human_and_lengths_count_unmatched(tmp_path):
     labels = tmp_path / "human.csv"
     labels.write_text("item_id,human\nq0,A\nq1,B\nzz,tie\n")
     out = attach_human(pairs, labels)
-    assert out.loc[0, "human"] == X and out.loc[1, "human"] == Y and out["human"].isna().sum() == 18
+    assert out.loc[0, "human"] == Outcome.FIRST and out.loc[1, "human"] == Outcome.SECOND
+    assert out["human"].isna().sum() == 18
     assert "1 human labels match no judged pair" in out.attrs["notes"]
     assert "18 judged pairs have no human label" in out.attrs["notes"]
     lengths = tmp_path / "pairs.jsonl"
@@ -117,13 +118,13 @@ def test_real_adapters_shapes(shared_data):
     from judge.datasets import load_alpaca, load_llmfao, load_pandalm
 
     pandalm = load_pandalm(shared_data / "pandalm")
-    assert len(pandalm) == 999 and (pandalm["judge_xy"] == UNPARSABLE).sum() == 25
+    assert len(pandalm) == 999 and (pandalm["judge_xy"] == Outcome.UNPARSABLE).sum() == 25
     assert pandalm["judge_yx"].isna().all()
     llmfao = load_llmfao(shared_data / "llmfao")
     assert len(llmfao) == 2139
     votes = llmfao[[c for c in llmfao.columns if c.startswith("human_")]]
     assert int(votes.notna().sum().sum()) == 8931  # every crowd vote kept
-    assert (llmfao["judge_xy"] == Y).sum() == 1130 and (llmfao["judge_xy"] == X).sum() == 943
+    assert (llmfao["judge_xy"] == Outcome.SECOND).sum() == 1130 and (llmfao["judge_xy"] == Outcome.FIRST).sum() == 943
     alpaca = load_alpaca(shared_data / "alpaca_eval" / "annotations" / "alpaca-7b.json.gz")
     shown = alpaca["judge_xy"].notna() ^ alpaca["judge_yx"].notna()
     assert shown.all()  # one order per pair, from AlpacaEval's seeded coin

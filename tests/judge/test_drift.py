@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from judge.drift import drift_report, drift_rows
-from judge.outcomes import X, Y
+from preflab.outcomes import Outcome
 
 
 def _run(quality: np.ndarray, bias: float, noise: np.ndarray) -> pd.DataFrame:
@@ -17,8 +17,8 @@ def _run(quality: np.ndarray, bias: float, noise: np.ndarray) -> pd.DataFrame:
     n = quality.size
     return pd.DataFrame({
         "item_id": [str(i) for i in range(n)], "model_x": "m1", "model_y": "m2",
-        "judge_xy": np.where(p_first_xy > 0.5, X, Y).astype(float),
-        "judge_yx": np.where(p_first_yx > 0.5, Y, X).astype(float),
+        "judge_xy": np.where(p_first_xy > 0.5, Outcome.FIRST, Outcome.SECOND).astype(float),
+        "judge_yx": np.where(p_first_yx > 0.5, Outcome.SECOND, Outcome.FIRST).astype(float),
         "p_xy": p_first_xy, "p_yx": 1 - p_first_yx, "pt_xy": 0.0, "pt_yx": 0.0})
 
 

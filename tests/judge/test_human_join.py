@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from judge.datasets import attach_human, join_human
-from judge.outcomes import TIE, X, Y
 from preflab.errors import InputError
+from preflab.outcomes import Outcome
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 
@@ -28,8 +28,10 @@ def test_join_by_item_and_unordered_pair_oriented_to_x():
                            "human_1": ["A", "B", "tie"], "human_2": ["B", "", "A"]})
     out = join_human(pairs, labels)
     # q1 m1-m2: A = m1 = x; q1 m3-m1: B = m3 = x; q2 m2-m1: A = m1 = y; q2 m1-m3: no label
-    assert out["human"].tolist()[:3] == [X, X, Y] and np.isnan(out["human"].iloc[3])
-    assert out["human_1"].tolist()[:3] == [X, X, TIE] and out.loc[2, "human_2"] == Y
+    assert out["human"].tolist()[:3] == [Outcome.FIRST, Outcome.FIRST, Outcome.SECOND]
+    assert np.isnan(out["human"].iloc[3])
+    assert out["human_1"].tolist()[:3] == [Outcome.FIRST, Outcome.FIRST, Outcome.TIE]
+    assert out.loc[2, "human_2"] == Outcome.SECOND
     assert out.attrs["notes"] == ["1 judged pairs have no human label"]
 
 
@@ -38,7 +40,7 @@ def test_last_row_per_item_no_longer_wins(tmp_path):
     pairs = _pairs([("q1", "m1", "m2"), ("q1", "m1", "m3")])
     path = tmp_path / "labels.csv"
     path.write_text("item_id,human,model_a,model_b\nq1,A,m1,m2\nq1,B,m1,m3\n")
-    assert attach_human(pairs, path)["human"].tolist() == [X, Y]
+    assert attach_human(pairs, path)["human"].tolist() == [Outcome.FIRST, Outcome.SECOND]
 
 
 def test_conflicting_labels_for_one_pair_are_refused_with_the_line(tmp_path):
@@ -50,7 +52,7 @@ def test_conflicting_labels_for_one_pair_are_refused_with_the_line(tmp_path):
     assert e.value.line == 3 and e.value.field == "human" and "human_1" in str(e.value)
     path.write_text("item_id,human,model_a,model_b\nq1,A,m1,m2\nq1,B,m2,m1\n")  # the same label twice
     out = attach_human(pairs, path)
-    assert out["human"].tolist() == [X] and "1 repeated human label rows ignored" in out.attrs["notes"]
+    assert out["human"].tolist() == [Outcome.FIRST] and "1 repeated human label rows ignored" in out.attrs["notes"]
 
 
 def test_label_by_item_alone_is_refused_when_the_item_has_several_pairs(tmp_path):
@@ -58,7 +60,7 @@ def test_label_by_item_alone_is_refused_when_the_item_has_several_pairs(tmp_path
     path.write_text("item_id,human\nq1,A\n")
     with pytest.raises(InputError, match="ambiguous"):
         attach_human(_pairs([("q1", "m1", "m2"), ("q1", "m1", "m3")]), path)
-    assert attach_human(_pairs([("q1", "m1", "m2")]), path)["human"].tolist() == [X]  # one pair: A = x
+    assert attach_human(_pairs([("q1", "m1", "m2")]), path)["human"].tolist() == [Outcome.FIRST]  # one pair: A = x
     nameless = pd.DataFrame({"item_id": ["q1"]})
     with pytest.raises(InputError, match="orient"):
         join_human(nameless, pd.DataFrame({"item_id": ["q1"], "model_a": ["m1"], "model_b": ["m2"],
@@ -107,7 +109,7 @@ def test_exported_labels_keep_their_model_pair(tmp_path):
     assert pairs[["model_x", "model_y"]].values.tolist() == [["m1", "m2"], ["m1", "m3"]]
     other = tmp_path / "other.csv"
     other.write_text("item_id,human,model_a,model_b\nq1,A,m3,m1\nq1,tie,m2,m1\n")
-    assert attach_human(pairs, other)["human"].tolist() == [TIE, Y]
+    assert attach_human(pairs, other)["human"].tolist() == [Outcome.TIE, Outcome.SECOND]
 
 
 def test_cli_refuses_an_ambiguous_label_file_with_exit_2(tmp_path):

@@ -15,7 +15,7 @@ from judge.jury import (
     mean_probability_panel,
 )
 from judge.jury_card import jury_report, jury_rows, render_jury_card
-from judge.outcomes import TIE, UNPARSABLE, X, Y
+from preflab.outcomes import Outcome
 
 N = 20_000
 
@@ -67,13 +67,13 @@ def test_three_copies_of_one_judge_are_one_judge_and_gain_nothing():
 
 
 def test_abstentions_never_break_ties_by_member_order():
-    codes = np.array([[X, Y, np.nan],        # one abstains, the other two split: a tie, counted
-                      [X, np.nan, np.nan],   # the only answer wins
+    codes = np.array([[Outcome.FIRST, Outcome.SECOND, np.nan],  # one abstains, the other two split: a tie, counted
+                      [Outcome.FIRST, np.nan, np.nan],   # the only answer wins
                       [np.nan, np.nan, np.nan],  # nobody answered
-                      [Y, Y, X],
-                      [TIE, X, X]], dtype=float)
+                      [Outcome.SECOND, Outcome.SECOND, Outcome.FIRST],
+                      [Outcome.TIE, Outcome.FIRST, Outcome.FIRST]], dtype=float)
     panel, split = majority_panel(codes)
-    assert panel.tolist() == [TIE, X, UNPARSABLE, Y, X]
+    assert panel.tolist() == [Outcome.TIE, Outcome.FIRST, Outcome.UNPARSABLE, Outcome.SECOND, Outcome.FIRST]
     assert split.tolist() == [True, False, False, False, False]
     rng = np.random.default_rng(0)
     for _ in range(5):  # the same panel whatever the members' order
@@ -85,9 +85,9 @@ def test_abstentions_never_break_ties_by_member_order():
 
 
 def test_mean_probability_uses_answering_members_only():
-    codes = np.array([[X, Y, np.nan]], dtype=float)
+    codes = np.array([[Outcome.FIRST, Outcome.SECOND, np.nan]], dtype=float)
     probs = np.array([[[0.9, 0.1, 0.0], [0.4, 0.6, 0.0], [np.nan] * 3]])
-    assert mean_probability_panel(codes, probs).tolist() == [X]  # (0.9 + 0.4) / 2 > (0.1 + 0.6) / 2
+    assert mean_probability_panel(codes, probs).tolist() == [Outcome.FIRST]  # (0.9 + 0.4) / 2 > (0.1 + 0.6) / 2
 
 
 def test_dawid_skene_learns_that_one_judge_is_better_than_the_other_two():
@@ -125,12 +125,14 @@ def _member(items, x, y, codes, human=None):
 
 
 def test_align_flips_members_that_list_a_pair_the_other_way_round():
-    a = _member(["1", "2"], ["m", "m"], ["n", "n"], [X, Y], human=[X, X])
-    b = _member(["2", "1", "3"], ["n", "n", "m"], ["m", "m", "n"], [X, Y, TIE])
+    a = _member(["1", "2"], ["m", "m"], ["n", "n"], [Outcome.FIRST, Outcome.SECOND],
+                human=[Outcome.FIRST, Outcome.FIRST])
+    b = _member(["2", "1", "3"], ["n", "n", "m"], ["m", "m", "n"], [Outcome.FIRST, Outcome.SECOND, Outcome.TIE])
     t = align_members({"a": a, "b": b})
     assert t.keys["item_id"].tolist() == ["1", "2", "3"]
-    assert t.codes[:, 1].tolist() == [X, Y, TIE]  # "n wins" on item 2 is y = n in a's orientation
-    assert np.isnan(t.codes[2, 0]) and t.human[:2].tolist() == [X, X]
+    # "n wins" on item 2 is y = n in a's orientation
+    assert t.codes[:, 1].tolist() == [Outcome.FIRST, Outcome.SECOND, Outcome.TIE]
+    assert np.isnan(t.codes[2, 0]) and t.human[:2].tolist() == [Outcome.FIRST, Outcome.FIRST]
     html = render_jury_card(jury_report(t, n_bootstrap=50))
     assert "<script" not in html and "members agree" in html
 
@@ -160,6 +162,7 @@ def test_members_pairwise_kappa_has_an_interval_and_is_1_for_identical_one_class
     kappa = jury_report(_table(codes, truth), "majority", n_bootstrap=200)["pairwise"][0]["kappa"]
     assert np.isclose(kappa["value"], cohen_kappa_score(codes[:, 0], codes[:, 1]))
     assert kappa["lower"] < kappa["value"] < kappa["upper"]
-    ties = np.full((50, 2), float(TIE))  # two judges that always say tie agree perfectly (0/0 in Cohen's formula)
+    # two judges that always say tie agree perfectly (0/0 in Cohen's formula)
+    ties = np.full((50, 2), float(Outcome.TIE))
     same = jury_report(_table(ties, truth[:50]), "majority", n_bootstrap=50)["pairwise"][0]
     assert same["agreement"]["value"] == 1.0 and same["kappa"]["value"] == 1.0

@@ -7,12 +7,14 @@ import numpy as np
 import pandas as pd
 
 from arena.io.battles import load_battles
-from judge.outcomes import TIE, UNPARSABLE, X, Y
 from judge_arena.battles import human_battles, identity_battles, verdict_battles
+from preflab.outcomes import Outcome
 
 PAIRS = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "model_x": ["a", "b", "a"], "model_y": ["b", "c", "c"],
-                      "judge_xy": [X, UNPARSABLE, TIE], "judge_yx": [Y, X, np.nan],
-                      "human_1": [X, 3.0, np.nan], "human_2": [TIE, Y, UNPARSABLE]})
+                      "judge_xy": [Outcome.FIRST, Outcome.UNPARSABLE, Outcome.TIE],
+                      "judge_yx": [Outcome.SECOND, Outcome.FIRST, np.nan],
+                      "human_1": [Outcome.FIRST, 3.0, np.nan],
+                      "human_2": [Outcome.TIE, Outcome.SECOND, Outcome.UNPARSABLE]})
 
 
 def test_unparsable_and_missing_verdicts_are_left_out_and_the_rest_load() -> None:
@@ -35,5 +37,5 @@ def test_human_votes_as_battles_fold_both_tie_kinds() -> None:
 
 def test_identity_codes_by_position_whatever_the_index() -> None:
     shuffled = PAIRS.set_index(pd.Index([7, 3, 5]))
-    b = identity_battles(shuffled, pd.Series([Y, None, X]))
+    b = identity_battles(shuffled, pd.Series([Outcome.SECOND, None, Outcome.FIRST]))
     assert b["model_b"].tolist() == ["b", "c"] and b["winner"].tolist() == ["model_b", "model_a"]

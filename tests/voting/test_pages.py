@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from arena.io.battles import load_battles
+from preflab.outcomes import Outcome
 from tests.voting.conftest import MODELS, tiny_items
 from voting.items import ItemDataError
 from voting.pages.calibration import judged_pairs
@@ -61,15 +62,12 @@ def test_exports_are_readable_by_the_arena_and_the_judge_module(seeded_url, tmp_
     assert len(pd.read_csv(io.BytesIO(export_bytes(votes, "votes")))) == 2
     (tmp_path / "labels.csv").write_bytes(export_bytes(votes, "labels"))
     from judge.datasets import load_judge_labels
-    from judge.outcomes import Y
 
     labels = load_judge_labels(tmp_path / "labels.csv")
-    assert labels["human"].tolist() == [Y]  # both votes chose y = model_b of the sorted pair
+    assert labels["human"].tolist() == [Outcome.SECOND]  # both votes chose y = model_b of the sorted pair
 
 
 def test_judged_pairs_orient_human_votes_to_the_judges_x(seeded_url, tmp_path):
-    from judge.outcomes import TIE, X, Y
-
     engine = open_store(seeded_url)
     x, y, z = sorted(MODELS)
     for voter, choice in [("v1", "A"), ("v2", "A"), ("v3", "B")]:  # x on the left: x wins 2-1
@@ -83,8 +81,9 @@ def test_judged_pairs_orient_human_votes_to_the_judges_x(seeded_url, tmp_path):
     path = tmp_path / "verdicts.jsonl"
     path.write_bytes(jsonl(rows))
     pairs = judged_pairs(engine, "tiny", path).set_index("item_id")
-    assert pairs.loc["q001", "human"] == Y  # the majority chose x, which is this row's model_y
-    assert sorted(pairs.loc["q001", ["human_1", "human_2", "human_3"]].tolist()) == [X, Y, Y]
-    assert pairs.loc["q002", "human"] == TIE and np.isnan(pairs.loc["q003", "human"])
+    assert pairs.loc["q001", "human"] == Outcome.SECOND  # the majority chose x, which is this row's model_y
+    humans = pairs.loc["q001", ["human_1", "human_2", "human_3"]].tolist()
+    assert sorted(humans) == [Outcome.FIRST, Outcome.SECOND, Outcome.SECOND]
+    assert pairs.loc["q002", "human"] == Outcome.TIE and np.isnan(pairs.loc["q003", "human"])
     assert pairs.loc["q001", "len_x"] == len(f"Answer 1 from side {MODELS.index(y)}: **bold** text.")
     assert "1 judged pairs have no human label" in pairs.attrs["notes"]
