@@ -257,6 +257,25 @@ def spend_lines(engine: Engine, settings: ArenaSettings) -> list[str]:
     return lines
 
 
+def start_lines(settings: ArenaSettings) -> list[str]:
+    """What ``preflab app --arena`` says at start: the limits in force, and a warning naming each model whose
+    price is unknown."""
+    lim = settings.limits
+
+    def usd(x: float | None) -> str:
+        return "no cap" if x is None else f"${x:g}"
+
+    lines = [f"Battle limits: {lim.battles_per_minute} prompts a minute per voter, {lim.per_address_per_minute} per "
+             f"client address; {lim.max_turns} turns and {lim.max_conversation_chars:,} characters per battle; "
+             f"spend {usd(lim.usd_per_day)} a day, {usd(lim.usd_total)} in all"
+             + (f", {lim.tokens_per_day:,} tokens a day" if lim.tokens_per_day is not None else "")]
+    if names := unpriced(settings):
+        lines.append(f"warning: no known price for {', '.join(names)}: their cost is not counted in dollars"
+                     + ("; the token cap holds them" if lim.tokens_per_day is not None else
+                        "; give [arena.prices] in the roster, or a token cap (tokens_per_day)"))
+    return lines
+
+
 def battle_identity(engine: Engine, ids: Sequence[str]) -> dict[str, list[str]]:
     """The identity words each of these battles' answers said (battles that said none are left out)."""
     if not ids:
