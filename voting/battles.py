@@ -270,7 +270,7 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str, turns: 
     row["seconds_on_pair"] = max(0.0, row["voted_at"] - battle["updated_at"])
     with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
         _serialise(conn, *(k for k, _ in checks.rate))
-        if (on_pair := time.time() - battle["updated_at"]) < checks.min_seconds:
+        if checks.min_seconds > 0 and (on_pair := time.time() - battle["updated_at"]) < checks.min_seconds:
             raise VoteRefused("fast", f"{on_pair:.2f} s after the answers (at least {checks.min_seconds:g} s)",
                               checks.min_seconds - on_pair)
         b = battles_t.c

@@ -60,7 +60,10 @@ def identity_words(roster: Sequence[ModelSpec], extra: Iterable[str] = ()) -> tu
             words.add(fam)
         if p := persona(spec.system):
             words.add(p)
-    distinct = {w.lower(): w for w in sorted(words) if len(w) >= 2}  # one spelling per word
+    distinct: dict[str, str] = {}
+    for w in sorted(words):  # one spelling per word: capitals first ("Claude" before "claude")
+        if len(w) >= 2:
+            distinct.setdefault(w.lower(), w)
     return tuple(sorted(distinct.values(), key=lambda w: (-len(w), w.lower())))
 
 

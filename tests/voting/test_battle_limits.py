@@ -102,13 +102,13 @@ def test_follow_up_turns_count_and_a_conversation_stops_at_its_caps(sqlite_url):
     with pytest.raises(ArenaRefused) as e:
         claim_turn(engine, "ann", "10.0.0.1", "more", SPECS, ArenaSettings(limits), _answer(engine, battle))
     assert e.value.reason == "voter"
-    open_limit = ArenaLimits(battles_per_minute=1000, per_address_per_minute=1000, max_turns=4,
-                             max_conversation_chars=10**9)
-    battle = claim_turn(engine, "bob", "10.0.0.2", "prompt 0", SPECS, ArenaSettings(open_limit))
+    many = ArenaSettings(ArenaLimits(battles_per_minute=1000, per_address_per_minute=1000, max_turns=4,
+                                     max_conversation_chars=10**9))
+    battle = claim_turn(engine, "bob", "10.0.0.2", "prompt 0", SPECS, many)
     for _ in range(3):
-        battle = claim_turn(engine, "bob", "10.0.0.2", "more", SPECS, ArenaSettings(open_limit), _answer(engine, battle))
+        battle = claim_turn(engine, "bob", "10.0.0.2", "more", SPECS, many, _answer(engine, battle))
     with pytest.raises(ArenaRefused) as e:
-        claim_turn(engine, "bob", "10.0.0.2", "more", SPECS, ArenaSettings(open_limit), _answer(engine, battle))
+        claim_turn(engine, "bob", "10.0.0.2", "more", SPECS, many, _answer(engine, battle))
     assert e.value.reason == "turns" and load_battle(engine, battle["id"])["turns"] == 4
     short = ArenaSettings(ArenaLimits(battles_per_minute=1000, per_address_per_minute=1000, max_conversation_chars=300))
     battle = claim_turn(engine, "cy", "10.0.0.3", "x" * 100, SPECS, short)

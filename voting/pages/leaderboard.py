@@ -129,6 +129,10 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
 def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None, tuple[str, ...]]:  # noqa: ANN001
     """Sidebar filters; the date window is None while it spans every vote (the unfiltered counts serve it)."""
     datasets = list_datasets(engine)  # one dataset by default: pooling unrelated ones is a choice, with a banner
+    from voting.battles import BATTLE_DATASET
+
+    if BATTLE_DATASET not in datasets and vote_summary(engine, BATTLE_DATASET)["first"] is not None:
+        datasets.append(BATTLE_DATASET)  # live battles have votes but no imported items
     dataset = st.sidebar.selectbox("Dataset", [*datasets, ALL], key="lb_dataset")
     dataset = None if dataset == ALL else dataset
     summary = vote_summary(engine, dataset)
