@@ -94,7 +94,7 @@ def issue_guest(engine: Engine, address: str | None = None, per_hour: int | None
     counted in the store in the same transaction (every app process shares the count); else
     :class:`GuestLimit`. A new browser context therefore gets no fresh guest id past the limit."""
     from voting.limits import address_key
-    from voting.writes import VoteChecks, VoteRefused, _check_rate, _serialise
+    from voting.writes import VoteChecks, VoteRefused, check_rate, serialise
 
     token = secrets.token_urlsafe(18)
     rate = ((address_key("guest-ids", address), per_hour),) if address is not None and per_hour is not None else ()
@@ -102,9 +102,9 @@ def issue_guest(engine: Engine, address: str | None = None, per_hour: int | None
     def attempt() -> None:
         with writing(engine) as conn:
             now = time.time()
-            _serialise(conn, *(k for k, _ in rate))
+            serialise(conn, *(k for k, _ in rate))
             try:
-                _check_rate(conn, VoteChecks(rate=rate, rate_window_s=3600.0), now)
+                check_rate(conn, VoteChecks(rate=rate, rate_window_s=3600.0), now)
             except VoteRefused:
                 raise GuestLimit(f"{per_hour} guest ids issued to this address in the last hour") from None
             conn.execute(guests_t.insert().values(token_hash=token_hash(token), voter=guest_voter(token),

@@ -37,7 +37,7 @@ from judge.providers.generation import Generation
 from voting.battles import ArenaLimits, battles_t, load_battle, new_battle_row, spend_t
 from voting.engine import retry, writing
 from voting.limits import address_key
-from voting.writes import VoteChecks, VoteRefused, _check_rate, _serialise
+from voting.writes import VoteChecks, VoteRefused, check_rate, serialise
 
 #: Environment overrides of the ``[arena]`` table, by field of :class:`ArenaLimits`.
 ENV = {"max_prompt_chars": "PREFLAB_ARENA_MAX_PROMPT", "battles_per_minute": "PREFLAB_ARENA_PER_MINUTE",
@@ -162,7 +162,7 @@ def _check_rate_keys(conn: sa.Connection, voter_key: str, address: str | None, l
     if address is not None:
         rate.append((address_key("battle-address", address), limits.per_address_per_minute))
     try:
-        _check_rate(conn, VoteChecks(rate=tuple(rate)), now)
+        check_rate(conn, VoteChecks(rate=tuple(rate)), now)
     except VoteRefused as e:
         reason = "voter" if str(e).startswith(voter_key + " ") else "address"
         raise ArenaRefused(reason, str(e)) from None
@@ -190,7 +190,7 @@ def claim_turn(engine: Engine, voter: str, address: str | None, prompt: str, spe
 
     def attempt() -> None:
         with writing(engine) as conn:
-            _serialise(conn, "arena-claim")  # PostgreSQL: one claim at a time (the spend caps are global)
+            serialise(conn, "arena-claim")  # PostgreSQL: one claim at a time (the spend caps are global)
             now = time.time()
             _check_rate_keys(conn, "battle-voter:" + voter, address, limits, now)
             _check_spend(conn, usd, tokens, limits, now)

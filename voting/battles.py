@@ -30,7 +30,7 @@ from judge.providers.generation import Generation
 from judge.providers.generators import make_generator
 from voting.tables import votes_t
 from voting.votes import style_meta
-from voting.writes import DuplicateVote, Vote, VoteChecks, VoteRefused, _check_rate, _serialise, vote_row
+from voting.writes import DuplicateVote, Vote, VoteChecks, VoteRefused, check_rate, serialise, vote_row
 
 BATTLE_DATASET = "battle"
 BATTLE_SOURCE = "battle"
@@ -269,7 +269,7 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str, turns: 
     # time on the pair: from both answers of the last turn finishing (the battle's last update) to the vote
     row["seconds_on_pair"] = max(0.0, row["voted_at"] - battle["updated_at"])
     with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
-        _serialise(conn, *(k for k, _ in checks.rate))
+        serialise(conn, *(k for k, _ in checks.rate))
         if checks.min_seconds > 0 and (on_pair := time.time() - battle["updated_at"]) < checks.min_seconds:
             raise VoteRefused("fast", f"{on_pair:.2f} s after the answers (at least {checks.min_seconds:g} s)",
                               checks.min_seconds - on_pair)
@@ -279,7 +279,7 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str, turns: 
                                .values(status="voted", choice=choice, updated_at=row["voted_at"])).rowcount
         if not claimed:
             raise DuplicateVote(f"battle {battle_id} was already voted on")
-        _check_rate(conn, checks, row["voted_at"])
+        check_rate(conn, checks, row["voted_at"])
         vote_id = int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
         conn.execute(battles_t.update().where(battles_t.c.id == battle_id).values(vote_id=vote_id))
     return vote_id
