@@ -169,10 +169,11 @@ def _check_rate_keys(conn: sa.Connection, voter_key: str, address: str | None, l
 
 
 def _conversation_chars(battle: dict | None, prompt: str) -> int:
+    """Characters of the longest conversation a side would be sent with ``prompt`` (system prompt aside)."""
     if battle is None:
         return len(prompt)
-    return len(prompt) + sum(len(m["content"]) for side in ("conversation_a", "conversation_b")
-                             for m in battle[side])
+    return len(prompt) + max(sum(len(m["content"]) for m in battle[side]) for side in ("conversation_a",
+                                                                                       "conversation_b"))
 
 
 def claim_turn(engine: Engine, voter: str, address: str | None, prompt: str, specs: Mapping[str, ModelSpec],

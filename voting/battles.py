@@ -79,8 +79,8 @@ class ArenaLimits:
 
     ``battles_per_minute``: prompts (a new battle or a follow-up turn) per voter per minute;
     ``per_address_per_minute``: the same from one client address, all its guest ids together;
-    ``max_turns`` and ``max_conversation_chars``: one battle's length (prompts and answers so far plus the
-    new prompt); ``usd_per_day`` (UTC day) and ``usd_total``: the arena's spend caps (None: no cap);
+    ``max_turns`` and ``max_conversation_chars``: one battle's length (a side's prompts and answers so far
+    plus the new prompt: what one request carries); ``usd_per_day`` (UTC day) and ``usd_total``: the arena's spend caps (None: no cap);
     ``tokens_per_day``: a cap on the tokens reserved per day, which also holds models with no known price."""
 
     max_prompt_chars: int = 4000

@@ -83,9 +83,10 @@ def test_sixteen_sends_at_once_start_exactly_the_limit_on_postgresql(pg_clean_ur
     engine.dispose()
 
 
-def _answer(engine, battle: dict, text: str = "an answer") -> dict:  # noqa: ANN001
+def _answer(engine, battle: dict, text: str = "an answer", prompt: str | None = None) -> dict:  # noqa: ANN001
+    """Store the claimed turn of ``battle`` as answered (``prompt``: what was asked, by default a short one)."""
     convs = {s: battle[f"conversation_{s}"] for s in "ab"}
-    prompt = f"prompt {battle['turns']}"
+    prompt = prompt or f"prompt {battle['turns']}"
     done = {s: [*convs[s], {"role": "user", "content": prompt}, {"role": "assistant", "content": text}] for s in "ab"}
     gen = Generation(text, 5, 3, "stop", 0.1)
     assert save_turn(engine, battle["id"], done["a"], done["b"], {"a": gen, "b": gen})
@@ -112,8 +113,8 @@ def test_follow_up_turns_count_and_a_conversation_stops_at_its_caps(sqlite_url):
     assert e.value.reason == "turns" and load_battle(engine, battle["id"])["turns"] == 4
     short = ArenaSettings(ArenaLimits(battles_per_minute=1000, per_address_per_minute=1000, max_conversation_chars=300))
     battle = claim_turn(engine, "cy", "10.0.0.3", "x" * 100, SPECS, short)
-    with pytest.raises(ArenaRefused) as e:  # 100 + 2 x 100 answered + 100 more > 300
-        claim_turn(engine, "cy", "10.0.0.3", "y" * 100, SPECS, short, _answer(engine, battle, "z" * 100))
+    with pytest.raises(ArenaRefused) as e:  # a side's request: 100 asked + 100 answered + 101 more > 300
+        claim_turn(engine, "cy", "10.0.0.3", "y" * 101, SPECS, short, _answer(engine, battle, "z" * 100, "x" * 100))
     assert e.value.reason == "length"
 
 
