@@ -64,7 +64,7 @@ def app_cmd(
         for line in start_lines(arena_settings(str(arena), roster)):  # the limits, and any unknown price
             (err if line.startswith("warning") else console).print(line, highlight=False)
         if arena_prompts is not None:
-            from judge.model_specs import load_prompts
+            from answering.model_specs import load_prompts
 
             load_prompts(arena_prompts)  # a bad file fails here, with its line
             env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())

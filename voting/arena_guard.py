@@ -10,7 +10,7 @@ past a cap. :func:`settle_turn` replaces the reservation with what the answers' 
 
 A reservation is the most a turn can cost: each side's input at one token per UTF-8 byte of its messages
 (a byte-level BPE token is at least one byte) plus 4 per message, and its capped ``max_tokens`` of output,
-at the model's price (the roster's ``[arena.prices]``, else :func:`judge.spend.spec_price`; a local server
+at the model's price (the roster's ``[arena.prices]``, else :func:`llm.calls.spend.spec_price`; a local server
 costs nothing). A model with no known price has no dollar figure: it is stated at start and on the
 Leaderboard page, and its tokens count against ``tokens_per_day``.
 """
@@ -31,9 +31,9 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from judge.model_specs import ModelSpec
-from judge.prices import Price
-from judge.providers.generation import Generation
+from answering.model_specs import ModelSpec
+from llm.prices import Price
+from llm.providers.generation import Generation
 from voting.battles import ArenaLimits, battles_t, load_battle, new_battle_row, spend_t
 from voting.engine import retry, writing
 from voting.limits import address_key
@@ -83,7 +83,7 @@ def arena_settings(path: str, roster: Sequence[ModelSpec], env: Mapping[str, str
     """The roster TOML's optional ``[arena]`` table (limits by :class:`ArenaLimits` field name,
     ``identity_words = [...]``, ``[arena.prices]`` "model name" = {in = USD, out = USD} per 1M tokens), with
     the ``PREFLAB_ARENA_*`` environment variables (:data:`ENV`) taking precedence."""
-    from judge.spend import spec_price
+    from llm.calls.spend import spec_price
     from preflab.errors import InputError
 
     env = os.environ if env is None else env

@@ -12,7 +12,6 @@ arena's active sampler on the battle votes (the app's ``--strategy``), sides at 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -24,10 +23,10 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from judge.model_specs import ModelSpec, load_roster
-from judge.providers.base import ProviderError
-from judge.providers.generation import Generation
-from judge.providers.generators import make_generator
+from answering.model_specs import ModelSpec, load_roster
+from answering.stream import stream_answers
+from llm.providers.base import ProviderError
+from llm.providers.generation import Generation
 from voting.tables import votes_t
 from voting.votes import style_meta
 from voting.writes import DuplicateVote, Vote, VoteChecks, VoteRefused, check_rate, serialise, vote_row
@@ -80,7 +79,8 @@ class ArenaLimits:
     ``battles_per_minute``: prompts (a new battle or a follow-up turn) per voter per minute;
     ``per_address_per_minute``: the same from one client address, all its guest ids together;
     ``max_turns`` and ``max_conversation_chars``: one battle's length (a side's prompts and answers so far
-    plus the new prompt: what one request carries); ``usd_per_day`` (UTC day) and ``usd_total``: the arena's spend caps (None: no cap);
+    plus the new prompt: what one request carries); ``usd_per_day`` (UTC day) and ``usd_total``: the
+    arena's spend caps (None: no cap);
     ``tokens_per_day``: a cap on the tokens reserved per day, which also holds models with no known price."""
 
     max_prompt_chars: int = 4000
@@ -288,34 +288,9 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str, turns: 
 async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list[dict]], limits: ArenaLimits,
                       on_text: Callable[[str, str], None],
                       generators: dict[str, object] | None = None) -> dict[str, Generation | Exception]:
-    """Stream both sides' next answers at once; ``on_text(side, text so far)`` after every piece. Each side
-    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes).
-    ``generators`` (by side) are the caller's to keep open; without them each side's is built and closed."""
-
-    async def one(side: str) -> Generation | Exception:
-        spec = specs[side]
-        gen = generators[side] if generators else make_generator(spec.spec, timeout=spec.timeout)
-        request = spec.request(conversations[side])
-        request = type(request)(request.messages, min(request.max_tokens, limits.max_tokens), request.temperature,
-                                request.top_p, request.seed)
-        text = ""
-        try:
-            async with asyncio.timeout(spec.timeout):
-                async for piece in gen.stream(request):
-                    if isinstance(piece, Generation):
-                        return piece
-                    text += piece
-                    on_text(side, text)
-            return ProviderError("the stream ended early", retryable=False, kind="connection")
-        except (ProviderError, TimeoutError, OSError) as e:
-            return e if isinstance(e, ProviderError) else ProviderError(type(e).__name__, retryable=False,
-                                                                        kind="timeout")
-        finally:
-            if not generators:
-                await gen.aclose()
-
-    a, b = await asyncio.gather(one("a"), one("b"))
-    return {"a": a, "b": b}
+    """Stream both sides' next answers at once, capped at the arena's answer tokens
+    (:func:`answering.stream.stream_answers`)."""
+    return await stream_answers(specs, conversations, limits.max_tokens, on_text, generators)
 
 
 def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:

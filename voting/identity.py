@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from judge.model_specs import ModelSpec
-from judge.providers.base import parse_spec
+from answering.model_specs import ModelSpec
+from llm.providers.base import parse_spec
 
 #: Names an answer uses for the company behind a provider, by spec provider.
 PROVIDER_WORDS: dict[str, tuple[str, ...]] = {

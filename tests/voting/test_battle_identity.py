@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from answering.model_specs import ModelSpec
 from arena.bt import hygiene
 from arena.io.battles import load_battles
-from judge.model_specs import ModelSpec
 from tests.judge.api_fakes import ApiFake
 from tests.voting.test_battle_limits import SEND, vote_button
 from tests.voting.test_vote_page import login, start

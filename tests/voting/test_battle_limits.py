@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
-from judge.model_specs import ModelSpec
-from judge.prices import Price
-from judge.providers.generation import Generation
+from answering.model_specs import ModelSpec
+from llm.prices import Price
+from llm.providers.generation import Generation
 from tests.judge.api_fakes import ApiFake
 from tests.voting.test_vote_page import login
 from voting.access import GuestLimit, issue_guest
