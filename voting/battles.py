@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -94,12 +95,12 @@ class ArenaLimits:
     tokens_per_day: int | None = None
 
 
-_opened: set[int] = set()  # engines whose battles tables are known to be current (this process)
+_opened: weakref.WeakSet = weakref.WeakSet()  # engines whose battles tables are known to be current
 
 
 def open_battles(engine: Engine) -> Engine:
     """Create the battles tables if missing and add columns newer than the store; returns the engine."""
-    if id(engine) in _opened:
+    if engine in _opened:
         return engine
     _meta.create_all(engine)
     have = {c["name"] for c in sa.inspect(engine).get_columns("battles")}
@@ -110,7 +111,7 @@ def open_battles(engine: Engine) -> Engine:
         except sa.exc.DBAPIError:  # another process added it first
             if col.name not in {c["name"] for c in sa.inspect(engine).get_columns("battles")}:
                 raise
-    _opened.add(id(engine))
+    _opened.add(engine)
     return engine
 
 

@@ -294,3 +294,15 @@ def test_a_replayed_vote_message_for_an_earlier_battle_votes_nothing(monkeypatch
     assert load_battle(engine, second)["status"] == "answered"
     votes = load_votes(engine, BATTLE_DATASET)
     assert votes["item_id"].tolist() == [first]
+
+
+def test_a_store_from_before_gets_the_identity_column_and_the_spend_table(sqlite_url):
+    engine = open_store(sqlite_url)
+    old = sa.MetaData()
+    sa.Table("battles", old, *[sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+                               for c in battles_t.columns if c.name != "identity_leak"])
+    old.create_all(engine)
+    open_battles(engine)
+    inspector = sa.inspect(engine)
+    assert "identity_leak" in {c["name"] for c in inspector.get_columns("battles")}
+    assert inspector.has_table("arena_spend")
