@@ -62,7 +62,7 @@ def app_cmd(
         roster = load_arena(str(arena))
         console.print(f"Battle page: {len(roster)} models from {arena}")
         for line in start_lines(arena_settings(str(arena), roster)):  # the limits, and any unknown price
-            (err if line.startswith("warning") else console).print(line, highlight=False)
+            (err if line.startswith("warning") else console).print(line, highlight=False, markup=False)
         if arena_prompts is not None:
             from answering.model_specs import load_prompts
 

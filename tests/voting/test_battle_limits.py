@@ -306,3 +306,23 @@ def test_a_store_from_before_gets_the_identity_column_and_the_spend_table(sqlite
     inspector = sa.inspect(engine)
     assert "identity_leak" in {c["name"] for c in inspector.get_columns("battles")}
     assert inspector.has_table("arena_spend")
+
+
+def test_preflab_app_states_the_limits_and_names_models_without_a_price(tmp_path, capsys, monkeypatch):
+    """Today nothing said that a model's cost could not be counted."""
+    import os
+
+    from preflab_cli import main
+
+    roster = tmp_path / "roster.toml"
+    roster.write_text('[arena]\nusd_per_day = 5\n\n[[model]]\nname = "known"\nspec = "openai:gpt-4o-mini"\n\n'
+                      '[[model]]\nname = "mystery"\nspec = "openai:gpt-98"\n')
+    started: list = []
+    monkeypatch.setattr(os, "execve", lambda *a: started.append(a))  # the server would replace this process
+    with pytest.raises(SystemExit) as e:
+        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
+    out, err = capsys.readouterr()
+    assert e.value.code == 0
+    assert started and "Battle limits: 6 prompts a minute per voter, 20 per client address" in out
+    assert "spend $5 a day, no cap in all" in out
+    assert "warning: no known price for mystery: their cost is not counted in dollars; give [arena.prices]" in err
