@@ -360,7 +360,7 @@ def test_a_battle_vote_stores_its_time_on_the_pair_and_a_second_tab_cannot_recas
     roster = _roster("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
     tabs = [_page(monkeypatch, tmp_path, sqlite_url, roster) for _ in range(2)]
     for tab in tabs:
-        tab.session_state["battle"] = {"id": bid, "token": "t1"}
+        tab.session_state["battle"] = {"id": bid}
         tab.run()
         assert vote_button(tab, "A").value is False  # both tabs show the vote bar
     time.sleep(0.3)

@@ -141,7 +141,7 @@ def _send(path: str, voter: str) -> None:
         if e.reason == "state":
             state.pop("battle", None)
         return
-    state["battle"] = {"id": claimed["id"], "token": secrets.token_hex(6)}
+    state["battle"] = {"id": claimed["id"]}
     start_run(engine, claimed, {"a": a, "b": b}, prompt, arena, identity_words(roster, arena.identity_words))
 
 
@@ -183,6 +183,9 @@ def _vote(choice: str, battle_id: str, turns: int) -> None:
     current = state.get("battle")
     if not current or current["id"] != battle_id:
         state["flash"] = "That battle is over; here is the current one."
+        return
+    if live_run(battle_id) is not None:  # a click on the last turn's bar while a follow-up streams
+        state["flash"] = "Both answers must finish before you vote; that click was not counted."
         return
     checks = VoteChecks(None, get_config().min_seconds, open_rate_checks(get_config()))
     try:
