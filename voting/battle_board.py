@@ -1,21 +1,20 @@
 """Which battle votes the anonymous leaderboard leaves out by default, and how many, by the rules of
 :mod:`arena.bt.hygiene`: a battle whose answer said who wrote it (``battles.identity_leak``, see
 :mod:`voting.identity`) is not anonymous (:func:`arena.bt.hygiene.anonymous_only`, as FastChat drops such
-battles), and a prompt sent more often than the cap keeps only its first battles
-(:func:`arena.bt.hygiene.cap_repeated_prompts`, lmarena's 99.99th-percentile cap unless
+battles; the export's ``anony`` column says the same, so ``preflab rank --filter anony`` on ``preflab
+export-votes --as battles`` leaves out the same votes), and a prompt sent more often than the cap keeps only
+its first battles (:func:`arena.bt.hygiene.cap_repeated_prompts`, lmarena's 99.99th-percentile cap unless
 ``PREFLAB_ARENA_PROMPT_CAP`` sets it). Both kinds of vote stay stored; only the board leaves them out.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
 import pandas as pd
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from voting.battles import BATTLE_DATASET, battles_t, open_battles
+from voting.battles import BATTLE_DATASET, attach_conversations
 from voting.reads import load_votes
 from voting.votes import votes_to_battles
 
@@ -25,17 +24,6 @@ CELL_KEYS = ["model_left", "model_right", "outcome", "winner_model"]
 def normal_prompt(text: str) -> str:
     """A prompt as compared for repeats: case-folded, runs of white space as one space, trimmed."""
     return " ".join(str(text).split()).casefold()
-
-
-def _battle_facts(engine: Engine, ids: list[str]) -> pd.DataFrame:
-    """Per battle id: its first prompt (normalised) and whether an answer said who wrote it."""
-    open_battles(engine)
-    b = battles_t.c
-    with engine.connect() as conn:
-        rows = conn.execute(sa.select(b.id, b.conversation_a, b.identity_leak).where(b.id.in_(ids))).all()
-    facts = [(i, normal_prompt((json.loads(conv) or [{"content": ""}])[0]["content"]), leak is not None)
-             for i, conv, leak in rows]
-    return pd.DataFrame(facts, columns=["id", "prompt", "named"]).set_index("id")
 
 
 def left_out_votes(engine: Engine, voters: list[str] | None = None, since: float | None = None,
@@ -49,14 +37,14 @@ def left_out_votes(engine: Engine, voters: list[str] | None = None, since: float
         return votes, []
     if prompt_cap is None and (env := os.environ.get("PREFLAB_ARENA_PROMPT_CAP")):
         prompt_cap = int(env)
-    battles = votes_to_battles(votes)
-    facts = _battle_facts(engine, votes["item_id"].astype(str).unique().tolist())
+    battles = votes_to_battles(attach_conversations(engine, votes))  # anony: false where an answer named a model
     df = battles.df.copy()
-    ids = df["question_id"].astype(str)
-    df["anony"] = ~ids.map(facts["named"]).fillna(False).astype(bool)
-    df["prompt"] = ids.map(facts["prompt"]).fillna(ids)
+    convs = df["conversation_a"] if "conversation_a" in df else [None] * len(df)
+    df["prompt"] = [normal_prompt(conv[0]["content"]) if isinstance(conv, list) and conv else str(q)
+                    for conv, q in zip(convs, df["question_id"], strict=True)]
     anonymous, _ = anonymous_only(battles.with_df(df))
     kept, _ = cap_repeated_prompts(anonymous, prompt_cap)
+    df = battles.df
     named, repeated = len(df) - len(anonymous.df), len(anonymous.df) - len(kept.df)
     notes = []
     if named:

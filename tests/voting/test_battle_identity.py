@@ -116,6 +116,14 @@ def test_battles_that_name_a_model_are_marked_and_left_out_of_the_leaderboard(mo
     assert "2 votes from all voters" in captions
     lb.sidebar.checkbox(key="lb_battle_all").check().run(timeout=300)
     assert "6 votes from all voters" in "\n".join(c.value for c in lb.caption)
+    from typer.testing import CliRunner
+
+    from preflab_cli import app as cli
+
+    exported = tmp_path / "battles.json"  # the CLI leaves out the same votes: `rank --filter anony` on the export
+    assert CliRunner().invoke(cli, ["export-votes", str(exported), "--db", sqlite_url]).exit_code == 0
+    ranked = CliRunner().invoke(cli, ["rank", str(exported), "--filter", "anony", "--bootstrap", "20"])
+    assert "anonymous only: removed 4 of 6 battles" in ranked.output, ranked.output
 
 
 def test_a_prompt_sent_past_the_cap_is_left_out_of_the_leaderboard_with_a_count(monkeypatch, sqlite_url):
