@@ -326,3 +326,22 @@ def test_preflab_app_states_the_limits_and_names_models_without_a_price(tmp_path
     assert started and "Battle limits: 6 prompts a minute per voter, 20 per client address" in out
     assert "spend $5 a day, no cap in all" in out
     assert "warning: no known price for mystery: their cost is not counted in dollars; give [arena.prices]" in err
+
+
+@pytest.mark.parametrize(("env", "said", "started"), [
+    ({"PREFLAB_ARENA_PER_ADDRESS": "2"}, "Many prompts are coming from your network right now", 2),
+    # a turn reserves (11 bytes + 4) + 24 tokens a side = 78; the fake reports at least 8 answer tokens a side
+    ({"PREFLAB_ARENA_TOKENS_PER_DAY": "80"}, "The arena has reached today's spending limit", 1),
+])
+def test_new_guests_from_one_address_meet_its_limits_in_the_apps_words(monkeypatch, tmp_path, sqlite_url, env, said,
+                                                                        started):
+    """Three browser contexts (three guest ids, one address): the address's limit and the arena's spend cap
+    hold across them, and the page says which in its own words; a refused prompt calls no model."""
+    with ApiFake() as api:
+        pages = [_page(monkeypatch, tmp_path, sqlite_url, api.url, guest=True, **env) for _ in range(3)]
+        assert len({p.session_state["voter"] for p in pages}) == 3
+        for k, at in enumerate(pages):
+            _ask(at, f"Question {k}?")
+        warned = ["\n".join(w.value for w in at.warning) for at in pages]
+        assert [said in w for w in warned] == [False] * started + [True] * (3 - started), warned
+        assert len(api.log) == 2 * started
