@@ -345,3 +345,54 @@ def test_new_guests_from_one_address_meet_its_limits_in_the_apps_words(monkeypat
         warned = ["\n".join(w.value for w in at.warning) for at in pages]
         assert [said in w for w in warned] == [False] * started + [True] * (3 - started), warned
         assert len(api.log) == 2 * started
+
+
+PRESS = """
+import sys, time
+from pathlib import Path
+from tests.voting.test_battle_limits import SPECS
+from voting.arena_guard import ArenaRefused, ArenaSettings, claim_turn
+from voting.battles import ArenaLimits, open_battles
+from voting.store import open_store
+url, folder, k = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+engine = open_battles(open_store(url))
+(folder / f"ready-{k}").touch()
+while not (folder / "go").exists():
+    time.sleep(0.005)
+for _ in range(2):
+    try:
+        claim_turn(engine, "ann", "10.0.0.1", "hi", SPECS, ArenaSettings(ArenaLimits(battles_per_minute=6)))
+        print("started")
+    except ArenaRefused as e:
+        print(e.reason)
+"""
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_six_app_processes_pressing_send_at_once_start_exactly_the_limit(store, request, tmp_path):
+    """Six processes (as six app servers on one store) press Send twice each at once: 6 of 12 start."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.voting.conftest import wait_for
+
+    if store == "sqlite":
+        url = f"sqlite:///{tmp_path / 'votes.db'}"
+    else:
+        url = request.getfixturevalue("pg_clean_url")
+        with sa.create_engine(url).begin() as conn:
+            conn.exec_driver_sql("DROP TABLE IF EXISTS arena_spend; DROP TABLE IF EXISTS battles")
+    engine = open_battles(open_store(url))
+    root = Path(__file__).resolve().parents[2]
+    procs = [subprocess.Popen([sys.executable, "-c", PRESS, url, str(tmp_path), str(k)], cwd=root,
+                              env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for k in range(6)]
+    wait_for(lambda: len(list(tmp_path.glob("ready-*"))) == 6 or any(p.poll() is not None for p in procs), 300)
+    (tmp_path / "go").touch()
+    said = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        said += out.split()
+    assert sorted(said) == ["started"] * 6 + ["voter"] * 6 and _stored(engine) == 6
