@@ -48,6 +48,17 @@ def load_answers(engine: Engine, dataset: str, item_id: str) -> dict[str, str]:
         return {model: answer for model, answer in conn.execute(q)}
 
 
+def item_texts(engine: Engine, datasets: list[str]) -> tuple[dict[tuple[str, str], str], dict[tuple, str]]:
+    """The prompts ``{(dataset, item_id): prompt}`` and answers ``{(dataset, item_id, model): answer}`` of
+    ``datasets`` (what a preference export pairs with the votes)."""
+    prompts = sa.select(items_t.c.dataset, items_t.c.item_id, items_t.c.prompt).where(items_t.c.dataset.in_(datasets))
+    answers = sa.select(answers_t.c.dataset, answers_t.c.item_id, answers_t.c.model, answers_t.c.answer).where(
+        answers_t.c.dataset.in_(datasets))
+    with engine.connect() as conn:
+        return ({(d, i): p for d, i, p in conn.execute(prompts)},
+                {(d, i, m): a for d, i, m, a in conn.execute(answers)})
+
+
 def seen_items(engine: Engine, voter: str, dataset: str, round: int = 1) -> set[str]:
     """Items this voter already voted on, skipped or undid (in this round): an undone item does not come
     back, since the voter may have seen which models it showed."""

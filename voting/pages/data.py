@@ -1,5 +1,5 @@
 """Data page: import a voting dataset, export the votes (Chatbot Arena battles JSON, CSV, the seed's
-``judge_labels.csv``), and inter-annotator agreement on items voted on by several people."""
+``judge_labels.csv``, preference pairs for DPO; :func:`voting.exports.export_votes`), and inter-annotator agreement on items voted on by several people."""
 
 from __future__ import annotations
 
@@ -12,7 +12,17 @@ from voting.items import ItemDataError
 from voting.pages import data_admin
 from voting.pages.common import code_span, get_engine, require_admin
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
-from voting.votes import agreement, export_bytes
+from voting.exports import export_votes
+from voting.votes import agreement
+
+#: The downloads: (kind, file format, label, file name, MIME type); the same bytes as ``preflab export-votes``.
+DOWNLOADS = (
+    ("battles", "", "Chatbot Arena battles (JSON)", "{dataset}-battles.json", "application/json"),
+    ("votes", "", "All vote columns (CSV)", "{dataset}-votes.csv", "text/csv"),
+    ("labels", "", "judge_labels.csv", "{dataset}-judge_labels.csv", "text/csv"),
+    ("pairs", "jsonl", "Preference pairs (JSONL)", "{dataset}-pairs.jsonl", "application/jsonl"),
+    ("pairs", "parquet", "Preference pairs (Parquet)", "{dataset}-pairs.parquet", "application/vnd.apache.parquet"),
+)
 
 
 def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
@@ -33,13 +43,12 @@ def _export_section(engine: Engine, dataset: str) -> None:
     if votes.empty:
         st.caption("No votes yet.")
         return
-    cols = st.columns(3)
-    for col, (kind, label, fname, mime) in zip(cols, [
-        ("battles", "Chatbot Arena battles (JSON)", f"{dataset}-battles.json", "application/json"),
-        ("votes", "All vote columns (CSV)", f"{dataset}-votes.csv", "text/csv"),
-        ("labels", "judge_labels.csv", f"{dataset}-judge_labels.csv", "text/csv"),
-    ], strict=True):
-        col.download_button(label, export_bytes(votes, kind), fname, mime, key=f"export_{kind}")
+    for col, (kind, fmt, label, fname, mime) in zip(st.columns(len(DOWNLOADS)), DOWNLOADS, strict=True):
+        done = export_votes(engine, kind, dataset, fmt, votes)  # the bytes `preflab export-votes` writes
+        col.download_button(label, done.data, fname.format(dataset=dataset), mime, key=f"export_{kind}_{fmt}")
+    if done.left_out_text():  # the preference pairs' (the last download)
+        st.caption(f"Preference pairs: {done.rows} from {len(votes)} votes; {done.left_out_text()} "
+                   "(no chosen answer). The same files as `preflab export-votes --as pairs`.")
     ag = agreement(votes)
     st.subheader("Inter-annotator agreement")
     if ag["units"] == 0:
