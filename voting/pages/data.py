@@ -1,5 +1,6 @@
 """Data page: import a voting dataset, export the votes (Chatbot Arena battles JSON, CSV, the seed's
-``judge_labels.csv``, preference pairs for DPO; :func:`voting.exports.export_votes`), and inter-annotator agreement on items voted on by several people."""
+``judge_labels.csv``, preference pairs for DPO; :func:`voting.exports.export_votes`), and inter-annotator
+agreement on items voted on by several people."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from voting.exports import export_votes
 from voting.import_preview import read_upload
 from voting.items import ItemDataError
 from voting.pages import data_admin
 from voting.pages.common import code_span, get_engine, require_admin
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
-from voting.exports import export_votes
 from voting.votes import agreement
 
 #: The downloads: (kind, file format, label, file name, MIME type); the same bytes as ``preflab export-votes``.
