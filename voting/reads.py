@@ -30,6 +30,13 @@ def list_datasets(engine: Engine) -> list[str]:
     return _scalars(engine, sa.select(items_t.c.dataset).distinct().order_by(items_t.c.dataset))
 
 
+def voted_datasets(engine: Engine) -> list[str]:
+    """Dataset names that have votes, sorted (the live battles' ``battle`` has votes and no items); read from the
+    per-pair counts, so the cost is bounded by the pairs, not the votes."""
+    c = counts_t.c
+    return _scalars(engine, sa.select(c.dataset).where(c.n > 0).distinct().order_by(c.dataset))
+
+
 def load_items_frame(engine: Engine, dataset: str) -> pd.DataFrame:
     """The dataset's items (``item_id, prompt, category``) with their answering models as a list."""
     items = _frame(engine, sa.select(items_t.c.item_id, items_t.c.prompt, items_t.c.category)

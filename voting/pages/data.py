@@ -13,6 +13,7 @@ from voting.import_preview import read_upload
 from voting.items import ItemDataError
 from voting.pages import data_admin
 from voting.pages.common import code_span, get_engine, require_admin
+from voting.reads import voted_datasets
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
 from voting.votes import agreement
 
@@ -118,16 +119,19 @@ def render() -> None:
     data_admin.show_flash()
     engine = get_engine()
     datasets = list_datasets(engine)
+    voted = sorted(set(voted_datasets(engine)) - set(datasets))  # the live battles' votes have no items
     if datasets:
         summary = pd.DataFrame([(d, len(load_items_frame(engine, d))) for d in datasets], columns=["dataset", "items"])
         st.dataframe(summary, hide_index=True)
         st.caption("Datasets: " + ", ".join(datasets))
-        dataset = st.selectbox("Dataset to export", datasets, key="export_dataset")
-        _export_section(engine, dataset)
-        _criteria_section(engine, dataset)
-        data_admin.admin_sections(engine, dataset)
     else:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
+    if datasets or voted:
+        dataset = st.selectbox("Dataset to export", [*datasets, *voted], key="export_dataset")
+        _export_section(engine, dataset)
+        if dataset in datasets:
+            _criteria_section(engine, dataset)
+            data_admin.admin_sections(engine, dataset)
     data_admin.import_section(engine)
     _invite_section(engine)
 
