@@ -37,7 +37,7 @@ PUBLIC = {
     "judge.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
                         "make_provider", "parse_spec"],
     "judge_arena": ["calibration_report", "judge_assisted_leaderboard", "judge_ppi_gain", "verdict_battles"],
-    "voting": ["export_bytes", "import_items", "load_items", "load_votes", "open_store"],
+    "voting": ["export_bytes", "export_votes", "import_items", "load_items", "load_votes", "open_store"],
     "voting.pages": [],
     "preflab": ["InputError", "Outcome", "write_table"],
     "preflab_cli": ["OPTION_ALIASES", "app", "canonical_args", "main"],
