@@ -120,8 +120,9 @@ def export_votes(
     done = export_votes(open_store(db), kind, dataset, fmt)
     where = write_output(out, done.data)
     show = err if is_stdout(out) else console
-    what = f"{done.rows} preference pairs from {done.votes} votes" if kind == "pairs" else f"{done.votes} votes"
-    show.print(f"wrote {what} as {EXPORTS[kind]} to {where}", highlight=False)
+    what = (f"{done.rows} {EXPORTS[kind]} from {done.votes} votes" if kind == "pairs"
+            else f"{done.votes} votes as {EXPORTS[kind]}")
+    show.print(f"wrote {what} to {where}", highlight=False)
     if done.left_out_text():
         err.print(done.left_out_text(), highlight=False)
 
