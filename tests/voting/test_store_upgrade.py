@@ -53,10 +53,8 @@ def release_code(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture()
-def release_url(release_code: Path, tmp_path: Path) -> str:
-    """A SQLite store written by the release's code (see :mod:`tests.voting.release_store`)."""
-    url = f"sqlite:///{tmp_path / 'release.db'}"
+def build_release_store(release_code: Path, url: str, tmp_path: Path) -> str:
+    """Fill the store at ``url`` with the release's code (see :mod:`tests.voting.release_store`)."""
     script = Path(__file__).with_name("release_store.py")
     run = subprocess.run([sys.executable, str(script), url], cwd=release_code, capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(release_code), "HOME": str(tmp_path)},
@@ -64,6 +62,12 @@ def release_url(release_code: Path, tmp_path: Path) -> str:
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip().startswith(str(release_code)), run.stdout  # the release's code wrote it
     return url
+
+
+@pytest.fixture()
+def release_url(release_code: Path, tmp_path: Path) -> str:
+    """A SQLite store written by the release's code."""
+    return build_release_store(release_code, f"sqlite:///{tmp_path / 'release.db'}", tmp_path)
 
 
 def snapshot(url: str) -> dict[str, list[dict]]:
@@ -188,3 +192,27 @@ def test_the_upgrade_is_one_transaction_and_a_newer_store_is_refused(monkeypatch
                      {"v": str(SCHEMA_VERSION + 1)})
     with pytest.raises(migrations.NewerStore, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
         open_store(release_url)
+
+
+@pytest.mark.postgres
+def test_a_release_store_on_postgresql_upgrades_with_every_row_kept(release_code, pg_clean_url, tmp_path):
+    build_release_store(release_code, pg_clean_url, tmp_path)
+
+    def counts() -> dict[str, int]:
+        engine = sa.create_engine(pg_clean_url)
+        with engine.connect() as conn:
+            names = sa.inspect(conn).get_table_names()
+            out = {t: conn.execute(sa.text(f'SELECT COUNT(*) FROM "{t}"')).scalar_one() for t in names}
+        engine.dispose()
+        return out
+
+    before = counts()
+    assert before["battles"] == 2 and before["archived_votes"] == 4
+    engine = open_store(pg_clean_url)
+    after = counts()
+    assert {t: after[t] for t in before} == before and set(after) == set(metadata.tables)
+    with engine.connect() as conn:
+        version = conn.execute(sa.text("SELECT value FROM preflab_meta WHERE key = 'schema_version'")).scalar_one()
+    assert version == str(SCHEMA_VERSION)
+    assert export_votes(engine, "pairs").left_out == {"tie": 3, "bothbad": 3, "missing": 0}
+    engine.dispose()
