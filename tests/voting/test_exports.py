@@ -63,7 +63,7 @@ def test_cli_and_data_page_hand_out_the_same_bytes(monkeypatch, seeded_url, tmp_
     assert not at.exception
     for (kind, fmt), name in FILES.items():
         _cli(seeded_url, tmp_path / name, "--as", kind, "--dataset", dataset)
-        page = downloads(at, f"export_{kind}_{fmt}")
+        page = downloads(at, f"export_{kind}" + (f"_{fmt}" if fmt else ""))
         assert page == (tmp_path / name).read_bytes(), (kind, fmt)  # before: the page's battles lacked the chats
     if dataset == "battle":
         battles = json.loads((tmp_path / "b.json").read_text())

@@ -45,12 +45,14 @@ def _export_section(engine: Engine, dataset: str) -> None:
     if votes.empty:
         st.caption("No votes yet.")
         return
+    done = {}
     for col, (kind, fmt, label, fname, mime) in zip(st.columns(len(DOWNLOADS)), DOWNLOADS, strict=True):
-        done = export_votes(engine, kind, dataset, fmt, votes)  # the bytes `preflab export-votes` writes
-        col.download_button(label, done.data, fname.format(dataset=dataset), mime, key=f"export_{kind}_{fmt}")
-    if done.left_out_text():  # the preference pairs' (the last download)
-        st.caption(f"Preference pairs: {done.rows} from {len(votes)} votes; {done.left_out_text()} "
-                   "(no chosen answer). The same files as `preflab export-votes --as pairs`.")
+        done[kind] = export_votes(engine, kind, dataset, fmt, votes)  # the bytes `preflab export-votes` writes
+        col.download_button(label, done[kind].data, fname.format(dataset=dataset), mime,
+                            key=f"export_{kind}" + (f"_{fmt}" if fmt else ""))
+    if done["pairs"].left_out_text():
+        st.caption(f"Preference pairs: {done['pairs'].rows} from {len(votes)} votes; {done['pairs'].left_out_text()}"
+                   " (no chosen answer). The same files as `preflab export-votes --as pairs`.")
     ag = agreement(votes)
     st.subheader("Inter-annotator agreement")
     if ag["units"] == 0:
