@@ -216,3 +216,22 @@ def test_a_release_store_on_postgresql_upgrades_with_every_row_kept(release_code
     assert version == str(SCHEMA_VERSION)
     assert export_votes(engine, "pairs").left_out == {"tie": 3, "bothbad": 3, "missing": 0}
     engine.dispose()
+
+
+def test_the_battle_page_on_a_release_store(monkeypatch, tmp_path, release_url):
+    from voting.battles import recent_battles
+
+    roster = "".join(f'[[model]]\nname = "{n}"\nspec = "local:http://127.0.0.1:9/v1#{n}"\n\n'
+                     for n in ("zephyrine-7b", "quokka-13b"))
+    (tmp_path / "roster.toml").write_text(roster)
+    monkeypatch.setenv("PREFLAB_DB", release_url)
+    monkeypatch.setenv("PREFLAB_ARENA", str(tmp_path / "roster.toml"))
+    monkeypatch.setenv("PREFLAB_ACCESS", "invite")
+    monkeypatch.setenv("PREFLAB_ARENA_PER_MINUTE", "0")  # refused before any call: no server needed
+    page = str(ROOT / "voting" / "pages" / "battle.py")
+    at = login(AppTest.from_file(page, default_timeout=120).run(), "ann")
+    at.text_area(key="battle_text").input("A prompt longer than ten characters")
+    at.button(key="FormSubmitter:battle_prompt-Send").click().run()
+    assert not at.exception
+    assert "You can start 0 battles a minute" in "\n".join(w.value for w in at.warning)
+    assert recent_battles(open_store(release_url), "bob", seconds=3600) == 1  # the release's battles are read
