@@ -60,7 +60,7 @@ def app_cmd(
         env["PREFLAB_ARENA"] = str(arena.resolve())
         console.print(f"Battle page: {len(load_arena(str(arena)))} models from {arena}")
         if arena_prompts is not None:
-            from judge.model_specs import load_prompts
+            from answering.model_specs import load_prompts
 
             load_prompts(arena_prompts)  # a bad file fails here, with its line
             env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())

@@ -12,7 +12,6 @@ arena's active sampler on the battle votes (the app's ``--strategy``), sides at 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -23,10 +22,10 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from judge.model_specs import ModelSpec, load_roster
-from judge.providers.base import ProviderError
-from judge.providers.generation import Generation
-from judge.providers.generators import make_generator
+from answering.model_specs import ModelSpec, load_roster
+from answering.stream import stream_answers
+from llm.providers.base import ProviderError
+from llm.providers.generation import Generation
 from voting.tables import BATTLE_SOURCE, battles_t, votes_t
 from voting.votes import style_meta
 from voting.writes import DuplicateVote, Vote, vote_row
@@ -216,31 +215,7 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
 async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list[dict]], limits: ArenaLimits,
                       on_text: Callable[[str, str], None],
                       generators: dict[str, object] | None = None) -> dict[str, Generation | Exception]:
-    """Stream both sides' next answers at once; ``on_text(side, text so far)`` after every piece. Each side
-    stops at its spec's timeout; an error or a timeout is that side's result (the other side finishes).
-    ``generators`` (by side) are the caller's to keep open; without them each side's is built and closed."""
+    """Stream both sides' next answers at once, capped at the arena's answer tokens
+    (:func:`answering.stream.stream_answers`)."""
+    return await stream_answers(specs, conversations, limits.max_tokens, on_text, generators)
 
-    async def one(side: str) -> Generation | Exception:
-        spec = specs[side]
-        gen = generators[side] if generators else make_generator(spec.spec, timeout=spec.timeout)
-        request = spec.request(conversations[side])
-        request = type(request)(request.messages, min(request.max_tokens, limits.max_tokens), request.temperature,
-                                request.top_p, request.seed)
-        text = ""
-        try:
-            async with asyncio.timeout(spec.timeout):
-                async for piece in gen.stream(request):
-                    if isinstance(piece, Generation):
-                        return piece
-                    text += piece
-                    on_text(side, text)
-            return ProviderError("the stream ended early", retryable=False, kind="connection")
-        except (ProviderError, TimeoutError, OSError) as e:
-            return e if isinstance(e, ProviderError) else ProviderError(type(e).__name__, retryable=False,
-                                                                        kind="timeout")
-        finally:
-            if not generators:
-                await gen.aclose()
-
-    a, b = await asyncio.gather(one("a"), one("b"))
-    return {"a": a, "b": b}

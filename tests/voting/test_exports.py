@@ -21,7 +21,7 @@ FILES = {("battles", ""): "b.json", ("votes", ""): "v.csv", ("labels", ""): "l.c
 
 def _votes(url: str) -> None:
     """On ``tiny``: a win each way, a tie, a both-bad; and a live battle of two turns won by B."""
-    from judge.providers.generation import Generation
+    from llm.providers.generation import Generation
     from voting.battles import save_turn, start_battle, vote_battle
 
     engine = open_store(url)
