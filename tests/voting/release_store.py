@@ -36,7 +36,8 @@ def votes(engine, dataset: str, voter: str) -> list[int]:  # noqa: ANN001
 
 
 def battle(engine) -> None:  # noqa: ANN001
-    from judge.providers.generation import Generation
+    from judge.providers.generation import Generation  # the release's module path (today: llm.providers)
+
     from voting.battles import open_battles, save_turn, start_battle, vote_battle
 
     open_battles(engine)  # the release created this table on first use
