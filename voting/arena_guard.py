@@ -34,9 +34,10 @@ from sqlalchemy.engine import Engine
 from answering.model_specs import ModelSpec
 from llm.prices import Price
 from llm.providers.generation import Generation
-from voting.battles import ArenaLimits, battles_t, load_battle, new_battle_row, spend_t
+from voting.battles import ArenaLimits, load_battle, new_battle_row
 from voting.engine import retry, writing
 from voting.limits import address_key
+from voting.tables import battles_t, spend_t
 from voting.writes import VoteChecks, VoteRefused, check_rate, serialise
 
 #: Environment overrides of the ``[arena]`` table, by field of :class:`ArenaLimits`.

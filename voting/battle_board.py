@@ -14,7 +14,8 @@ import os
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from voting.battles import BATTLE_DATASET, attach_conversations
+from voting.battles import BATTLE_DATASET
+from voting.exports import attach_conversations
 from voting.reads import load_votes
 from voting.votes import votes_to_battles
 

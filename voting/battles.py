@@ -15,12 +15,10 @@ from __future__ import annotations
 import json
 import secrets
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -28,50 +26,11 @@ from answering.model_specs import ModelSpec, load_roster
 from answering.stream import stream_answers
 from llm.providers.base import ProviderError
 from llm.providers.generation import Generation
-from voting.tables import votes_t
+from voting.tables import BATTLE_SOURCE, battles_t, votes_t
 from voting.votes import style_meta
 from voting.writes import DuplicateVote, Vote, VoteChecks, VoteRefused, check_rate, serialise, vote_row
 
 BATTLE_DATASET = "battle"
-BATTLE_SOURCE = "battle"
-
-_meta = sa.MetaData()
-battles_t = sa.Table(
-    "battles", _meta,
-    sa.Column("id", sa.String(40), primary_key=True),
-    sa.Column("voter", sa.String(200), nullable=False, index=True),
-    sa.Column("model_a", sa.String(200), nullable=False),  # shown as A (left)
-    sa.Column("model_b", sa.String(200), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # answering | answered | voted | failed
-    sa.Column("turns", sa.Integer, nullable=False),
-    sa.Column("conversation_a", sa.Text, nullable=False),  # JSON [{"role", "content"}], OpenAI style
-    sa.Column("conversation_b", sa.Text, nullable=False),
-    sa.Column("answer_meta", sa.Text, nullable=False),  # JSON per turn: {"a": {...}, "b": {...}}
-    sa.Column("style", sa.Text),  # Chatbot Arena conv_metadata totals, once answered
-    sa.Column("error", sa.Text),  # which side failed and how (never shown to the voter)
-    sa.Column("choice", sa.String(16)),
-    sa.Column("vote_id", sa.Integer),
-    sa.Column("created_at", sa.Float, nullable=False, index=True),
-    sa.Column("updated_at", sa.Float, nullable=False),
-    # JSON list of the roster words an answer said (a model, provider, family or persona): the voter may have
-    # learnt who answered, so its vote is kept out of the anonymous leaderboard (NULL: none said)
-    sa.Column("identity_leak", sa.Text),
-)
-# What each battle turn may cost, reserved before its calls (so concurrent turns cannot overshoot the cap)
-# and settled from the reported tokens after them. ``usd`` NULL: a model with no known price (its tokens
-# still count against the token cap); settled rows keep the reserved figures where tokens were not reported.
-spend_t = sa.Table(
-    "arena_spend", _meta,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("battle_id", sa.String(40), nullable=False, index=True),
-    sa.Column("turn", sa.Integer, nullable=False),
-    sa.Column("day", sa.String(10), nullable=False, index=True),  # UTC date of the reservation
-    sa.Column("usd", sa.Float),
-    sa.Column("tokens", sa.Integer, nullable=False),
-    sa.Column("settled", sa.Boolean, nullable=False, server_default=sa.false()),
-    sa.Column("at", sa.Float, nullable=False),
-)
-
 
 @dataclass(frozen=True)
 class ArenaLimits:
@@ -95,23 +54,9 @@ class ArenaLimits:
     tokens_per_day: int | None = None
 
 
-_opened: weakref.WeakSet = weakref.WeakSet()  # engines whose battles tables are known to be current
-
-
 def open_battles(engine: Engine) -> Engine:
-    """Create the battles tables if missing and add columns newer than the store; returns the engine."""
-    if engine in _opened:
-        return engine
-    _meta.create_all(engine)
-    have = {c["name"] for c in sa.inspect(engine).get_columns("battles")}
-    for col in (c for c in battles_t.columns if c.name not in have):  # only nullable columns are ever added
-        try:
-            with engine.connect().execution_options(write=True) as conn, conn.begin():
-                conn.exec_driver_sql(f'ALTER TABLE battles ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}')
-        except sa.exc.DBAPIError:  # another process added it first
-            if col.name not in {c["name"] for c in sa.inspect(engine).get_columns("battles")}:
-                raise
-    _opened.add(engine)
+    """The engine, unchanged: the battles table is part of the store's schema (:func:`voting.engine.open_store`
+    creates it); kept so callers that opened battles separately keep working."""
     return engine
 
 
@@ -293,22 +238,3 @@ async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list
     (:func:`answering.stream.stream_answers`)."""
     return await stream_answers(specs, conversations, limits.max_tokens, on_text, generators)
 
-
-def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:
-    """``votes`` with ``conversation_a``/``conversation_b`` (Chatbot Arena's message lists, left = a) for the
-    live battles among them, so an export carries what was asked and answered, and ``identity_leak`` (the
-    roster words an answer said, else None: such a vote is not anonymous); other votes get None."""
-    out = votes.copy()
-    mine = out["source"].eq(BATTLE_SOURCE) if "source" in out else pd.Series(False, index=out.index)
-    convs: dict[str, tuple] = {}
-    if mine.any():
-        open_battles(engine)
-        ids = out.loc[mine, "item_id"].astype(str).unique().tolist()
-        b = battles_t.c
-        q = sa.select(b.id, b.conversation_a, b.conversation_b, b.identity_leak).where(b.id.in_(ids))
-        with engine.connect() as conn:
-            convs = {i: (json.loads(a), json.loads(c), json.loads(w) if w else None) for i, a, c, w in conn.execute(q)}
-    for k, column in ((0, "conversation_a"), (1, "conversation_b"), (2, "identity_leak")):
-        out[column] = [convs[i][k] if m and i in convs else None for i, m in zip(out["item_id"].astype(str), mine,
-                                                                               strict=True)]
-    return out

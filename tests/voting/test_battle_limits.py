@@ -29,8 +29,9 @@ from voting.arena_guard import (
     spend_lines,
     spend_summary,
 )
-from voting.battles import BATTLE_DATASET, ArenaLimits, battles_t, load_battle, open_battles, save_turn, spend_t
+from voting.battles import BATTLE_DATASET, ArenaLimits, battles_t, load_battle, open_battles, save_turn
 from voting.store import VoteChecks, VoteRefused, events_t, load_votes, open_store
+from voting.tables import spend_t
 
 PAGE = str(Path(__file__).resolve().parents[2] / "voting" / "pages" / "battle.py")
 SEND = "FormSubmitter:battle_prompt-Send"
@@ -297,13 +298,13 @@ def test_a_replayed_vote_message_for_an_earlier_battle_votes_nothing(monkeypatch
 
 
 def test_a_store_from_before_gets_the_identity_column_and_the_spend_table(sqlite_url):
-    engine = open_store(sqlite_url)
+    engine = sa.create_engine(sqlite_url)
     old = sa.MetaData()
     sa.Table("battles", old, *[sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
                                for c in battles_t.columns if c.name != "identity_leak"])
     old.create_all(engine)
-    open_battles(engine)
-    inspector = sa.inspect(engine)
+    engine.dispose()
+    inspector = sa.inspect(open_store(sqlite_url))
     assert "identity_leak" in {c["name"] for c in inspector.get_columns("battles")}
     assert inspector.has_table("arena_spend")
 
