@@ -29,7 +29,7 @@ def vote_codes(votes: pd.DataFrame) -> np.ndarray:
 def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
     """Stored votes as Chatbot Arena battles: left side = ``model_a``, ``judge`` = voter, ``question_id`` = item;
     ``anony`` is false for a live battle whose answer named a model (``identity_leak``, when attached:
-    :func:`voting.battles.attach_conversations`), so ``rank --filter anony`` leaves it out."""
+    :func:`voting.exports.attach_conversations`), so ``rank --filter anony`` leaves it out."""
     winner = np.asarray(BATTLE_LABELS, dtype=object)[vote_codes(votes)]
     anony = votes["identity_leak"].isna().to_numpy() if "identity_leak" in votes else True
     df = pd.DataFrame({
