@@ -12,7 +12,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+#: Until judge/ moves into its rooms (issue 38: this module goes into the judge.verdicts package), this module
+#: doubles as that package so new modules can live in judge/verdicts/ (judge.verdicts.scores).
+__path__ = [str(Path(__file__).with_suffix(""))]
 #: Characters a tokenizer may glue to the front of a verdict token (`` A``, ``"A``, ``[A``, ``**A``).
 _PREFIX_CHARS = " \t\n\"'`*[(<"
 #: Tokenizer pieces for a space or line break as some servers return them (byte-level BPE ``Ġ``/``Ċ``,
