@@ -329,12 +329,17 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
     return pairs
 
 
-LAYOUTS = ("auto", "verdicts", "labels", "pandalm", "llmfao", "alpaca")
+LAYOUTS = ("auto", "verdicts", "labels", "pandalm", "llmfao", "alpaca", "judgebench", "rewardbench", "rewardbench2")
 
 
 def _guess_layout(path: Path) -> str:
     """``auto``: a folder by the files it holds, a file by its name."""
     if not path.is_dir():
+        from judge.benchmarks.report import sniff_benchmark
+
+        published = sniff_benchmark(path)
+        if published:
+            return published
         return ("alpaca" if path.name.endswith((".json.gz", ".json")) else
                 "labels" if path.suffix == ".csv" else "verdicts")
     if (path / "testset-v1.json").exists():
@@ -382,6 +387,10 @@ def load_any(path: str | Path, layout: str = "auto", judge: str | None = None,
         return _load_alpaca_folder(path, allow_mixed) if path.is_dir() else load_alpaca(path)
     if layout == "labels":
         return load_judge_labels(path)
+    if layout in ("judgebench", "rewardbench", "rewardbench2"):
+        from judge.benchmarks.pairs import benchmark_pairs
+
+        return benchmark_pairs(path, layout)
     return load_verdicts_jsonl(path, allow_mixed)
 
 

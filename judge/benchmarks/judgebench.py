@@ -102,6 +102,15 @@ def _game(judgment: object, game: int, path: str, line: int) -> tuple[float, tup
     return code, _scores(inner, path, line, f"{field}.judgment.scores") if has_scores else None
 
 
+def _judge_model(games: list) -> str | None:
+    """The judge model a judgment names (``judgment.judge_model``), if any."""
+    for g in games:
+        inner = g.get("judgment") if isinstance(g, dict) else None
+        if isinstance(inner, dict) and isinstance(inner.get("judge_model"), str):
+            return inner["judge_model"]
+    return None
+
+
 def _judgments(rec: dict, path: str, line: int) -> list:
     games = rec.get("judgments")
     if not isinstance(games, list) or len(games) not in (1, 2):
@@ -116,7 +125,7 @@ def read_judgebench(path: str | Path, judged: bool = True) -> pd.DataFrame:
     ``judge_xy``/``judge_yx`` (NaN: no second game) and, for reward models, ``score_x_xy``, ``score_y_xy``,
     ``score_x_yx``, ``score_y_yx``. Bad rows raise :class:`InputError` naming file, line and field; a repeated
     pair_id, or files mixing one- and two-game rows, too."""
-    source, rows, seen, games_seen = str(path), [], {}, None
+    source, rows, seen, games_seen, judge = str(path), [], {}, None, None
     for line, rec in iter_jsonl(path, HINT):
         bad = nonfinite_field(rec)
         if bad:
@@ -140,12 +149,13 @@ def read_judgebench(path: str | Path, judged: bool = True) -> pd.DataFrame:
                 raise InputError(source, line, "judgments", f"{len(games)} judgment(s), but line {games_seen[1]} "
                                  f"has {games_seen[0]}", "a file comes from one run: every pair in one or both orders")
             games_seen = games_seen or (len(games), line)
+            judge = judge or _judge_model(games)
             row.update(_identity_row([_game(g, i, source, line) for i, g in enumerate(games)]))
         rows.append(row)
     if not rows:
         raise InputError(source, None, None, "no pairs in the file", HINT)
     table = pd.DataFrame(rows)
-    table.attrs.update(games=games_seen[0] if games_seen else 0, source=source)
+    table.attrs.update(games=games_seen[0] if games_seen else 0, source=source, judge=judge)
     return table
 
 
