@@ -34,6 +34,7 @@ PUBLIC = {
     "arena.style": ["ConfoundedStyleWarning", "STYLE_FEATURES", "markdown_counts", "style_fit"],
     "judge": ["Pair", "RunConfig", "load_pairs", "load_rubric", "make_provider", "render_card", "run_judge",
               "write_card"],
+    "judge.benchmarks": ["BenchSettings", "benchmark_pairs", "benchmark_report", "benchmark_rows", "detect_format"],
     "judge.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
                         "make_provider", "parse_spec"],
     "judge_arena": ["calibration_report", "judge_assisted_leaderboard", "judge_ppi_gain", "verdict_battles"],

@@ -127,8 +127,10 @@ def _rewardbench(path: Path, s: BenchSettings) -> dict:
         notes.append("subsets whose prompt count differs from RewardBench's: " + ", ".join(short))
     ties = int(((rows["score_chosen"] == rows["score_rejected"]) & rows["score_chosen"].notna()).sum())
     notes.append(f"{ties} prompt{'s' if ties != 1 else ''} with chosen and rejected scored equal (counted wrong)")
+    listed = [x for section in rb.SECTIONS.values() for x in section] + list(rb.PRIOR_SETS)
+    order = tuple(x for x in listed if x in present) + tuple(unknown)
     return {"headline": {"name": "overall", **interval_of(means, stat, s.level).as_dict()}, "unit": "prompts",
-            "rows": out + _rows(means, "subset", s.level), "notes": notes, "model": rows.attrs.get("model")}
+            "rows": out + _rows(means, "subset", s.level, order), "notes": notes, "model": rows.attrs.get("model")}
 
 
 def _ties_means(rows: pd.DataFrame, s: BenchSettings) -> tuple[float, np.ndarray, int]:
