@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judge.benchmarks.published_rows import iter_records
 from preflab.errors import InputError
 from preflab.io import nonfinite_field
-from judge.benchmarks.published_rows import iter_records
 
 #: RewardBench's ``rewardbench/constants.py``: prompts per subset (the section weights) and the sections.
 EXAMPLE_COUNTS = {

@@ -40,7 +40,8 @@ def _scores(rec: dict, source: str, line: int) -> np.ndarray:
     for s in raw:
         s = s[0] if isinstance(s, list) and len(s) == 1 else s
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not np.isfinite(s):
-            raise InputError(source, line, "scores", f"not a finite number: {s!r:.40}", "every completion needs a score")
+            raise InputError(source, line, "scores", f"not a finite number: {s!r:.40}",
+                             "every completion needs a score")
         out.append(float(s))
     return np.array(out)
 
