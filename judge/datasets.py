@@ -195,6 +195,14 @@ def attach_human(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
     """Join a human-label file onto ``pairs`` with :func:`join_human` (CSV or JSONL, e.g. the
     ``judge_labels.csv`` of ``preflab export-votes --as labels``: ``item_id, human, model_a, model_b``)."""
     source = str(path)
+    from judge.benchmarks.judgebench import is_judgebench_data, read_judgebench
+
+    if is_judgebench_data(path):  # JudgeBench's data/ pairs: the label is which answer is correct (A = x)
+        rows = read_judgebench(path, judged=False)
+        labels = pd.DataFrame({"item_id": rows["item_id"], "human": rows["label"].map({0.0: "A", 1.0: "B"})})
+        out = join_human(pairs, labels, source, first_line=1)
+        out.attrs["label_source"] = "correctness"
+        return out
     raw = _read_table(path, "human labels")
     _require(raw, ["item_id", "human"], source)
     jsonl = Path(path).suffix in (".jsonl", ".json") or Path(path).name.endswith(".jsonl.gz")

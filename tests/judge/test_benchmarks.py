@@ -267,3 +267,21 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path) -> None:
     assert res.returncode == 2
     assert "bad.jsonl, line 5: field 'label': unknown value 'A=B'. use one of A>B, B>A" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_judgebench_data_pairs_feed_judge_run_and_their_labels_join_as_correctness() -> None:
+    """JudgeBench's data/ layout: `judge run` reads it as pairs (x = response_A, named A), and `--human` takes
+    the same file as the correctness labels."""
+    from judge.datasets import attach_human
+    from judge.pairs import load_pairs
+
+    path = DATA / "judgebench-data-12.jsonl"
+    pairs = load_pairs(path)
+    assert [(p.item_id, p.model_x, p.model_y) for p in pairs[:2]] == [("jb-01", "A", "B"), ("jb-02", "A", "B")]
+    assert pairs[0].prompt == "Question 1?" and pairs[0].answer_x == "answer A " and pairs[0].answer_y.startswith(
+        "answer B bbbb")
+    judged = load_any(DATA / "judgebench-prompted-12.jsonl").drop(columns="human")
+    judged.attrs["label_source"] = "humans"
+    labelled = attach_human(judged, path)
+    assert labelled["human"].tolist() == [X, Y, X, X, Y, X, Y, X, Y, X, Y, X]
+    assert labelled.attrs["label_source"] == "correctness"
