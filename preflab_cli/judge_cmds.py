@@ -203,7 +203,8 @@ def calibrate_cmd(
         help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
     lengths: Annotated[Path | None, typer.Option(
         help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
-    layout: Annotated[str, typer.Option(help="auto, verdicts, labels, pandalm, llmfao or alpaca.")] = "auto",
+    layout: Annotated[str, typer.Option(help="auto, verdicts, labels, pandalm, llmfao, alpaca, judgebench, "
+                                              "rewardbench or rewardbench2.")] = "auto",
     judge_name: Annotated[str | None, typer.Option(
         "--judge", help="Which judge in a shared set (gpt4, gpt3, gpt-3.5-turbo, pandalm-7b).")] = None,
     family: Annotated[Path | None, typer.Option(help="CSV model,family for self-preference.")] = None,

@@ -60,7 +60,7 @@ def read_rewardbench2(path: str | Path) -> pd.DataFrame:
     the scores is an input error."""
     source = str(path)
     meta, records = iter_records(path, HINT)
-    rows = []
+    rows, seen = [], {}
     for line, rec in records:
         bad = nonfinite_field(rec)
         if bad:
@@ -75,6 +75,10 @@ def read_rewardbench2(path: str | Path) -> pd.DataFrame:
         if tie_subset and item.partition(":")[0] not in ("ref", "tied"):
             raise InputError(source, line, "id", f"{item!r:.40} is not 'ref:N' or 'tied:N'",
                              "Ties prompts are ids ref:<prompt> and tied:<prompt>")
+        if tie_subset and item in seen:  # process_single_model would pool both rows' scores into one prompt
+            raise InputError(source, line, "id", f"{item!r} repeated in {subset} (first at {seen[item]})",
+                             "give each Ties prompt one ref and one tied row")
+        seen[item] = line
         correct = np.nan if tie_subset else best_of_n(scores)
         published = rec.get("results")
         if not tie_subset and isinstance(published, (int, float)) and abs(float(published) - correct) > 1e-9:

@@ -285,3 +285,13 @@ def test_judgebench_data_pairs_feed_judge_run_and_their_labels_join_as_correctne
     labelled = attach_human(judged, path)
     assert labelled["human"].tolist() == [X, Y, X, X, Y, X, Y, X, Y, X, Y, X]
     assert labelled.attrs["label_source"] == "correctness"
+
+
+def test_calibrate_reads_rewardbench_files_by_layout_with_correctness_labels() -> None:
+    """v1: chosen is x for an even CRC-32 of the id, so both label sides occur; v2: each correct completion
+    against each wrong one (Factuality 3 × 3, Math 2 × 3, Ties 2 + 2 + 1 + 2 = 24 pairs)."""
+    v1 = load_any(DATA / "rewardbench-v1-eval-set-scores.json", layout="rewardbench")
+    assert len(v1) == 20 and v1.attrs["label_source"] == "correctness"
+    assert {X, Y} == set(v1["human"]) and (v1["judge_xy"] == v1["human"]).sum() == 12  # 12 of 20 strictly right
+    v2 = load_any(DATA / "rewardbench2-eval-set-scores.json", layout="rewardbench2")
+    assert len(v2) == 24 and v2.attrs["label_source"] == "correctness"
