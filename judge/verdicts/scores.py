@@ -302,6 +302,7 @@ def scores_table(frame: pd.DataFrame, source: str, reading: ScoreReading = Score
     kind = _label_source(frame, label_source, source, lines)
     tally = _tally(frame, lines)
     mix_notes = require_one_judge(tally, source, allow_mixed)
+    no_order = "order" not in frame or not frame["order"].isin(["xy", "yx"]).any()
     rows, repeats = _dedupe(_long_rows(frame, lines, present, source), source)
     keys = ["item_id", "model_x", "model_y"]
     wide = rows.set_index([*keys, "order"])[["sx", "sy"]].unstack("order")
@@ -324,12 +325,15 @@ def scores_table(frame: pd.DataFrame, source: str, reading: ScoreReading = Score
     notes = [f"{repeats} repeated (pair, order) rows with the same scores ignored"] if repeats else []
     notes.append(f"scores read as P(x wins) = σ((s_x − s_y)/T) at T = {reading.temperature:g}; |s_x − s_y| ≤ "
                  f"{reading.tolerance:g} is a tie ({ties} pair{'s' if ties != 1 else ''})")
+    if no_order:
+        notes.append("no order given: each answer scored alone, so both orders read the same scores (no slot, "
+                     "no position bias to measure)")
     settings = {"verdict methods": f"{METHOD} {len(rows)}"}
     judge_name = tally.single("judge")
     if judge_name:
         settings["judge model"] = describe(tally.values["judge"]) if mix_notes else judge_name
     pairs.attrs.update(source=source, notes=notes + mix_notes, settings={**settings, **tally.settings()},
-                       provenance=tally, label_source=kind,
+                       provenance=tally, label_source=kind, orders="none" if no_order else "given",
                        scores={"temperature": reading.temperature, "tolerance": reading.tolerance, "ties": ties})
     return pairs
 
