@@ -52,7 +52,7 @@ class ScoreReading:
         if not (np.isfinite(self.temperature) and self.temperature > 0):
             raise ValueError(f"temperature must be a positive number, not {self.temperature!r}")
         if not (np.isfinite(self.tolerance) and self.tolerance >= 0):
-            raise ValueError(f"tolerance must be a number >= 0, not {self.tolerance!r}")
+            raise ValueError(f"the tie margin (tolerance) must be a number >= 0, not {self.tolerance!r}")
 
 
 def score_probability(margin: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -69,13 +69,22 @@ def score_codes(margin: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
 
 
 def is_scores_file(path: str | Path) -> bool:
-    """True for a CSV/Parquet file, or a JSONL file whose first row has ``score_x`` (verdict files have not)."""
+    """True for a file in the scores layout: a CSV whose header or a Parquet file whose schema names
+    ``score_x``, or a JSONL file whose first row has ``score_x`` / ``score_y`` or says ``method: score``."""
     path = Path(path)
     name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
-        return True
     if path.is_dir() or not path.is_file():
         return False
+    if name.endswith(".csv"):
+        with path.open("rb") as f:
+            return b"score_x" in f.readline()
+    if name.endswith((".parquet", ".pq")):
+        try:
+            import pyarrow.parquet as pq
+
+            return "score_x" in pq.read_schema(path).names
+        except Exception:  # noqa: BLE001  (not Parquet: the reader that takes it reports why)
+            return False
     try:
         for _, rec in iter_jsonl(path):
             return "score_x" in rec or "score_y" in rec or rec.get("method") == METHOD
@@ -90,7 +99,7 @@ def _read_frame(path: Path) -> tuple[pd.DataFrame, np.ndarray, dict[str, np.ndar
     if name.endswith((".parquet", ".pq")):
         frame = read_parquet(path)
         lines = np.arange(1, len(frame) + 1)
-    elif name.endswith((".csv", ".csv.gz")):
+    elif name.endswith(".csv"):
         frame = read_csv(path, dtype=str, keep_default_na=False)
         lines = np.arange(2, len(frame) + 2)
     else:
@@ -188,8 +197,8 @@ def _check_answers(long: pd.DataFrame, source: str) -> None:
         other = first[first["score"] != row["score"]].iloc[0]
         a, b = sorted([(int(row["line"]), row["score"], row["field"]), (int(other["line"]), other["score"],
                                                                          other["field"])])
-        raise InputError(source, b[0], b[2], f"answer ({row['item_id']!r}, {row['model']!r}) scored {b[1]!r} here "
-                         f"and {a[1]!r} on line {a[0]}", "score each answer once, or give each row its order")
+        raise InputError(source, b[0], b[2], f"answer ({row['item_id']!r}, {row['model']!r}) scored {shown(b[1])} "
+                         f"here and {shown(a[1])} on line {a[0]}", "score each answer once, or give each row its order")
 
 
 def _tally(frame: pd.DataFrame, lines: np.ndarray) -> ProvenanceTally:
