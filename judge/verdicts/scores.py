@@ -269,7 +269,7 @@ def _dedupe(rows: pd.DataFrame, source: str) -> tuple[pd.DataFrame, int]:
     if not dup.any():
         return rows, 0
     first = rows[~dup].set_index(keys)
-    again = rows[dup].join(first[["sx", "sy", "line"]], on=keys, rsuffix="_first")
+    again = rows[dup].join(first[["sx", "sy", "line"]].add_suffix("_first"), on=keys)
     differs = (again["sx"] != again["sx_first"]) | (again["sy"] != again["sy_first"])
     if differs.any():
         r = again[differs].iloc[0]
