@@ -18,6 +18,7 @@ from preflab_cli import (  # noqa: F401  (register commands)
     common,
     compare_cmd,
     generate_cmd,
+    judge_score,
     rank_cmd,
     voting_cmds,
 )

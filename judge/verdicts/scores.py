@@ -52,7 +52,7 @@ class ScoreReading:
         if not (np.isfinite(self.temperature) and self.temperature > 0):
             raise ValueError(f"temperature must be a positive number, not {self.temperature!r}")
         if not (np.isfinite(self.tolerance) and self.tolerance >= 0):
-            raise ValueError(f"tolerance must be a number >= 0, not {self.tolerance!r}")
+            raise ValueError(f"the tie margin (tolerance) must be a number >= 0, not {self.tolerance!r}")
 
 
 def score_probability(margin: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -69,13 +69,22 @@ def score_codes(margin: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
 
 
 def is_scores_file(path: str | Path) -> bool:
-    """True for a CSV/Parquet file, or a JSONL file whose first row has ``score_x`` (verdict files have not)."""
+    """True for a file in the scores layout: a CSV whose header or a Parquet file whose schema names
+    ``score_x``, or a JSONL file whose first row has ``score_x`` / ``score_y`` or says ``method: score``."""
     path = Path(path)
     name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
-        return True
     if path.is_dir() or not path.is_file():
         return False
+    if name.endswith(".csv"):
+        with path.open("rb") as f:
+            return b"score_x" in f.readline()
+    if name.endswith((".parquet", ".pq")):
+        try:
+            import pyarrow.parquet as pq
+
+            return "score_x" in pq.read_schema(path).names
+        except Exception:  # noqa: BLE001  (not Parquet: the reader that takes it reports why)
+            return False
     try:
         for _, rec in iter_jsonl(path):
             return "score_x" in rec or "score_y" in rec or rec.get("method") == METHOD
@@ -90,7 +99,7 @@ def _read_frame(path: Path) -> tuple[pd.DataFrame, np.ndarray, dict[str, np.ndar
     if name.endswith((".parquet", ".pq")):
         frame = read_parquet(path)
         lines = np.arange(1, len(frame) + 1)
-    elif name.endswith((".csv", ".csv.gz")):
+    elif name.endswith(".csv"):
         frame = read_csv(path, dtype=str, keep_default_na=False)
         lines = np.arange(2, len(frame) + 2)
     else:
@@ -188,8 +197,8 @@ def _check_answers(long: pd.DataFrame, source: str) -> None:
         other = first[first["score"] != row["score"]].iloc[0]
         a, b = sorted([(int(row["line"]), row["score"], row["field"]), (int(other["line"]), other["score"],
                                                                          other["field"])])
-        raise InputError(source, b[0], b[2], f"answer ({row['item_id']!r}, {row['model']!r}) scored {b[1]!r} here "
-                         f"and {a[1]!r} on line {a[0]}", "score each answer once, or give each row its order")
+        raise InputError(source, b[0], b[2], f"answer ({row['item_id']!r}, {row['model']!r}) scored {shown(b[1])} "
+                         f"here and {shown(a[1])} on line {a[0]}", "score each answer once, or give each row its order")
 
 
 def _tally(frame: pd.DataFrame, lines: np.ndarray) -> ProvenanceTally:
@@ -260,7 +269,7 @@ def _dedupe(rows: pd.DataFrame, source: str) -> tuple[pd.DataFrame, int]:
     if not dup.any():
         return rows, 0
     first = rows[~dup].set_index(keys)
-    again = rows[dup].join(first[["sx", "sy", "line"]], on=keys, rsuffix="_first")
+    again = rows[dup].join(first[["sx", "sy", "line"]].add_suffix("_first"), on=keys)
     differs = (again["sx"] != again["sx_first"]) | (again["sy"] != again["sy_first"])
     if differs.any():
         r = again[differs].iloc[0]
@@ -302,6 +311,7 @@ def scores_table(frame: pd.DataFrame, source: str, reading: ScoreReading = Score
     kind = _label_source(frame, label_source, source, lines)
     tally = _tally(frame, lines)
     mix_notes = require_one_judge(tally, source, allow_mixed)
+    no_order = "order" not in frame or not frame["order"].isin(["xy", "yx"]).any()
     rows, repeats = _dedupe(_long_rows(frame, lines, present, source), source)
     keys = ["item_id", "model_x", "model_y"]
     wide = rows.set_index([*keys, "order"])[["sx", "sy"]].unstack("order")
@@ -324,12 +334,15 @@ def scores_table(frame: pd.DataFrame, source: str, reading: ScoreReading = Score
     notes = [f"{repeats} repeated (pair, order) rows with the same scores ignored"] if repeats else []
     notes.append(f"scores read as P(x wins) = σ((s_x − s_y)/T) at T = {reading.temperature:g}; |s_x − s_y| ≤ "
                  f"{reading.tolerance:g} is a tie ({ties} pair{'s' if ties != 1 else ''})")
+    if no_order:
+        notes.append("no order given: each answer scored alone, so both orders read the same scores (no slot, "
+                     "no position bias to measure)")
     settings = {"verdict methods": f"{METHOD} {len(rows)}"}
     judge_name = tally.single("judge")
     if judge_name:
         settings["judge model"] = describe(tally.values["judge"]) if mix_notes else judge_name
     pairs.attrs.update(source=source, notes=notes + mix_notes, settings={**settings, **tally.settings()},
-                       provenance=tally, label_source=kind,
+                       provenance=tally, label_source=kind, orders="none" if no_order else "given",
                        scores={"temperature": reading.temperature, "tolerance": reading.tolerance, "ties": ties})
     return pairs
 

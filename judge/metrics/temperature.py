@@ -1,0 +1,98 @@
+"""How well a reward model's scores read as probabilities: at T = 1 (the Bradley-Terry reading it was trained
+for) and at a temperature fitted on the labels by cross-fitting (temperature scaling, Guo et al. 2017).
+
+``P(x wins) = σ(m / T)`` with ``m = s_x − s_y``. The fitted T is never scored on the pairs it was fitted on:
+the decided labelled pairs are split into K folds; T is fitted (maximum likelihood, one parameter) on K − 1
+folds and predicts the held-out fold; Brier and ECE at the fitted T are computed on those out-of-fold
+predictions. The T shown is the fit on all pairs (the one a user would apply), with the folds' range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from judge.probability import brier_score, expected_calibration_error
+from preflab.outcomes import Outcome
+
+#: Largest inverse temperature a fit may reach (separable labels send it to infinity): T ≥ 1e-3.
+MAX_BETA = 1e3
+
+
+def fit_inverse_temperature(margin: np.ndarray, x_won: np.ndarray, iterations: int = 50) -> float:
+    """β = 1/T maximising Σ log σ(±β m) (logistic regression through the origin on the margin), by Newton's
+    method from β = 1 (the log-likelihood is concave in β). Negative β: the scores rank the wrong way round."""
+    m, y = np.asarray(margin, dtype=float), np.asarray(x_won, dtype=float)
+    beta = 1.0
+    for _ in range(iterations):
+        p = expit(beta * m)
+        grad = float(np.dot(m, y - p))
+        hess = float(np.dot(m * m, p * (1 - p)))
+        if hess <= 1e-12:
+            break
+        step = grad / hess
+        beta = float(np.clip(beta + step, -MAX_BETA, MAX_BETA))
+        if abs(step) < 1e-10 * max(1.0, abs(beta)):
+            break
+    return beta
+
+
+def cross_fitted_probabilities(margin: np.ndarray, x_won: np.ndarray, folds: int = 5, seed: int = 0
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold σ(β_k m) for each pair (β_k fitted without that pair's fold) and the folds' β_k."""
+    m, y = np.asarray(margin, dtype=float), np.asarray(x_won, dtype=float)
+    k = int(min(folds, m.size))
+    fold = np.random.default_rng(seed).permutation(m.size) % k
+    p, betas = np.empty(m.size), np.empty(k)
+    for f in range(k):
+        held = fold == f
+        betas[f] = fit_inverse_temperature(m[~held], y[~held])
+        p[held] = expit(betas[f] * m[held])
+    return p, betas
+
+
+def _temperature(beta: float) -> float | None:
+    return None if beta <= 0 else 1.0 / beta
+
+
+def score_calibration(margin: np.ndarray, human: np.ndarray, folds: int = 5, n_bins: int = 10,
+                      seed: int = 0) -> dict | None:
+    """Brier and ECE of σ(m) at T = 1 and at the cross-fitted T, on the pairs the labels decided (x or y won;
+    ties and unlabelled pairs are left out and counted). None when fewer than ``2 * folds`` decided pairs."""
+    m, h = np.asarray(margin, dtype=float), np.asarray(human, dtype=float)
+    decided = ~np.isnan(m) & np.isin(h, (Outcome.FIRST, Outcome.SECOND))
+    if decided.sum() < 2 * folds:
+        return None
+    md, y = m[decided], (h[decided] == Outcome.FIRST).astype(float)
+    p1 = expit(md)
+    p_cf, betas = cross_fitted_probabilities(md, y, folds, seed)
+    beta = fit_inverse_temperature(md, y)
+    fold_t = [_temperature(b) for b in betas]
+    return {
+        "n_decided": int(decided.sum()), "n_tie_labels": int(np.sum(~np.isnan(m) & (h == Outcome.TIE))),
+        "folds": int(len(betas)),
+        "at_t1": {"temperature": 1.0, "brier": brier_score(p1, y), "ece": expected_calibration_error(p1, y, n_bins)},
+        "fitted": {"temperature": _temperature(beta), "inverse_temperature": beta,
+                   "fold_temperatures": fold_t,
+                   "brier": brier_score(p_cf, y), "ece": expected_calibration_error(p_cf, y, n_bins)},
+    }
+
+
+def score_rows(report: dict) -> list[tuple[str, str]]:
+    """The judge card's rows for a scoring judge: the tie rule, then Brier/ECE at T = 1 and at the fitted T."""
+    s = report.get("scores")
+    if not s:
+        return []
+    rows = [("score reading", f"P(x wins) = σ((s_x − s_y)/T); |s_x − s_y| ≤ {s['tolerance']:g} is a tie "
+             f"({s['ties']} pairs)")]
+    cal = s.get("calibration")
+    if cal:
+        fit, t1 = cal["fitted"], cal["at_t1"]
+        ts = [t for t in fit["fold_temperatures"] if t is not None]
+        t_text = ("none: the scores rank the wrong way round (β ≤ 0)" if fit["temperature"] is None else
+                  f"{fit['temperature']:.3g}" + (f" (folds {min(ts):.3g}–{max(ts):.3g})" if ts else ""))
+        rows += [("Brier / ECE at T = 1 (decided pairs)", f"{t1['brier']:.4f} / {t1['ece']:.4f} (n "
+                  f"{cal['n_decided']})"),
+                 ("fitted T (cross-fitted, " + f"{cal['folds']} folds)", t_text),
+                 ("Brier / ECE at fitted T (out-of-fold)", f"{fit['brier']:.4f} / {fit['ece']:.4f}")]
+    return rows
