@@ -87,16 +87,31 @@ def _rows(means: SubsetMeans, group: str, level: float, names: tuple[str, ...] |
     return out
 
 
+def _longer_baseline(correct: np.ndarray, subsets: np.ndarray, means: SubsetMeans, stat, s: BenchSettings) -> dict:
+    """The "longer answer" judge scored by the benchmark's own rule and statistic, with its interval and the
+    judge's paired difference (the same seed draws the same prompts for both)."""
+    base = subset_means(correct, subsets, s.n_bootstrap, s.seed)
+    value = interval_of(base, stat, s.level)
+    paired = SubsetMeans(means.names, means.sizes, means.point - base.point, means.replicates - base.replicates)
+    return {"name": "longer answer", **value.as_dict(), "judge_minus": interval_of(paired, stat, s.level).as_dict()}
+
+
 def _judgebench(path: Path, s: BenchSettings) -> dict:
     rows = jb.read_judgebench(path)
     correct, category = jb.judgebench_table(rows)
     means = subset_means(correct, category, s.n_bootstrap, s.seed)
-    overall = interval_of(means, weighted_mean(list(range(len(means.names))), means.sizes), s.level)
+    stat = weighted_mean(list(range(len(means.names))), means.sizes)
+    overall = interval_of(means, stat, s.level)
+    baselines = []
+    if rows[["len_x", "len_y"]].notna().all(axis=None):
+        longer = np.sign(rows["len_y"] - rows["len_x"]).map({-1.0: 0.0, 1.0: 1.0, 0.0: 2.0}).to_numpy(dtype=float)
+        base = jb.judgebench_correct(longer, longer if rows.attrs["games"] == 2 else None, rows["label"].to_numpy())
+        baselines.append(_longer_baseline(base, category, means, stat, s))
     order = tuple(n for n, _ in jb.CATEGORIES if n in means.names) + (("other",) if "other" in means.names else ())
     games = rows.attrs["games"]
     judges = "reward model scores" if "score_x_xy" in rows else "decisions"
     return {"headline": {"name": "accuracy", **overall.as_dict()}, "unit": "pairs",
-            "rows": _rows(means, "category", s.level, order),
+            "rows": _rows(means, "category", s.level, order), "baselines": baselines,
             "notes": [f"{games} order{'s' if games > 1 else ''} per pair ({judges}); {int(correct.sum())} of "
                       f"{correct.size} pairs correct"]}
 
@@ -125,12 +140,17 @@ def _rewardbench(path: Path, s: BenchSettings) -> dict:
              if n in rb.EXAMPLE_COUNTS and n != "math-prm" and means.sizes[i] != rb.EXAMPLE_COUNTS[n]]
     if short:
         notes.append("subsets whose prompt count differs from RewardBench's: " + ", ".join(short))
+    baselines = []
+    if rows[["len_chosen", "len_rejected"]].notna().all(axis=None):
+        longer = (rows["len_chosen"] > rows["len_rejected"]).to_numpy(dtype=float)
+        baselines.append(_longer_baseline(longer, rows["subset"].to_numpy(), means, stat, s))
     ties = int(((rows["score_chosen"] == rows["score_rejected"]) & rows["score_chosen"].notna()).sum())
     notes.append(f"{ties} prompt{'s' if ties != 1 else ''} with chosen and rejected scored equal (counted wrong)")
     listed = [x for section in rb.SECTIONS.values() for x in section] + list(rb.PRIOR_SETS)
     order = tuple(x for x in listed if x in present) + tuple(unknown)
     return {"headline": {"name": "overall", **interval_of(means, stat, s.level).as_dict()}, "unit": "prompts",
-            "rows": out + _rows(means, "subset", s.level, order), "notes": notes, "model": rows.attrs.get("model")}
+            "rows": out + _rows(means, "subset", s.level, order), "notes": notes, "model": rows.attrs.get("model"),
+            "baselines": baselines}
 
 
 def _ties_means(rows: pd.DataFrame, s: BenchSettings) -> tuple[float, np.ndarray, int]:
@@ -177,6 +197,7 @@ def benchmark_report(path: str | Path, fmt: str = "auto", settings: BenchSetting
     fmt = detect_format(path) if fmt == "auto" else fmt
     body = {"judgebench": _judgebench, "rewardbench": _rewardbench, "rewardbench2": _rewardbench2}[fmt](path, settings)
     n = sum(r["n"] for r in body["rows"] if r["group"] in ("category", "subset"))
+    body.setdefault("baselines", [])
     return {"benchmark": NAMES[fmt], "format": fmt, "source": str(path), "model": body.pop("model", None),
             "rule": RULES[fmt], "n": n, "level": settings.level, "n_bootstrap": settings.n_bootstrap, **body}
 
@@ -193,4 +214,7 @@ def benchmark_rows(report: dict) -> list[tuple[str, str, str, str]]:
     out = [(f"{head['name']}", str(report["n"]), *pct(head))]
     for r in report["rows"]:
         out.append((f"  {r['group']} {r['name']}", str(r["n"]), *pct(r)))
+    for b in report["baselines"]:
+        out.append((f"null baseline: {b['name']}", str(report["n"]), *pct(b)))
+        out.append((f"  judge − {b['name']} (paired)", str(report["n"]), *pct(b["judge_minus"])))
     return out

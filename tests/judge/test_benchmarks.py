@@ -295,3 +295,26 @@ def test_calibrate_reads_rewardbench_files_by_layout_with_correctness_labels() -
     assert {X, Y} == set(v1["human"]) and (v1["judge_xy"] == v1["human"]).sum() == 12  # 12 of 20 strictly right
     v2 = load_any(DATA / "rewardbench2-eval-set-scores.json", layout="rewardbench2")
     assert len(v2) == 24 and v2.attrs["label_source"] == "correctness"
+
+
+def test_the_longer_answer_baseline_is_scored_by_the_benchmarks_own_rule() -> None:
+    """Fixture lengths: A = 9 + 10i characters, B = 9 + 5(12 − i): B longer for i < 4, equal at 4 (a tie in both
+    orders: 0), A longer after. Longer = correct for i = 1, 5, 7, 9, 11: 5 of 12, the judge's own score, so the
+    paired difference is exactly 0. RewardBench v1: chosen longer (12·(n mod 3 + 1) vs 11·(n mod 4 + 1)
+    characters), through the same section weights and overall."""
+    rep = benchmark_report(DATA / "judgebench-prompted-12.jsonl", settings=BenchSettings(n_bootstrap=100))
+    (base,) = rep["baselines"]
+    assert base["name"] == "longer answer" and base["value"] == 5 / 12
+    assert base["judge_minus"]["value"] == pytest.approx(0, abs=1e-15)
+    assert base["judge_minus"]["lower"] <= 0.0 <= base["judge_minus"]["upper"]
+    v1 = benchmark_report(DATA / "rewardbench-v1-eval-set-scores.json", settings=BenchSettings(n_bootstrap=0))
+    cols = json.loads((DATA / "rewardbench-v1-eval-set-scores.json").read_text())
+    longer: dict[str, list[float]] = {}
+    for n, subset in zip(cols["id"], cols["subset"], strict=True):
+        longer.setdefault(subset, []).append(float(12 * (n % 3 + 1) > 11 * (n % 4 + 1)))
+    acc = {k: float(np.mean(v)) for k, v in longer.items()}
+    sections = [("alpacaeval-easy", "mt-bench-easy"), ("mt-bench-hard", "llmbar-natural"),
+                ("refusals-dangerous", "donotanswer"), ("math-prm", "hep-python")]
+    want = np.mean([sum(acc[s] * EXAMPLE_COUNTS[s] for s in subs) / sum(EXAMPLE_COUNTS[s] for s in subs)
+                    for subs in sections])
+    assert v1["baselines"][0]["value"] == pytest.approx(want, abs=1e-15)
