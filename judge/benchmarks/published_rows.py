@@ -11,22 +11,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from preflab.errors import InputError
-from preflab.io import iter_jsonl, json_type, parse_json, read_text
+from preflab.io import iter_jsonl, parse_json, read_text
 
 SCALARS = ("model", "model_type", "chat_template")
 
 
 def _columns(data: dict, source: str, hint: str) -> Iterator[tuple[int, dict]]:
-    columns = {k: v for k, v in data.items() if k not in SCALARS}
-    lengths = {k: len(v) for k, v in columns.items() if isinstance(v, list)}
-    if "subset" not in lengths:
+    """Records from a column object: every list-valued key is a column (all as long as ``subset``); other
+    keys (``model``, a ``results_leaderboard`` summary some tools add) are the file's metadata."""
+    columns = {k: v for k, v in data.items() if isinstance(v, list)}
+    if "subset" not in columns:
         raise InputError(source, None, "subset", "missing (or not a list)", hint)
-    n = lengths["subset"]
+    n = len(columns["subset"])
     for key, value in columns.items():
-        if not isinstance(value, list) or len(value) != n:
-            problem = (f"{json_type(value)}, not a list" if not isinstance(value, list) else
-                       f"{len(value)} values, but 'subset' has {n}")
-            raise InputError(source, None, key, problem, "every column lists one value per prompt")
+        if len(value) != n:
+            raise InputError(source, None, key, f"{len(value)} values, but 'subset' has {n}",
+                             "every column lists one value per prompt")
     for i in range(n):
         yield i + 1, {k: v[i] for k, v in columns.items()}
 

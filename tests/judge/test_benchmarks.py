@@ -318,3 +318,17 @@ def test_the_longer_answer_baseline_is_scored_by_the_benchmarks_own_rule() -> No
     want = np.mean([sum(acc[s] * EXAMPLE_COUNTS[s] for s in subs) / sum(EXAMPLE_COUNTS[s] for s in subs)
                     for subs in sections])
     assert v1["baselines"][0]["value"] == pytest.approx(want, abs=1e-15)
+
+
+def test_a_column_object_with_a_summary_key_reads_the_same(tmp_path) -> None:
+    """Some tools add a ``results_leaderboard`` dict beside the columns; metadata keys are not columns."""
+    cols = json.loads((DATA / "rewardbench-v1-eval-set-scores.json").read_text())
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({**cols, "results_leaderboard": {"Chat": 0.7}}))
+    a = benchmark_report(path, settings=BenchSettings(n_bootstrap=0))
+    b = benchmark_report(DATA / "rewardbench-v1-eval-set-scores.json", settings=BenchSettings(n_bootstrap=0))
+    assert a["headline"] == b["headline"]
+    cols["subset"] = cols["subset"][:-1]
+    path.write_text(json.dumps(cols))
+    with pytest.raises(InputError, match="field 'id': 20 values, but 'subset' has 19"):
+        benchmark_report(path, settings=BenchSettings(n_bootstrap=0))
