@@ -330,5 +330,5 @@ def test_a_column_object_with_a_summary_key_reads_the_same(tmp_path) -> None:
     assert a["headline"]["value"] == b["headline"]["value"] and a["rows"][0]["value"] == b["rows"][0]["value"]
     cols["subset"] = cols["subset"][:-1]
     path.write_text(json.dumps(cols))
-    with pytest.raises(InputError, match="field 'id': 20 values, but 'subset' has 19"):
+    with pytest.raises(InputError, match="m.json: field 'chosen': 20 values, but 'subset' has 19"):
         benchmark_report(path, settings=BenchSettings(n_bootstrap=0))
