@@ -129,7 +129,8 @@ def demo_tour(tmp_path_factory) -> Path:
 
 
 PREFLAB = str(Path(sys.executable).parent / "preflab")
-CALIBRATE = "preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv --report card.html"
+CALIBRATE = ("preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv --lengths data/demo/pairs.jsonl "
+             "--report card.html")
 
 
 def test_the_readmes_calibrate_output_is_what_the_cli_prints(demo_tour: Path) -> None:

@@ -19,22 +19,22 @@ from preflab.outcomes import Outcome
 MAX_BETA = 1e3
 
 
-def fit_inverse_temperature(margin: np.ndarray, x_won: np.ndarray, iterations: int = 50) -> float:
-    """β = 1/T maximising Σ log σ(±β m) (logistic regression through the origin on the margin), by Newton's
-    method from β = 1 (the log-likelihood is concave in β). Negative β: the scores rank the wrong way round."""
+def fit_inverse_temperature(margin: np.ndarray, x_won: np.ndarray) -> float:
+    """β = 1/T maximising Σ log σ(±β m) (logistic regression through the origin on the margin). The negative
+    log-likelihood is convex in β, so a bounded Brent search on [−MAX_BETA, MAX_BETA] finds its minimum (Newton
+    steps overshoot where the margins are large and σ saturates). Negative β: the scores rank the wrong way."""
+    from scipy.optimize import minimize_scalar
+
     m, y = np.asarray(margin, dtype=float), np.asarray(x_won, dtype=float)
-    beta = 1.0
-    for _ in range(iterations):
-        p = expit(beta * m)
-        grad = float(np.dot(m, y - p))
-        hess = float(np.dot(m * m, p * (1 - p)))
-        if hess <= 1e-12:
-            break
-        step = grad / hess
-        beta = float(np.clip(beta + step, -MAX_BETA, MAX_BETA))
-        if abs(step) < 1e-10 * max(1.0, abs(beta)):
-            break
-    return beta
+    sign = np.where(y > 0.5, 1.0, -1.0) * m
+
+    def nll(beta: float) -> float:
+        return float(np.sum(np.logaddexp(0.0, -beta * sign)))
+
+    scale = 1.0 / max(float(np.std(m)), 1e-12)  # search in units of the margins' spread
+    res = minimize_scalar(lambda b: nll(b * scale), bounds=(-MAX_BETA / scale, MAX_BETA / scale), method="bounded",
+                          options={"xatol": 1e-9})
+    return float(res.x * scale)
 
 
 def cross_fitted_probabilities(margin: np.ndarray, x_won: np.ndarray, folds: int = 5, seed: int = 0
@@ -84,7 +84,7 @@ def score_rows(report: dict) -> list[tuple[str, str]]:
     if not s:
         return []
     rows = [("score reading", f"P(x wins) = σ((s_x − s_y)/T); |s_x − s_y| ≤ {s['tolerance']:g} is a tie "
-             f"({s['ties']} pairs)")]
+             f"({s['ties']} pair{'' if s['ties'] == 1 else 's'})")]
     cal = s.get("calibration")
     if cal:
         fit, t1 = cal["fitted"], cal["at_t1"]

@@ -10,13 +10,14 @@ plus ``task`` and ``use_activation``) and answers errors in vLLM's error JSON,
   a message without a string ``role`` in system/user/assistant or a string ``content``, a ``task`` this
   model cannot run, or a non-boolean ``use_activation``.
 
-The reward is known: ``0.01 * len(answer) + 2`` when the assistant's answer contains ``GOOD``, else
-``0.01 * len(answer)`` (the raw logit; ``use_activation`` true or absent returns its sigmoid, as vLLM's
+The reward is known (:func:`reward_of`): ``0.01 * len(answer)``, plus 2 when the answer contains ``GOOD``,
+plus a fixed noise per answer (the raw logit; ``use_activation`` true or absent returns its sigmoid, as vLLM's
 classify activation does for one label).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -28,8 +29,10 @@ ROLES = ("system", "user", "assistant")
 
 
 def reward_of(answer: str) -> float:
-    """The fake reward model's raw reward for an answer."""
-    return 0.01 * len(answer) + (2.0 if "GOOD" in answer else 0.0)
+    """The fake reward model's raw reward for an answer: length, ``GOOD``, and a fixed per-answer noise in
+    [−1.5, 1.5) (a hash of the answer)."""
+    noise = int(hashlib.sha256(answer.encode()).hexdigest()[:8], 16) / 2**32 * 3.0 - 1.5
+    return round(0.01 * len(answer) + (2.0 if "GOOD" in answer else 0.0) + noise, 6)
 
 
 def _error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> tuple[int, dict]:

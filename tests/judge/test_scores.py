@@ -137,3 +137,16 @@ def test_the_fitted_temperature_is_never_scored_in_sample():
     human = np.where(rng.random(200) < 0.5, Outcome.FIRST, Outcome.SECOND).astype(float)
     cal = score_calibration(m, human)
     assert cal["fitted"]["brier"] >= 0.245
+
+
+def test_scores_that_rank_the_wrong_way_get_no_temperature_and_the_card_says_so():
+    rng = np.random.default_rng(3)
+    m = rng.normal(0, 3, 2000)  # large margins: σ saturates, where Newton steps overshoot
+    human = np.where(rng.random(m.size) < 1 / (1 + np.exp(m / 2)), Outcome.FIRST, Outcome.SECOND).astype(float)
+    cal = score_calibration(m, human)
+    assert cal["fitted"]["temperature"] is None
+    assert cal["fitted"]["inverse_temperature"] == pytest.approx(-0.5, rel=0.15)
+    from judge.metrics.temperature import score_rows
+
+    rows = dict(score_rows({"scores": {"tolerance": 0.0, "ties": 1, "calibration": cal}}))
+    assert rows["fitted T (cross-fitted, 5 folds)"].startswith("none: the scores rank the wrong way round")
