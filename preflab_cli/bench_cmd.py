@@ -24,6 +24,8 @@ def bench_cmd(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write both reports as JSON here.")] = None,
     calibrate: Annotated[bool, typer.Option(help="Also calibrate the judge against the correctness labels "
                                             "(preflab's metrics beside the benchmark's).")] = True,
+    tie_margin: Annotated[float, typer.Option(
+        help="Reward-model scores, for preflab's calibration: |score_x − score_y| at or below this is a tie.")] = 0.0,
 ) -> None:
     """The benchmark's own headline by its own rule, per category, each with a 95% bootstrap interval."""
     from rich.markup import escape
@@ -31,14 +33,16 @@ def bench_cmd(
 
     from judge.benchmarks import BenchSettings, benchmark_pairs, benchmark_report, benchmark_rows
     from judge.calibrate import report_json
+    from judge.verdicts.scores import ScoreReading
     from preflab.errors import InputError
 
-    if n_bootstrap < 0:
-        fail(ValueError(f"--bootstrap must be 0 or more resamples, got {n_bootstrap}"))
+    if n_bootstrap < 0 or not tie_margin >= 0:
+        fail(ValueError(f"need --bootstrap >= 0 and --tie-margin >= 0, got {n_bootstrap} and {tie_margin}"))
     out = make_console(stderr=is_stdout(json_out))
     try:
         rep = benchmark_report(results, fmt, BenchSettings(n_bootstrap=n_bootstrap, seed=seed))
-        pairs = benchmark_pairs(results, rep["format"]) if calibrate else None
+        reading = ScoreReading(tolerance=tie_margin)
+        pairs = benchmark_pairs(results, rep["format"], reading) if calibrate else None
     except (InputError, ValueError, OSError) as e:
         fail(e)
     table = Table(title=escape(rep["benchmark"]) + (f" ({escape(rep['model'])})" if rep.get("model") else ""))
