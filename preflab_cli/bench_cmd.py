@@ -17,7 +17,8 @@ from preflab_cli.judge_cmds import app
 def bench_cmd(
     results: Annotated[Path, typer.Argument(help="A JudgeBench outputs/*.jsonl file, a RewardBench "
                                             "eval-set-scores JSON or *_outputs.jsonl, or a RewardBench 2 "
-                                            "eval-set-scores JSON.")],
+                                            "eval-set-scores JSON; or a folder of one benchmark's files (a board "
+                                            "of judges).")],
     fmt: Annotated[str, typer.Option("--format", help="auto, judgebench, rewardbench or rewardbench2.")] = "auto",
     n_bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Random seed for the bootstraps.")] = 0,
@@ -39,6 +40,8 @@ def bench_cmd(
     if n_bootstrap < 0 or not tie_margin >= 0:
         fail(ValueError(f"need --bootstrap >= 0 and --tie-margin >= 0, got {n_bootstrap} and {tie_margin}"))
     out = make_console(stderr=is_stdout(json_out))
+    if results.is_dir():
+        return _board(results, fmt, BenchSettings(n_bootstrap=n_bootstrap, seed=seed), json_out, out)
     try:
         rep = benchmark_report(results, fmt, BenchSettings(n_bootstrap=n_bootstrap, seed=seed))
         reading = ScoreReading(tolerance=tie_margin)
@@ -72,3 +75,30 @@ def _calibration(pairs, n_bootstrap: int, seed: int, out) -> dict:
     for note in res["notes"]:
         out.print(f"note: {note}", highlight=False, markup=False)
     return res
+
+
+def _board(folder: Path, fmt: str, settings, json_out: Path | None, out) -> None:
+    """One row per results file of a folder: the judges side by side on one benchmark."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from judge.benchmarks import benchmark_board, board_rows
+    from judge.calibrate import report_json
+    from preflab.errors import InputError
+
+    try:
+        reports = benchmark_board(folder, fmt, settings)
+    except (InputError, ValueError, OSError) as e:
+        fail(e)
+    header, rows = board_rows(reports)
+    table = Table(title=escape(f"{reports[0]['benchmark']}: {len(reports)} judges"))
+    for col in header:
+        table.add_column(escape(col), justify="left" if col == "judge" else "right")
+    for row in rows:
+        table.add_row(*(escape(c) for c in row))
+    out.print(table)
+    out.print(f"rule: {reports[0]['rule']}", highlight=False, markup=False)
+    out.print("one file at a time shows each judge's notes and preflab's calibration", highlight=False, markup=False)
+    if json_out:
+        make_console(stderr=True).print(f"metrics -> {write_output(json_out, report_json({'board': reports}))}",
+                                        markup=False)

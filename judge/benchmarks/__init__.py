@@ -5,9 +5,11 @@ from preflab.lazy import lazy_names
 
 _HOMES = {
     "BenchSettings": "judge.benchmarks.report",
+    "benchmark_board": "judge.benchmarks.report",
     "benchmark_pairs": "judge.benchmarks.pairs",
     "benchmark_report": "judge.benchmarks.report",
     "benchmark_rows": "judge.benchmarks.report",
+    "board_rows": "judge.benchmarks.report",
     "detect_format": "judge.benchmarks.report",
 }
 __all__ = sorted(_HOMES)

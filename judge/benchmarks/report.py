@@ -218,3 +218,57 @@ def benchmark_rows(report: dict) -> list[tuple[str, str, str, str]]:
         out.append((f"null baseline: {b['name']}", str(report["n"]), *pct(b)))
         out.append((f"  judge − {b['name']} (paired)", str(report["n"]), *pct(b["judge_minus"])))
     return out
+
+
+def _judge_name(report: dict) -> str:
+    """A report's judge: the model a RewardBench file names, else JudgeBench's ``judge_model=`` in the file name,
+    else the file's name."""
+    name = Path(report["source"]).name
+    if report.get("model"):
+        return str(report["model"])
+    if "judge_model=" in name:
+        judge = name.split("judge_model=")[1].removesuffix(".jsonl")
+        kind = name.split("judge_name=")[1].split(",")[0] if "judge_name=" in name else ""
+        return f"{judge} ({kind})" if kind else judge
+    return name
+
+
+def benchmark_board(folder: str | Path, fmt: str = "auto", settings: BenchSettings = BenchSettings()) -> list[dict]:
+    """:func:`benchmark_report` for every ``*.json``/``*.jsonl`` file of a folder (one benchmark), best headline
+    first, each with ``judge`` (who it scores). A file that is not in the layout is an input error naming it."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
+    if not files:
+        raise InputError(str(folder), None, None, "no .json or .jsonl results files in the folder",
+                         "give a results file or a folder of them (JudgeBench's outputs/)")
+    reports = [benchmark_report(p, fmt, settings) for p in files]
+    kinds = {r["format"] for r in reports}
+    if len(kinds) > 1:
+        raise InputError(str(folder), None, None, f"the folder mixes benchmarks ({', '.join(sorted(kinds))})",
+                         "give one benchmark's results per folder")
+    for r in reports:
+        r["judge"] = _judge_name(r)
+    return sorted(reports, key=lambda r: -r["headline"]["value"])
+
+
+def board_rows(reports: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """A board as a header and rows: judge, n, headline [interval], each category or section, and the judge's
+    paired difference from the longer-answer baseline (two decimals of a percent)."""
+    groups = [r["name"] for r in reports[0]["rows"] if r["group"] in ("category", "section")] or [
+        r["name"] for r in reports[0]["rows"]]
+    header = ["judge", reports[0]["unit"], f"{reports[0]['headline']['name']} [95%]", *groups, "− longer answer"]
+
+    def cell(d: dict | None, interval: bool = False) -> str:
+        if not d:
+            return "—"
+        text = f"{100 * d['value']:.2f}"
+        return text + (f" [{100 * d['lower']:.2f}, {100 * d['upper']:.2f}]" if interval and d["lower"] == d["lower"]
+                       else "")
+
+    rows = []
+    for rep in reports:
+        by_name = {r["name"]: r for r in rep["rows"]}
+        base = rep["baselines"][0]["judge_minus"] if rep["baselines"] else None
+        rows.append([rep["judge"], str(rep["n"]), cell(rep["headline"], True), *(cell(by_name.get(g)) for g in groups),
+                     cell(base, True)])
+    return header, rows

@@ -332,3 +332,18 @@ def test_a_column_object_with_a_summary_key_reads_the_same(tmp_path) -> None:
     path.write_text(json.dumps(cols))
     with pytest.raises(InputError, match="m.json: field 'chosen': 20 values, but 'subset' has 19"):
         benchmark_report(path, settings=BenchSettings(n_bootstrap=0))
+
+
+def test_a_folder_is_a_board_of_judges_best_first(tmp_path) -> None:
+    from judge.benchmarks import benchmark_board, board_rows
+
+    for name in ("judgebench-prompted-12.jsonl", "judgebench-rm-8.jsonl"):
+        (tmp_path / name).write_bytes((DATA / name).read_bytes())
+    reports = benchmark_board(tmp_path, settings=BenchSettings(n_bootstrap=50))
+    assert [(r["judge"], r["headline"]["value"]) for r in reports] == [
+        ("judgebench-rm-8.jsonl", 0.5), ("judgebench-prompted-12.jsonl", 5 / 12)]
+    header, rows = board_rows(reports)
+    assert header[:4] == ["judge", "pairs", "accuracy [95%]", "knowledge"] and rows[1][3] == "66.67"
+    (tmp_path / "rb.json").write_bytes((DATA / "rewardbench2-eval-set-scores.json").read_bytes())
+    with pytest.raises(InputError, match="the folder mixes benchmarks"):
+        benchmark_board(tmp_path, settings=BenchSettings(n_bootstrap=0))
