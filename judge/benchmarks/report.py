@@ -202,13 +202,18 @@ def benchmark_report(path: str | Path, fmt: str = "auto", settings: BenchSetting
             "rule": RULES[fmt], "n": n, "level": settings.level, "n_bootstrap": settings.n_bootstrap, **body}
 
 
+def _pct(p: float) -> str:
+    """A proportion as a percent with two decimals, as the benchmarks print it (never ``-0.00``)."""
+    return f"{round(100 * p, 2) + 0.0:.2f}"
+
+
 def benchmark_rows(report: dict) -> list[tuple[str, str, str, str]]:
     """The report as table rows: (name, n, value %, interval %), headline first (two decimals, as the
     benchmarks print)."""
     def pct(d: dict) -> tuple[str, str]:
         lo, hi = d.get("lower"), d.get("upper")
         known = lo is not None and not np.isnan(lo)
-        return f"{100 * d['value']:.2f}", f"[{100 * lo:.2f}, {100 * hi:.2f}]" if known else "—"
+        return f"{_pct(d['value'])}", f"[{_pct(lo)}, {_pct(hi)}]" if known else "—"
 
     head = report["headline"]
     out = [(f"{head['name']}", str(report["n"]), *pct(head))]
@@ -261,9 +266,8 @@ def board_rows(reports: list[dict]) -> tuple[list[str], list[list[str]]]:
     def cell(d: dict | None, interval: bool = False) -> str:
         if not d:
             return "—"
-        text = f"{100 * d['value']:.2f}"
-        return text + (f" [{100 * d['lower']:.2f}, {100 * d['upper']:.2f}]" if interval and d["lower"] == d["lower"]
-                       else "")
+        text = _pct(d["value"])
+        return text + (f" [{_pct(d['lower'])}, {_pct(d['upper'])}]" if interval and d["lower"] == d["lower"] else "")
 
     rows = []
     for rep in reports:
