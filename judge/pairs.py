@@ -52,9 +52,9 @@ def load_pairs(path: str | Path) -> list[Pair]:
     path = Path(path)
     pairs: list[Pair] = []
     seen: dict[tuple, int] = {}
-    from judge.benchmarks.judgebench import is_judgebench_data, judgebench_pair_rows
+    from judge.verdicts.judgebench_pairs import is_judgebench_pairs, judgebench_pair_rows
 
-    published = judgebench_pair_rows(path) if is_judgebench_data(path) else None  # JudgeBench's data/ layout
+    published = judgebench_pair_rows(path) if is_judgebench_pairs(path) else None  # JudgeBench's data/ layout
     rows = enumerate(published, start=1) if published is not None else iter_jsonl(
         path, "Write one JSON object per line.", error=PairsError)
     for n, row in rows:

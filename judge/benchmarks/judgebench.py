@@ -170,33 +170,6 @@ def _identity_row(games: list[tuple[float, tuple[float, float] | None]]) -> dict
     return row
 
 
-def is_judgebench_data(path: str | Path) -> bool:
-    """True when a JSONL file's first line is a JudgeBench pair (``pair_id``, ``response_A``, ``label``)."""
-    import json
-
-    from preflab.io import iter_text_lines
-
-    try:
-        text = next((raw.strip() for _, raw in iter_text_lines(path) if raw.strip()), "")
-        first = json.loads(text) if text.startswith("{") else None
-    except (InputError, OSError, ValueError):
-        return False
-    return isinstance(first, dict) and {"pair_id", "response_A", "label"} <= set(first)
-
-
-def judgebench_pair_rows(path: str | Path) -> list[dict]:
-    """A JudgeBench ``data/`` file (or an output file) as rows of preflab's pairs layout (``item_id, prompt,
-    model_x, answer_x, model_y, answer_y``; x = response_A, named ``A``), for ``preflab judge run``; the
-    labels are read by :func:`read_judgebench` with ``judged=False``."""
-    source, out = str(path), []
-    read_judgebench(path, judged=False)  # every row's pair_id, source and label checked first
-    for line, rec in iter_jsonl(path, HINT):
-        texts = [_text(rec, f, source, line) for f in ("question", "response_A", "response_B")]
-        out.append({"item_id": str(rec["pair_id"]), "prompt": texts[0], "model_x": "A", "answer_x": texts[1],
-                    "model_y": "B", "answer_y": texts[2]})
-    return out
-
-
 def judgebench_table(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Per pair, 1.0 when correct by JudgeBench's rule, and the category of each pair."""
     second = rows["judge_yx"].to_numpy(dtype=float) if rows.attrs.get("games") == 2 else None

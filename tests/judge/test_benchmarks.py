@@ -347,3 +347,16 @@ def test_a_folder_is_a_board_of_judges_best_first(tmp_path) -> None:
     (tmp_path / "rb.json").write_bytes((DATA / "rewardbench2-eval-set-scores.json").read_bytes())
     with pytest.raises(InputError, match="the folder mixes benchmarks"):
         benchmark_board(tmp_path, settings=BenchSettings(n_bootstrap=0))
+
+
+def test_a_bad_judgebench_data_row_names_its_line_and_field(tmp_path) -> None:
+    from judge.pairs import load_pairs
+
+    lines = (DATA / "judgebench-data-12.jsonl").read_text().splitlines()
+    row = json.loads(lines[1])
+    row["response_B"] = None
+    lines[1] = json.dumps(row)
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"data.jsonl, line 2: field 'response_B': missing"):
+        load_pairs(path)
