@@ -98,9 +98,9 @@ def paired_bootstrap(
         raise ValueError(f"correct_a and correct_b must be equal-length 1-D arrays, got {a.shape} and {b.shape}")
     rng = np.random.default_rng(seed)
     if a.size * n_bootstrap > 20_000_000:  # bounded memory: multinomial counts over the distinct (a, b) values
-        cells, inverse = np.unique(np.column_stack([a, b]), axis=0, return_inverse=True)
+        cells, inverse = np.unique(a + 1j * b, return_inverse=True)  # distinct (a, b), sorted in one 1-D pass
         counts = rng.multinomial(a.size, np.bincount(inverse.ravel()) / a.size, size=n_bootstrap)
-        deltas = counts @ (cells[:, 1] - cells[:, 0]) / a.size
+        deltas = counts @ (cells.imag - cells.real) / a.size
     else:
         idx = rng.integers(0, a.size, size=(n_bootstrap, a.size))
         deltas = b[idx].mean(axis=1) - a[idx].mean(axis=1)
