@@ -101,20 +101,32 @@ def _pair_ids(names: dict[str, pd.Series]) -> np.ndarray:
 def _check_answers(item: pd.Series, model_x: pd.Series, model_y: pd.Series, sx: np.ndarray, sy: np.ndarray,
                    lines: np.ndarray, source: str) -> None:
     """An answer (item, model) scored twice with different values in rows without an order is an input error:
-    a reward model scores each answer once."""
-    long = pd.DataFrame({"item_id": np.concatenate([item, item]), "model": np.concatenate([model_x, model_y]),
-                         "score": np.concatenate([sx, sy]), "line": np.concatenate([lines, lines]),
-                         "field": np.repeat(["score_x", "score_y"], len(item))})
-    grouped = long.groupby(["item_id", "model"], sort=False)["score"]
-    bad = (grouped.transform("max") != grouped.transform("min")).to_numpy()
-    if bad.any():
-        row = long[bad].sort_values("line", kind="stable").iloc[0]
-        same = long[(long["item_id"] == row["item_id"]) & (long["model"] == row["model"])].sort_values("line")
-        other = same[same["score"] != row["score"]].iloc[0]
-        a, b = sorted([(int(row["line"]), row["score"], row["field"]), (int(other["line"]), other["score"],
-                                                                         other["field"])])
-        raise InputError(source, b[0], b[2], f"answer ({row['item_id']!r}, {row['model']!r}) scored {shown(b[1])} "
-                         f"here and {shown(a[1])} on line {a[0]}", "score each answer once, or give each row its order")
+    a reward model scores each answer once. Checked on integer codes: (item, model) -> one key, sorted once."""
+    items = np.tile(pd.factorize(item)[0], 2).astype(np.int64)
+    models, _ = pd.factorize(pd.concat([model_x, model_y], ignore_index=True))
+    key = items * (int(models.max()) + 1) + models
+    score = np.concatenate([sx, sy])
+    order = np.argsort(key, kind="stable")
+    k, v = key[order], score[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    spread = np.maximum.reduceat(v, starts) != np.minimum.reduceat(v, starts)
+    if not spread.any():
+        return
+    n = len(item)
+    bad = np.flatnonzero(np.repeat(spread, np.diff(np.r_[starts, k.size])))
+    group = order[bad]  # entries of answers scored differently; report the latest line against the first
+    first_line = {}
+    for e in sorted(group, key=lambda e: (lines[e % n], e >= n)):
+        g = key[e]
+        if g not in first_line:
+            first_line[g] = e
+        elif score[e] != score[first_line[g]]:
+            a = first_line[g]
+            who = (item.iloc[e % n], (model_x if e < n else model_y).iloc[e % n])
+            field = "score_x" if e < n else "score_y"
+            raise InputError(source, int(lines[e % n]), field, f"answer ({who[0]!r}, {who[1]!r}) scored "
+                             f"{shown(score[e])} here and {shown(score[a])} on line {int(lines[a % n])}",
+                             "score each answer once, or give each row its order")
 
 
 @dataclass
