@@ -22,14 +22,14 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import best_of, write_table
-from judge.calibrate import calibrate
-from judge.datasets import load_verdicts_jsonl
-from judge.pairs import Pair
-from judge.providers.reward import RewardProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.metrics.calibrate import calibrate
+from judge.metrics.datasets import load_verdicts_jsonl
+from judge.runner.run import RunConfig, run_judge
 from judge.runner.scoring import ScoreRunConfig, score_pairs
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
 from judge.verdicts.scores import load_scores
+from llm.providers.reward import RewardProvider
 
 CONCURRENCY, DELAY, N_CALL_PAIRS = 64, 0.05, 2000
 CEILING = CONCURRENCY / DELAY

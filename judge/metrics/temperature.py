@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from judge.probability import brier_score, expected_calibration_error
+from judge.metrics.probability import brier_score, expected_calibration_error
 from preflab.outcomes import Outcome
 
 #: Largest inverse temperature a fit may reach (separable labels send it to infinity): T ≥ 1e-3.

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.provenance import CARD_FIELDS, MIX_FIELDS, ProvenanceTally
+from judge.verdicts.provenance import CARD_FIELDS, MIX_FIELDS, ProvenanceTally
 from preflab.errors import InputError, shown
 from preflab.io import iter_jsonl, read_csv, read_parquet
 from preflab.outcomes import IDENTITY_LABELS, Outcome

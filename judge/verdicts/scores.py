@@ -12,7 +12,7 @@ each answer alone, so both orders read the same scores). ``label`` is the refere
 Each (pair, order) reads as a verdict by the Bradley-Terry link a reward model is trained for
 (Ouyang et al. 2022; Bradley & Terry 1952): ``P(x wins) = σ((s_x − s_y) / T)``, T = 1, ``P(tie) = 0``;
 its winner is x when ``s_x − s_y > tolerance``, y when ``< −tolerance``, a tie otherwise (counted and
-reported). :func:`load_scores` returns the judged-pairs table of :mod:`judge.outcomes` (``judge_xy``,
+reported). :func:`load_scores` returns the judged-pairs table of :mod:`judge.verdicts.judged_pairs` (``judge_xy``,
 ``p_xy``, ...), so every verdict consumer (calibrate, the card, compare, jury, drift, PPI) takes scores
 unchanged; the margins are kept in ``margin_xy`` / ``margin_yx`` for the temperature fit.
 """
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from judge.provenance import describe, require_one_judge
 from judge.verdicts import score_cells as cells
+from judge.verdicts.provenance import describe, require_one_judge
 from judge.verdicts.score_cells import HINT, LABEL_SOURCES, REQUIRED
 from preflab.errors import InputError, shown
 from preflab.io import iter_jsonl
@@ -202,7 +202,7 @@ def _pair_labels(e: _Rows, n_pairs: int, names: dict, source: str) -> np.ndarray
 def scores_table(frame: pd.DataFrame, source: str, reading: ScoreReading = ScoreReading(), *,
                  lines: np.ndarray | None = None, present: dict[str, np.ndarray] | None = None,
                  label_source: str | None = None, allow_mixed: bool = False) -> pd.DataFrame:
-    """Score rows in the generic layout (a frame) as the judged-pairs table of :mod:`judge.outcomes`.
+    """Score rows in the generic layout (a frame) as the judged-pairs table of :mod:`judge.verdicts.judged_pairs`.
 
     ``lines`` numbers the rows for error messages (default 1, 2, ...); ``present`` says which required cells
     were given (default: not null). ``label_source`` overrides the rows' ``label_source`` (``correctness`` for
