@@ -33,7 +33,7 @@ def bench_cmd(
     from rich.table import Table
 
     from judge.benchmarks import BenchSettings, benchmark_pairs, benchmark_report, benchmark_rows
-    from judge.calibrate import report_json
+    from judge.metrics.calibrate import report_json
     from judge.verdicts.scores import ScoreReading
     from preflab.errors import InputError
 
@@ -65,7 +65,7 @@ def bench_cmd(
 
 def _calibration(pairs, n_bootstrap: int, seed: int, out) -> dict:
     """preflab's calibration of the same pairs against the correctness labels, printed as ``label: value``."""
-    from judge.card import summary_rows
+    from judge.cards.card import summary_rows
     from judge_arena.assist import calibration_report
 
     res = calibration_report(pairs, n_bootstrap=max(n_bootstrap, 1), seed=seed)
@@ -83,7 +83,7 @@ def _board(folder: Path, fmt: str, settings, json_out: Path | None, out) -> None
     from rich.table import Table
 
     from judge.benchmarks import benchmark_board, board_rows
-    from judge.calibrate import report_json
+    from judge.metrics.calibrate import report_json
     from preflab.errors import InputError
 
     try:

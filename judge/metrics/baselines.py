@@ -1,6 +1,6 @@
 """Null baselines: what an uninformative rule reaches against the same labels, and whether the judge beats it.
 
-Three rules, each scored exactly as the judge is (:func:`judge.agreement.accuracy`: ties count, a missing
+Three rules, each scored exactly as the judge is (:func:`judge.metrics.agreement.accuracy`: ties count, a missing
 verdict is a disagreement), each with its Wilson interval:
 
 - ``longer answer``: x when ``len_x > len_y``, y when shorter, a tie when equal (AlpacaEval's length
@@ -26,9 +26,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from judge import agreement as agr
-from judge.outcomes import column, has
+from judge.metrics import agreement as agr
 from judge.stats import clustered_wilson_interval, paired_bootstrap
+from judge.verdicts.judged_pairs import column, has
 from preflab.outcomes import Outcome
 
 

@@ -12,33 +12,51 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from judge.probability import brier_score, expected_calibration_error
+from judge.metrics.probability import brier_score, expected_calibration_error
 from preflab.outcomes import Outcome
 
 #: Largest inverse temperature a fit may reach (separable labels send it to infinity): T ≥ 1e-3.
 MAX_BETA = 1e3
 
 
-def fit_inverse_temperature(margin: np.ndarray, x_won: np.ndarray) -> float:
-    """β = 1/T maximising Σ log σ(±β m) (logistic regression through the origin on the margin). The negative
-    log-likelihood is convex in β, so a bounded Brent search on [−MAX_BETA, MAX_BETA] finds its minimum (Newton
-    steps overshoot where the margins are large and σ saturates). Negative β: the scores rank the wrong way."""
-    from scipy.optimize import minimize_scalar
+def fit_inverse_temperature(margin: np.ndarray, x_won: np.ndarray, iterations: int = 100, start: float = 0.0) -> float:
+    """β = 1/T maximising Σ log σ(±β m) (logistic regression through the origin on the margin).
 
+    Newton's method from β = ``start`` (0) with step halving: the negative log-likelihood is convex in β, and a full
+    Newton step can overshoot where the margins are large and σ saturates, so a step that does not lower it is
+    halved. |β| is capped at :data:`MAX_BETA` (separable labels send it to infinity). Negative β: the scores
+    rank the answers the wrong way round."""
     m, y = np.asarray(margin, dtype=float), np.asarray(x_won, dtype=float)
-    sign = np.where(y > 0.5, 1.0, -1.0) * m
+    s = np.where(y > 0.5, m, -m)  # the signed margin: the log-likelihood is Σ log σ(β s)
 
     def nll(beta: float) -> float:
-        return float(np.sum(np.logaddexp(0.0, -beta * sign)))
+        return float(np.sum(np.logaddexp(0.0, -beta * s)))
 
-    scale = 1.0 / max(float(np.std(m)), 1e-12)  # search in units of the margins' spread
-    res = minimize_scalar(lambda b: nll(b * scale), bounds=(-MAX_BETA / scale, MAX_BETA / scale), method="bounded",
-                          options={"xatol": 1e-9})
-    return float(res.x * scale)
+    beta = float(start)
+    f = nll(beta)
+    for _ in range(iterations):
+        q = expit(-beta * s)  # 1 − σ(β s)
+        grad, hess = -float(np.dot(s, q)), float(np.dot(s * s, q * (1.0 - q)))
+        if hess <= 1e-300 or abs(grad) <= 1e-12 * max(1.0, f):
+            break
+        step, shrink = grad / hess, 1.0
+        while shrink > 1e-6:
+            trial = float(np.clip(beta - shrink * step, -MAX_BETA, MAX_BETA))
+            f_trial = nll(trial)
+            if f_trial <= f:
+                break
+            shrink /= 2
+        else:
+            break
+        moved = abs(trial - beta)
+        beta, f = trial, f_trial
+        if moved <= 1e-10 * max(1.0, abs(beta)) or abs(beta) >= MAX_BETA:
+            break
+    return beta
 
 
-def cross_fitted_probabilities(margin: np.ndarray, x_won: np.ndarray, folds: int = 5, seed: int = 0
-                               ) -> tuple[np.ndarray, np.ndarray]:
+def cross_fitted_probabilities(margin: np.ndarray, x_won: np.ndarray, folds: int = 5, seed: int = 0,
+                               start: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold σ(β_k m) for each pair (β_k fitted without that pair's fold) and the folds' β_k."""
     m, y = np.asarray(margin, dtype=float), np.asarray(x_won, dtype=float)
     k = int(min(folds, m.size))
@@ -46,7 +64,7 @@ def cross_fitted_probabilities(margin: np.ndarray, x_won: np.ndarray, folds: int
     p, betas = np.empty(m.size), np.empty(k)
     for f in range(k):
         held = fold == f
-        betas[f] = fit_inverse_temperature(m[~held], y[~held])
+        betas[f] = fit_inverse_temperature(m[~held], y[~held], start=start)  # warm start: the all-pairs fit
         p[held] = expit(betas[f] * m[held])
     return p, betas
 
@@ -65,8 +83,8 @@ def score_calibration(margin: np.ndarray, human: np.ndarray, folds: int = 5, n_b
         return None
     md, y = m[decided], (h[decided] == Outcome.FIRST).astype(float)
     p1 = expit(md)
-    p_cf, betas = cross_fitted_probabilities(md, y, folds, seed)
     beta = fit_inverse_temperature(md, y)
+    p_cf, betas = cross_fitted_probabilities(md, y, folds, seed, start=beta)
     fold_t = [_temperature(b) for b in betas]
     return {
         "n_decided": int(decided.sum()), "n_tie_labels": int(np.sum(~np.isnan(m) & (h == Outcome.TIE))),

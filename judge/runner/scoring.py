@@ -3,8 +3,8 @@ rows (:mod:`judge.verdicts.scores`).
 
 A reward model scores an answer alone, so a pair's two orders read the same two scores: "both orders" costs
 nothing extra, and an answer shared by several pairs (one model against many) is sent once. Calls go through
-the judge runner's retry loop (:func:`judge.retry.call_with_retries`: rate limits, backoff, ``Retry-After``) and
-its call cache (:class:`judge.cache.CallCache`, keyed by provider, model and the exact messages), so a rerun
+the judge runner's retry loop (:func:`llm.calls.retry.call_with_retries`: rate limits, backoff, ``Retry-After``) and
+its call cache (:class:`llm.calls.cache.CallCache`, keyed by provider, model and the exact messages), so a rerun
 sends only what failed or is new.
 """
 
@@ -17,13 +17,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from judge.cache import CallCache, cache_key, prompt_hash
-from judge.pairs import Pair
-from judge.provenance import preflab_version
-from judge.providers.base import ProviderError
-from judge.providers.reward import PATH, RewardProvider, reward_messages
-from judge.retry import RateLimiter, call_with_retries, run_pool
+from judge.verdicts.pairs import Pair
+from judge.verdicts.provenance import preflab_version
 from judge.verdicts.scores import score_row
+from llm.calls.cache import CallCache, cache_key, prompt_hash
+from llm.calls.retry import RateLimiter, call_with_retries, run_pool
+from llm.providers.base import ProviderError
+from llm.providers.reward import PATH, RewardProvider, reward_messages
 
 #: The cache's "rubric" and "order" for a reward call: no rubric, no order (one answer).
 CACHE_RUBRIC, CACHE_ORDER = "reward-model", "answer"
@@ -31,7 +31,7 @@ CACHE_RUBRIC, CACHE_ORDER = "reward-model", "answer"
 
 @dataclass(frozen=True)
 class ScoreRunConfig:
-    """Settings of a scoring run (the retry fields are those :func:`judge.retry.call_with_retries` reads)."""
+    """Settings of a scoring run (the retry fields are those :func:`llm.calls.retry.call_with_retries` reads)."""
 
     concurrency: int = 16
     max_attempts: int = 6

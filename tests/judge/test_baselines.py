@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judge.calibrate import calibrate
-from judge.card import render_card, summary_rows
+from judge.cards.card import render_card, summary_rows
 from judge.metrics.baselines import first_slot_correct, longer_answer_codes, null_baselines
+from judge.metrics.calibrate import calibrate
 from preflab.outcomes import Outcome
 
 N = 4000

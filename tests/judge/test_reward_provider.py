@@ -9,12 +9,12 @@ import json
 import httpx
 import pytest
 
-from judge.cache import CallCache
-from judge.pairs import Pair
-from judge.providers.base import ProviderError
-from judge.providers.reward import RewardProvider, parse_reward_spec, reward_messages
 from judge.runner.scoring import ScoreRunConfig, score_pairs
+from judge.verdicts.pairs import Pair
 from judge.verdicts.scores import load_scores
+from llm.calls.cache import CallCache
+from llm.providers.base import ProviderError
+from llm.providers.reward import RewardProvider, parse_reward_spec, reward_messages
 from tests.judge.compare_files import preflab, write_jsonl
 from tests.judge.fake_vllm_pooling import SERVED, PoolingFake, pooling_reply, reward_of
 
