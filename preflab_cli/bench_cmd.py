@@ -29,10 +29,7 @@ def bench_cmd(
         help="Reward-model scores, for preflab's calibration: |score_x − score_y| at or below this is a tie.")] = 0.0,
 ) -> None:
     """The benchmark's own headline by its own rule, per category, each with a 95% bootstrap interval."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from judge.benchmarks import BenchSettings, benchmark_pairs, benchmark_report, benchmark_rows
+    from judge.benchmarks import BenchSettings, benchmark_pairs, benchmark_report
     from judge.metrics.calibrate import report_json
     from judge.verdicts.scores import ScoreReading
     from preflab.errors import InputError
@@ -44,10 +41,30 @@ def bench_cmd(
         return _board(results, fmt, BenchSettings(n_bootstrap=n_bootstrap, seed=seed), json_out, out)
     try:
         rep = benchmark_report(results, fmt, BenchSettings(n_bootstrap=n_bootstrap, seed=seed))
-        reading = ScoreReading(tolerance=tie_margin)
-        pairs = benchmark_pairs(results, rep["format"], reading) if calibrate else None
     except (InputError, ValueError, OSError) as e:
         fail(e)
+    pairs, skipped = None, None
+    if calibrate:
+        try:
+            pairs = benchmark_pairs(results, rep["format"], ScoreReading(tolerance=tie_margin))
+        except InputError as e:  # e.g. a classifier's results without scores: the headline stands on its own
+            skipped = str(e)
+    _print_report(rep, out)
+    if skipped:
+        out.print(f"note: preflab's calibration left out: {skipped}", highlight=False, markup=False)
+    res = _calibration(pairs, n_bootstrap, seed, out) if pairs is not None else None
+    if json_out:
+        payload = {"benchmark": rep, **({"preflab": res} if res is not None else {})}
+        make_console(stderr=True).print(f"metrics -> {write_output(json_out, report_json(payload))}", markup=False)
+
+
+def _print_report(rep: dict, out) -> None:
+    """The benchmark's table (headline, categories, baseline), its rule and its notes."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from judge.benchmarks import benchmark_rows
+
     table = Table(title=escape(rep["benchmark"]) + (f" ({escape(rep['model'])})" if rep.get("model") else ""))
     for col in ("", rep["unit"], "%", "95% interval"):
         table.add_column(col, justify="left" if not col else "right")
@@ -57,10 +74,6 @@ def bench_cmd(
     out.print(f"rule: {rep['rule']}", highlight=False, markup=False)
     for note in rep["notes"]:
         out.print(f"note: {note}", highlight=False, markup=False)
-    res = _calibration(pairs, n_bootstrap, seed, out) if pairs is not None else None
-    if json_out:
-        payload = {"benchmark": rep, **({"preflab": res} if res is not None else {})}
-        make_console(stderr=True).print(f"metrics -> {write_output(json_out, report_json(payload))}", markup=False)
 
 
 def _calibration(pairs, n_bootstrap: int, seed: int, out) -> dict:

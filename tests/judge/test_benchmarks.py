@@ -360,3 +360,17 @@ def test_a_bad_judgebench_data_row_names_its_line_and_field(tmp_path) -> None:
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=r"data.jsonl, line 2: field 'response_B': missing"):
         load_pairs(path)
+
+
+def test_a_classifier_without_scores_gets_its_headline_and_says_why_calibration_is_left_out(tmp_path) -> None:
+    """RewardBench's custom classifiers publish results without scores: the headline is computed from
+    ``results``; preflab's calibration needs scores, so the command says it left it out (exit 0)."""
+    cols = json.loads((DATA / "rewardbench-v1-eval-set-scores.json").read_text())
+    n = len(cols["subset"])
+    cols["scores_chosen"], cols["scores_rejected"] = [None] * n, [None] * n
+    path = tmp_path / "classifier.json"
+    path.write_text(json.dumps(cols))
+    res = _preflab("judge", "bench", str(path), "--bootstrap", "20", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "61.50" in res.stdout
+    assert "preflab's calibration left out" in res.stdout and "field 'scores_chosen': no score" in res.stdout
