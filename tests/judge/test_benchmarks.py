@@ -252,7 +252,7 @@ def test_cli_and_library_agree_and_show_preflab_beside_the_benchmark(tmp_path) -
     got = json.loads(res.stdout)
     want = json.loads(json.dumps(benchmark_report(path, settings=BenchSettings(n_bootstrap=100))))
     assert got["benchmark"] == want
-    assert got["preflab"]["n_pairs"] == 12
+    assert got["preflab"]["n_pairs"] == 12 and got["preflab"]["labels"] == "correctness"  # the card's reference
     assert "41.67" in res.stderr and "category coding" in res.stderr  # the table goes to stderr with --json -
 
 
