@@ -14,6 +14,7 @@ from preflab.errors import InputError
 from preflab.redact import redact
 from preflab_cli import (  # noqa: F401  (register commands)
     arena_cmds,
+    bench_cmd,
     common,
     compare_cmd,
     generate_cmd,

@@ -203,7 +203,8 @@ def calibrate_cmd(
         help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
     lengths: Annotated[Path | None, typer.Option(
         help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
-    layout: Annotated[str, typer.Option(help="auto, verdicts, scores, labels, pandalm, llmfao or alpaca.")] = "auto",
+    layout: Annotated[str, typer.Option(help="auto, verdicts, scores, labels, pandalm, llmfao, alpaca, judgebench, "
+                                              "rewardbench or rewardbench2.")] = "auto",
     tie_margin: Annotated[float, typer.Option(
         help="Scores files: |score_x − score_y| at or below this is a tie.")] = 0.0,
     judge_name: Annotated[str | None, typer.Option(

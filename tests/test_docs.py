@@ -75,6 +75,7 @@ def test_every_documented_command_runs(page: Path, tmp_path: Path) -> None:
     os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
     (work / "tests" / "judge" / "data").mkdir(parents=True)  # lm-eval example runs, as in a checkout
     os.symlink(ROOT / "tests" / "judge" / "data" / "lm_eval", work / "tests" / "judge" / "data" / "lm_eval")
+    os.symlink(ROOT / "tests" / "judge" / "data" / "benchmarks", work / "tests" / "judge" / "data" / "benchmarks")
     if SHARED.is_dir():
         os.symlink(SHARED, tmp_path / "shared")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}

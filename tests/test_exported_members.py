@@ -41,6 +41,8 @@ PUBLIC = {
               "load_verdicts_jsonl", "member_output", "panel_frame", "position_bias_by_model", "render_card",
               "report_json", "run_compare", "run_judge", "run_jury", "summary_rows", "swap_sides", "write_card",
               "write_gate_report", "write_jury_card"],
+    "judge.benchmarks": ["BenchSettings", "benchmark_board", "benchmark_pairs", "benchmark_report", "benchmark_rows",
+                         "board_rows", "detect_format"],
     "judge.cards": ["jury_report", "jury_rows", "load_members", "panel_frame", "render_card", "summary_rows",
                     "write_card", "write_gate_report", "write_jury_card"],
     "judge.gate": ["CompareRequest", "DEFAULT_PRIOR", "GateSettings", "SequentialSettings", "check_lines",
