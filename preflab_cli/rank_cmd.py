@@ -116,8 +116,11 @@ def rank(
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
     need = _columns_needed(STYLE_COLUMNS, style_control, unit, bool(filters) or judge_battles is not None)
+    from preflab_cli.progress import step_status
+
     try:
-        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
+        with step_status(f"reading {path.name}"):
+            battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
     finally:  # also on bad input: no exit while a thread is still importing
         timings.lap("read")
         jax_imported.join()

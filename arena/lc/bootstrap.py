@@ -81,7 +81,8 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     """Both stages under instruction weights (ones = the data; counts = a bootstrap replicate).
 
     ``warm``: ``start`` is near the optimum (a bootstrap warm start), so the joint fit takes chord-Newton
-    steps refactored twice (:func:`arena.lc.fit.chord_difficulty`, 3 rounds of 6) instead of damped Newton; ``joint_ok`` says if that converged.
+    steps, refactored twice (:func:`arena.lc.fit.chord_difficulty`, 3 rounds of 6), instead of damped Newton;
+    ``joint_ok`` says if that converged.
 
     The joint fit also sees the baseline judged against itself (:func:`arena.lc.fit.with_baseline_row`).
     Returns ``lc``, ``raw``, ``params`` (models), ``grad_norm`` (stage 2, per model), ``joint`` (theta; beta,
