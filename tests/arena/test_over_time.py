@@ -73,10 +73,13 @@ def test_battles_need_a_time():
         ratings_over_time(df, "1D")
 
 
-def test_cli_over_time_writes_the_library_table_and_plot(changing_arena, tmp_path):
+def test_cli_over_time_writes_the_library_table_and_plot(changing_arena, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
+    import arena.jax_setup
     from preflab_cli import app
+
+    monkeypatch.setattr(arena.jax_setup, "STORE_PROGRAMS", False)  # rank turns it on; main() would turn it off
 
     src = tmp_path / "battles.parquet"
     changing_arena.to_parquet(src)
