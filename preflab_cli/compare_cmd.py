@@ -25,6 +25,9 @@ from preflab_cli.common import (
     report_console,
 )
 
+#: The exit status of a gate whose guard's judge fails its own checks (docs/compare.md, "Exit codes").
+NO_VERDICT_EXIT = 3
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -89,10 +92,13 @@ def print_report(report: dict, out) -> None:
         out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     g = report["gate"]
     if g["checked"]:
-        if g["passed"]:
-            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})"
-                      + (f"; but the judge is not usable on {', '.join(g['unreliable'])} (flip rate above the limit)"
-                         if g.get("unreliable") else ""), markup=False, soft_wrap=True)
+        if g.get("no_verdict"):
+            out.print(f"[red]gate: no verdict[/red]: the judge is not usable on guard {escape(', '.join(g['unreliable']))}"
+                      " (its two orders disagree above the flip limit): judge again with a better judge",
+                      soft_wrap=True)
+        elif g["passed"]:
+            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})", markup=False,
+                      soft_wrap=True)
         else:
             out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
                       soft_wrap=True)
@@ -155,7 +161,7 @@ def _print_dry_run(request: CompareRequest, out: Console) -> None:
 
 
 @app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "
-                             "--guard is significantly worse.")  # one line in `preflab --help`
+                             "--guard is significantly worse, 3 when its judge is not usable.")  # one line in `preflab --help`
 def compare_cmd(
     items: Annotated[Path | None, typer.Argument(help="The two versions' answers: JSONL item_id, prompt, model, "
                                                  "answer (or the pairs layout).")] = None,
@@ -241,5 +247,7 @@ def compare_cmd(
         fail(e)
     print_report(report, out)
     _write_outputs(report, json_out, report_path, out)
+    if report["gate"].get("no_verdict"):
+        raise typer.Exit(NO_VERDICT_EXIT)
     if not report["gate"]["passed"]:
         raise typer.Exit(1)
