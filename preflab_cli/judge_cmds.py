@@ -227,7 +227,7 @@ def calibrate_cmd(
     from rich.table import Table
 
     from judge.calibrate import position_bias_by_model, report_json
-    from judge.card import summary_rows, write_card
+    from judge.card import summary_rows, verdict_lines, write_card
     from judge.datasets import attach_human, attach_lengths, load_any, load_family
     from preflab.errors import InputError
     from preflab_cli.common import make_console
@@ -249,10 +249,8 @@ def calibrate_cmd(
     for k, v in summary_rows(res):
         table.add_row(escape(k), escape(v))
     out.print(table)
-    for line in res["verdict"]["usable_for"]:
-        out.print(f"[green]usable for[/green]: {escape(line)}", highlight=False)
-    for line in res["verdict"]["do_not_use_for"]:
-        out.print(f"[red]do not use for[/red]: {escape(line)}", highlight=False)
+    for kind, line in verdict_lines(res):
+        out.print(f"[{'green' if kind == 'usable for' else 'red'}]{kind}[/]: {escape(line)}", highlight=False)
     for note in res["notes"]:
         out.print(f"note: {note}", highlight=False, markup=False)
     by_model = position_bias_by_model(pairs) if "model_y" in pairs and pairs["model_y"].nunique() > 1 else None
