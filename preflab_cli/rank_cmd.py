@@ -11,25 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from preflab.errors import InputError
 from preflab.io import is_stdout
-from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
-from preflab_cli.common import app, err, fail, report_console
+from preflab_cli.arena_cmds import ColumnsOpt, LayoutOpt, SkipOpt, WinnerMapOpt, battle_layout, load_or_exit
+from preflab_cli.common import app, cli_words, err, fail, report_console
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from arena.leaderboard import Leaderboard
-
-
-def cli_words(note: str) -> str:
-    """A library message with its Python argument names replaced by this command's flags."""
-    import re
-
-    note = re.sub(r"style_features=(\w+(?:,\w+)*)", r"--style-features \1", note)
-    note = note.replace("rank without style control", "rank without --style-control")
-    for word, flag in (("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01")):
-        note = note.replace(word, flag)
-    return note
 
 
 def _columns_needed(style_columns: tuple[str, ...], style_control: bool, unit: str,
@@ -101,6 +91,8 @@ def rank(
                                               "versions or rubric texts differ (refused otherwise).")] = False,
     unit: Annotated[str, typer.Option("--unit", help="Sampling unit of the intervals: item (question_id x model "
                                       "pair, when one repeats; else battle) | battle.")] = "item",
+    columns: ColumnsOpt = None,
+    winner_map: WinnerMapOpt = None,
 ) -> None:
     """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
 
@@ -117,7 +109,10 @@ def rank(
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
     need = _columns_needed(STYLE_COLUMNS, style_control, unit, bool(filters) or judge_battles is not None)
     try:
-        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
+        battles = load_or_exit(path, battle_layout(layout, columns, winner_map), skip_bad_rows, lean=True,
+                               keep=(*text, "item_id"), need=need)
+    except InputError as e:
+        fail(e)
     finally:  # also on bad input: no exit while a thread is still importing
         timings.lap("read")
         jax_imported.join()

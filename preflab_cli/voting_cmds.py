@@ -114,7 +114,11 @@ def export_votes(
         raise typer.Exit(2)
     from voting.battles import attach_conversations
 
-    engine = open_store(db)
+    try:
+        engine = open_store(db, create=False)
+    except InputError as e:
+        fail(InputError(db, None, "--db", e.problem, "check the --db URL: export-votes reads a store and never "
+                        "creates one (`preflab demo-seed`, `preflab import` or `preflab app` create it)"))
     votes = load_votes(engine, dataset)
     if kind == "battles":  # live battles carry their conversations (Chatbot Arena's conversation_a/b)
         votes = attach_conversations(engine, votes)
