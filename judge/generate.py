@@ -23,7 +23,7 @@ import pandas as pd
 
 from judge.cache import CallCache, cache_key, prompt_hash
 from judge.model_specs import ModelSpec
-from judge.providers.base import ProviderError, parse_spec
+from judge.providers.base import ProviderError, ServerUnreachable, parse_spec
 from judge.providers.generation import Generation, GenerationRequest
 from judge.providers.generators import make_generator
 from judge.retry import RateLimiter, call_with_retries, run_pool
@@ -171,6 +171,8 @@ class _Answering:
                 self.meter.check()
             got = await call_with_retries(lambda: gen.generate(job.request), est, self.config,
                                           self.limiters[endpoint(job.spec)], self.stats, self.rng)
+        except ServerUnreachable:
+            raise  # no server at the URL: every other call would be refused too; stop the run
         except ProviderError as e:
             self.results[job.key] = e
             return

@@ -216,6 +216,7 @@ def compare_cmd(
 ) -> None:
     from judge.compare import GateSettings
     from judge.compare_run import CompareRequest, run_compare
+    from judge.providers.base import ServerUnreachable
     from judge.sequential import SequentialSettings
     from preflab.errors import InputError
 
@@ -249,7 +250,7 @@ def compare_cmd(
         if verdicts and (judge or rubric):
             report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "
                                    "rubric and no judge is called")
-    except (InputError, ValueError) as e:
+    except (InputError, ValueError, ServerUnreachable) as e:
         fail(e)
     print_report(report, out)
     _write_outputs(report, json_out, report_path, out)

@@ -106,9 +106,13 @@ def run_cmd(
     say = err.print if is_stdout(output) or is_stdout(combined) else typer.echo
     say(f"{len(pairs)} pairs, {len(df)} verdicts -> {'stdout' if is_stdout(output) else output}")
     say(result.stats.summary())
-    say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
-    if both_orders:
-        _report_orders(df, combine, combined, say)
+    answered = df[df["error"].isna()] if "error" in df else df  # a failed call is no verdict: never counted as one
+    if len(answered):
+        say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in answered["verdict"].value_counts(
+            dropna=False).items()) + (f"; {len(df) - len(answered)} failed (no verdict)" if len(answered) < len(df)
+                                      else ""))
+        if both_orders:
+            _report_orders(answered, combine, combined, say)
     _exit_for_failures(df, result.stats.failed, output, max_cost, allow_failures, err)
 
 
