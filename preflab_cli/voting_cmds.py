@@ -64,7 +64,8 @@ def app_cmd(
 
             load_prompts(arena_prompts)  # a bad file fails here, with its line
             env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())
-    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
+    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)",
+                  soft_wrap=True, highlight=False)  # one line whatever the width: scripts read it (`head -1 app.log`)
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "
                   "are open to anyone who can reach this server (they show a banner saying so)", highlight=False)
