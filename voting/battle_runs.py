@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from judge.model_specs import ModelSpec
-from judge.providers.generators import make_generator
+from answering.model_specs import ModelSpec
+from llm.providers.generators import make_generator
 from voting.battles import ArenaLimits, save_turn, stream_pair
 
 _runs: dict[str, TurnRun] = {}

@@ -106,8 +106,8 @@ def rating_matrix(votes: pd.DataFrame) -> pd.DataFrame:
 def agreement(votes: pd.DataFrame) -> dict[str, float]:
     """Inter-annotator agreement on units (item, model pair) rated by at least two voters: their number,
     pairwise percent agreement, Fleiss' kappa and Krippendorff's alpha (nominal over A/B/tie), computed by
-    :mod:`judge.agreement`."""
-    from judge.agreement import fleiss_kappa, krippendorff_alpha_nominal
+    :mod:`judge.metrics.agreement`."""
+    from judge.metrics.agreement import fleiss_kappa, krippendorff_alpha_nominal
 
     nan = float("nan")
     ratings = rating_matrix(votes).to_numpy(float) if len(votes) else np.zeros((0, 0))
@@ -154,14 +154,14 @@ def seed_demo(engine: Engine, items_path: str | Path, battles_path: str | Path |
 
 
 def attach_votes(pairs: pd.DataFrame, votes: pd.DataFrame) -> pd.DataFrame:
-    """Join collected votes onto a judged-pairs table (:mod:`judge.outcomes`) by (item_id, model pair).
+    """Join collected votes onto a judged-pairs table (:mod:`judge.verdicts.judged_pairs`) by (item_id, model pair).
 
     The labels are exactly what ``preflab export-votes --as labels`` writes (:func:`judge_labels`: the
     majority by identity, a split is a tie) plus single voters ``human_1`` … ``human_k`` (a voter's latest
-    vote, as in :func:`rating_matrix`), joined by :func:`judge.datasets.join_human`, the same join the CLI's
+    vote, as in :func:`rating_matrix`), joined by :func:`judge.metrics.datasets.join_human`, the same join the CLI's
     ``--human labels.csv`` uses, so the app page and the CLI compute the same metrics.
     """
-    from judge.datasets import join_human
+    from judge.metrics.datasets import join_human
 
     labels = judge_labels(votes)[["item_id", "model_a", "model_b", "human"]]
     if len(votes):

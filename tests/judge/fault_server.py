@@ -24,7 +24,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from judge.cache import prompt_hash
+from llm.calls.cache import prompt_hash
 
 
 @dataclass

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.rubrics import BUILTIN
 from preflab.redact import redact
 from tests.judge.fault_server import Faults, FaultServer, build_parser, faults_from_args
 from tests.judge.test_faults import make_pairs
@@ -108,7 +108,7 @@ def closed_port() -> int:
 
 def test_a_refused_connection_stops_the_run_within_a_few_quick_tries():
     """Before: 14 retries over 44 s, then 6 "failed" verdicts announced as "None 6"."""
-    from judge.providers.base import REFUSED_TRIES, ServerUnreachable
+    from llm.providers.base import REFUSED_TRIES, ServerUnreachable
 
     url = f"http://127.0.0.1:{closed_port()}/v1"
     t0 = time.perf_counter()

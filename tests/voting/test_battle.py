@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judge.model_specs import ModelSpec
-from judge.providers.generation import Generation
+from answering.model_specs import ModelSpec
+from llm.providers.generation import Generation
 from tests.judge.conftest import llama_url  # noqa: F401  (the real llama.cpp server fixture)
 from tests.voting.test_vote_page import login
 from voting.battles import (
@@ -32,7 +32,7 @@ from voting.store import DuplicateVote, load_votes, open_store
 def second_llama_url(llama_url, tmp_path_factory):  # noqa: F811
     """Another llama.cpp server with the same GGUF: llama-cpp-python's server interrupts a running stream when
     a second request arrives, so the two sides of a battle need a server each (as two checkpoints would)."""
-    from judge.local_server import llama_server, smollm2_gguf
+    from llm.local_server import llama_server, smollm2_gguf
 
     with llama_server(smollm2_gguf(), n_ctx=2048, n_threads=1,
                       log=tmp_path_factory.mktemp("llama2") / "server.log") as url:
@@ -81,7 +81,7 @@ def test_a_voted_battle_is_an_app_vote_with_style_counts_and_cannot_be_voted_twi
 
 
 def test_a_failed_battle_is_stored_and_never_counted(sqlite_url):
-    from judge.providers.base import ProviderError
+    from llm.providers.base import ProviderError
 
     engine = open_battles(open_store(sqlite_url))
     bid = start_battle(engine, "ann", "m1", "m2")
@@ -152,7 +152,7 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
 @pytest.mark.llama
 def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeypatch, tmp_path, sqlite_url,
                                                                         llama_url):  # noqa: F811
-    from judge.local_server import free_port
+    from llm.local_server import free_port
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     roster = _roster(llama_url, dead)

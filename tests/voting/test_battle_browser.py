@@ -108,7 +108,7 @@ def test_stream_vote_by_key_reveal_and_follow_up(tmp_path, browser, llama_url, s
 
 
 def test_a_server_killed_mid_answer_gives_the_neutral_message(tmp_path, browser, llama_url):  # noqa: F811
-    from judge.local_server import llama_process, smollm2_gguf
+    from llm.local_server import llama_process, smollm2_gguf
 
     with llama_process(smollm2_gguf(), n_threads=1, log=tmp_path / "doomed.log") as (doomed, proc):
         engine, server = arena_server(tmp_path, roster((llama_url, doomed), max_tokens=400))

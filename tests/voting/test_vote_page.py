@@ -341,7 +341,7 @@ def test_the_calibration_page_leads_with_the_verdict_and_names_an_upload_by_its_
 
     from typer.testing import CliRunner
 
-    from judge.card import NOTHING_USABLE
+    from judge.cards.card import NOTHING_USABLE
     from preflab_cli import app as cli
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import streamlit as st
 
-from judge.model_specs import ModelSpec
+from answering.model_specs import ModelSpec
 from voting.battle_runs import TurnRun, live_run, start_run
 from voting.battles import (
     ArenaLimits,
@@ -53,7 +53,7 @@ def _roster(path: str) -> list[ModelSpec]:
 
 @st.cache_resource(show_spinner=False)
 def _prompt_set(path: str) -> list[str]:
-    from judge.model_specs import load_prompts
+    from answering.model_specs import load_prompts
 
     return load_prompts(path)["prompt"].tolist()
 
