@@ -207,7 +207,7 @@ def _human_rows(report: Mapping) -> Rows:
     loo = humans["leave_one_out"]
     rows = [("humans among themselves", f"Fleiss' kappa {humans['fleiss_kappa']:.3f}, Krippendorff's "
              f"alpha {humans['krippendorff_alpha']:.3f}" + (", pairwise kappa " + ", ".join(
-                 f"{k}: {v:.3f}" for k, v in pk.items()) if pk else "")),
+                 f"{k}: {'—' if v is None or v != v else f'{v:.3f}'}" for k, v in pk.items()) if pk else "")),
             ("leave-one-out vs human majority", f"judge {_fmt(loo['judge'])}, humans {_fmt(loo['human'])}")]
     if humans.get("ceiling"):
         from judge.metrics.ceiling import ceiling_rows
