@@ -160,6 +160,7 @@ def _sandbox(tmp_path: Path) -> Path:
     os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
     (work / "tests" / "judge" / "data").mkdir(parents=True)  # lm-eval example runs, as in a checkout
     os.symlink(ROOT / "tests" / "judge" / "data" / "lm_eval", work / "tests" / "judge" / "data" / "lm_eval")
+    os.symlink(ROOT / "tests" / "judge" / "data" / "benchmarks", work / "tests" / "judge" / "data" / "benchmarks")
     if SHARED.is_dir():
         os.symlink(SHARED, tmp_path / "shared")
     return work
@@ -246,7 +247,8 @@ def demo_tour(tmp_path_factory) -> Path:
 
 
 PREFLAB = str(Path(sys.executable).parent / "preflab")
-CALIBRATE = "preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv --report card.html"
+CALIBRATE = ("preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv "
+             "--lengths data/demo/pairs.jsonl --report card.html")
 
 
 def test_the_readmes_calibrate_output_is_what_the_cli_prints(demo_tour: Path) -> None:

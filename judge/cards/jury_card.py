@@ -26,6 +26,18 @@ def _versus_humans(code: np.ndarray, human: np.ndarray, n_bootstrap: int, level:
             "no_verdict": int(np.sum(code == Outcome.UNPARSABLE))}
 
 
+def _baselines(table: JuryTable, panel: np.ndarray, n_bootstrap: int, level: float, seed: int) -> dict | None:
+    """The null baselines (:mod:`judge.metrics.baselines`) against the panel: the longer answer and the
+    majority class (a panel pools members' orders, so it has no first slot)."""
+    from judge.metrics.baselines import null_baselines
+
+    pairs = table.keys.assign(human=table.human)
+    if table.lengths is not None:
+        pairs = pairs.assign(len_x=table.lengths[:, 0], len_y=table.lengths[:, 1])
+    pairs.attrs["orders"] = "none"
+    return null_baselines(pairs, panel, level, n_bootstrap, seed)
+
+
 def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 1000, level: float = 0.95,
                 seed: int = 0) -> dict:
     """Everything the jury card shows, JSON-ready (NaN where the data cannot support a number)."""
@@ -58,7 +70,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
                              for c in (*OUTCOMES, Outcome.UNPARSABLE)},
                   "splits": panel.get("splits"), "abstentions": panel["abstentions"],
                   "no_member_answered": panel["no_member_answered"]},
-        "effective_judges": None, "panel_minus_best_member": None, "ceiling": None,
+        "effective_judges": None, "panel_minus_best_member": None, "ceiling": None, "baselines": None,
     }
     if rule == "dawid-skene":
         report["panel"]["confusion"] = {name: panel["confusion"][j].round(4).tolist()
@@ -73,6 +85,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
         gain = paired_bootstrap(right(table.codes[:, table.members.index(best)]), right(panel["panel"]),
                                 n_bootstrap, level, seed)
         report["panel_minus_best_member"] = {"best_member": best, **gain.as_dict()}
+        report["baselines"] = _baselines(table, panel["panel"], n_bootstrap, level, seed)
         if table.ratings is not None and table.ratings.shape[1] >= 2:
             report["ceiling"] = human_ceiling(table.ratings, panel["panel"], n_bootstrap=n_bootstrap,
                                               level=level, seed=seed)
@@ -94,6 +107,9 @@ def jury_rows(report: Mapping) -> list[tuple[str, str]]:
     gain = report.get("panel_minus_best_member")
     if gain:
         rows.append((f"panel − best member ({gain['best_member']}), agreement", _fmt(gain)))
+    from judge.metrics.baselines import baseline_rows
+
+    rows += [(k.replace("judge", "panel"), v) for k, v in baseline_rows(report.get("baselines"))]
     split = f", {p['splits']} split votes called a tie" if p.get("splits") else ""
     rows.append(("abstentions (member verdicts missing or unparsable)",
                  f"{p['abstentions']}{split}; {p['no_member_answered']} pairs with no member answering"))
@@ -141,24 +157,28 @@ def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
     return table.keys.assign(winner=[IDENTITY_NAMES[int(c)] for c in panel], rule=rule, **members)
 
 
-def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False):
+def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False,
+                lengths: str | Path | None = None):
     """One member's judged pairs from ``PATH`` (any :func:`judge.metrics.datasets.load_any` layout) or
-    ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""
-    from judge.metrics.datasets import attach_human, load_any
+    ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels,
+    ``lengths`` answer lengths (:func:`judge.metrics.datasets.attach_lengths`, for the longer-answer baseline)."""
+    from judge.metrics.datasets import attach_human, attach_lengths, load_any
 
     path, judge = spec, None
     if not Path(spec).exists() and "#" in spec:
         path, _, judge = spec.rpartition("#")
     pairs = load_any(path, "auto", judge, allow_mixed)
-    return attach_human(pairs, human) if human else pairs
+    pairs = attach_human(pairs, human) if human else pairs
+    return attach_lengths(pairs, lengths) if lengths else pairs
 
 
-def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False) -> dict:
+def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False,
+                 lengths: str | Path | None = None) -> dict:
     """Each member's judged pairs (:func:`load_member`) by display name (:func:`member_name`; the spec itself
     when two members would share a name, numbered when even that repeats)."""
     tables: dict = {}
     for k, spec in enumerate(specs, start=1):
-        pairs = load_member(spec, human, allow_mixed)
+        pairs = load_member(spec, human, allow_mixed, lengths)
         name = member_name(spec, pairs)
         name = name if name not in tables else spec if spec not in tables else f"{k}:{spec}"
         tables[name] = pairs

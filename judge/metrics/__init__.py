@@ -27,9 +27,11 @@ _HOMES = {
     "load_family": "judge.metrics.datasets",
     "load_llmfao": "judge.metrics.datasets",
     "load_pandalm": "judge.metrics.datasets",
+    "null_baselines": "judge.metrics.baselines",
     "panel_verdicts": "judge.metrics.jury",
     "position_bias_by_model": "judge.metrics.calibrate",
     "report_json": "judge.metrics.calibrate",
+    "score_calibration": "judge.metrics.temperature",
 }
 __all__ = sorted(_HOMES)
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)
