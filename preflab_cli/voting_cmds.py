@@ -68,7 +68,8 @@ def app_cmd(
 
             load_prompts(arena_prompts)  # a bad file fails here, with its line
             env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())
-    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
+    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)",
+                  soft_wrap=True, highlight=False)  # one line whatever the width: scripts read it (`head -1 app.log`)
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "
                   "are open to anyone who can reach this server (they show a banner saying so)", highlight=False)
@@ -121,7 +122,12 @@ def export_votes(
     fmt = "parquet" if out.suffix.lower() in (".parquet", ".pq") else "jsonl"
     if kind == "pairs" and not is_stdout(out) and out.suffix.lower() not in (".jsonl", ".parquet", ".pq"):
         fail(f"{out}: --as pairs writes .jsonl or .parquet; name the file with one of those suffixes")
-    done = export_votes(open_store(db), kind, dataset, fmt)
+    try:
+        engine = open_store(db, create=False)
+    except InputError as e:
+        fail(InputError(db, None, "--db", e.problem, "check the --db URL: export-votes reads a store and never "
+                        "creates one (`preflab demo-seed`, `preflab import` or `preflab app` create it)"))
+    done = export_votes(engine, kind, dataset, fmt)
     where = write_output(out, done.data)
     show = err if is_stdout(out) else console
     what = (f"{done.rows} {EXPORTS[kind]} from {done.votes} votes" if kind == "pairs"

@@ -25,6 +25,7 @@ from llm.providers.base import (
     learn,
     logprob_content,
     status_error,
+    transport_error,
 )
 
 THINKING_MIN_TOKENS = 2048  # a model that thinks aloud first (<think>...</think>) needs room to finish
@@ -115,11 +116,8 @@ class CompatibleProvider(LearnsCapabilities):
                 await resp.aread()
             finally:
                 await resp.aclose()
-        except httpx.TimeoutException as e:
-            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-        except httpx.TransportError as e:  # connection refused/reset, server disconnected
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                                kind="connection") from None
+        except httpx.TransportError as e:  # refused (no server), timeout, reset, server disconnected
+            raise transport_error(e, self.base_url) from None
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, resp.text)
         try:

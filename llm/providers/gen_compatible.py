@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from llm.providers.base import ProviderError, status_error
+from llm.providers.base import ProviderError, status_error, transport_error
 from llm.providers.compatible import CompatibleProvider
 from llm.providers.generation import Generation, GenerationRequest, finish_reason, int_or_none, sampling
 
@@ -32,11 +32,8 @@ class CompatibleGenerator(CompatibleProvider):
     async def _send(self, req: httpx.Request) -> httpx.Response:
         try:
             return await next(self._next).handle_async_request(req)
-        except httpx.TimeoutException as e:
-            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-        except httpx.TransportError as e:
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                                kind="connection") from None
+        except httpx.TransportError as e:  # refused (no server), timeout, reset, server disconnected
+            raise transport_error(e, self.base_url) from None
 
     async def _check(self, resp: httpx.Response) -> None:
         if resp.status_code != 200:

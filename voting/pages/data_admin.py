@@ -14,6 +14,7 @@ from voting.archive import archive_dataset, archived_votes
 from voting.import_preview import SUFFIXES, nothing_imported, preview_upload, read_upload
 from voting.items import ItemDataError
 from voting.pages.common import code_span
+from voting.pages.numbers import for_people
 from voting.pages.pair_html import pair_html
 from voting.store import import_items, load_answers, load_items_frame, load_votes
 from voting.voter_stats import FAST_SECONDS, filter_votes, load_skips, voter_stats
@@ -68,6 +69,14 @@ def import_section(engine: Engine) -> None:
         st.rerun()  # the dataset lists above (and in the sidebar) are drawn from the store again
 
 
+#: The voters table's headers, in words (:data:`voting.voter_stats.STAT_COLUMNS`), and its rate columns.
+VOTER_HEADERS = {"voter": "voter", "votes": "votes", "median_s": "median s / vote", "tie_rate": "tie rate",
+                 "bothbad_rate": "both-bad rate", "skips": "skips", "skip_rate": "skip rate",
+                 "agree_with_others": "agrees with others", "shared_units": "shared items",
+                 "fast_votes": "fast votes"}
+VOTER_RATES = ("tie_rate", "bothbad_rate", "skip_rate", "agree_with_others")
+
+
 def voters_section(engine: Engine, dataset: str, votes: pd.DataFrame) -> None:
     """Per-voter statistics of ``dataset``, sortable by any column."""
     st.subheader("Voters")
@@ -78,10 +87,8 @@ def voters_section(engine: Engine, dataset: str, votes: pd.DataFrame) -> None:
     if stats.empty:
         st.caption("No votes or skips yet.")
         return
-    pct = st.column_config.NumberColumn(format="percent")
-    st.dataframe(stats, hide_index=True, key="voter_stats", column_config={
-        "median_s": st.column_config.NumberColumn("median s / vote", format="%.1f"),
-        "tie_rate": pct, "bothbad_rate": pct, "skip_rate": pct, "agree_with_others": pct})
+    st.dataframe(for_people(stats, rates=VOTER_RATES, headers=VOTER_HEADERS, fixed={"median_s": "{:.1f}"}),
+                 hide_index=True, key="voter_stats")
 
 
 def _pick(label: str, options, key: str) -> str | None:  # noqa: ANN001

@@ -19,6 +19,7 @@ from arena.plots import forest_figure, heatmap_figure
 from voting import reads
 from voting.assign import tally_counts
 from voting.pages.common import get_config, get_engine, public_message, require_admin
+from voting.pages.numbers import for_people
 from voting.store import (
     item_categories,
     list_datasets,
@@ -70,14 +71,16 @@ def identification_banner(table: pd.DataFrame, groups: list[list[str]], pooled: 
 
 def shown_table(table: pd.DataFrame):  # noqa: ANN201 - a pandas Styler
     """The leaderboard as displayed: ratings and intervals that are not identified are blank and greyed out."""
+    from arena.leaderboard_table import display_decimals
+
     cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
-    view = table[cols].round(1).copy()
+    view = table[cols].copy()
     ok = table.get("identified", pd.Series(True, index=table.index)).astype(bool).to_numpy()
-    view["rating"] = view["rating"].astype(object)
     for c in ("rating", "lower", "upper"):
         if c in view:
-            view[c] = view[c].where(ok, None)
-    return view.style.apply(lambda row: ["" if ok[row.name] else "color: #9a9a9a" for _ in row], axis=1)
+            view[c] = view[c].where(ok)  # NaN, shown as a dash
+    return for_people(view, display_decimals(table)).apply(
+        lambda row: ["" if ok[row.name] else "color: #9a9a9a" for _ in row], axis=1)
 
 
 def share_downloads(table: pd.DataFrame) -> None:
