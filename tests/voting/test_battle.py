@@ -41,6 +41,18 @@ def second_llama_url(llama_url, tmp_path_factory):  # noqa: F811
 
 PAGE = str(Path(__file__).resolve().parents[2] / "voting" / "pages" / "battle.py")
 NAMES = ("zephyrine-7b", "quokka-13b")
+# the roster's system prompts, each with a marker only it has: the page must never send a system prompt
+SYSTEMS = ("Answer briefly. [sys-8f3a1c]", "You are a pirate. [sys-5d72e9]")
+MARKERS = ("sys-8f3a1c", "sys-5d72e9")
+
+
+def sent_secrets(sent: str, secrets: tuple[str, ...], battle: dict) -> list[str]:
+    """The ``secrets`` (names, endpoints, system-prompt markers, metadata keys) in what the app ``sent``,
+    leaving out any a model itself wrote in its stored answers: a test asserts what the app sends, never what
+    a real model happens to write (SmolLM2's words change with CPU features and builds)."""
+    written = " ".join(m["content"] for side in ("conversation_a", "conversation_b") for m in battle[side]
+                       if m["role"] == "assistant")
+    return [s for s in secrets if s in sent and s not in written]
 SEND = "FormSubmitter:battle_prompt-Send"
 
 
@@ -116,7 +128,7 @@ def _everything(at: AppTest) -> str:
 def _roster(url: str, url_2: str) -> str:
     return "".join(f'[[model]]\nname = "{n}"\nspec = "local:{u}#smollm2"\nsystem = "{s}"\ntemperature = 0.0\n'
                    f"max_tokens = 24\n\n"
-                   for n, u, s in zip(NAMES, (url, url_2), ("Answer briefly.", "You are a pirate."), strict=True))
+                   for n, u, s in zip(NAMES, (url, url_2), SYSTEMS, strict=True))
 
 
 @pytest.mark.llama
@@ -129,9 +141,9 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
     state = at.session_state["battle"]
     page = _everything(at)
     assert 'data-side="A"' in page and 'data-side="B"' in page and "A is better" in page
-    for secret in (*NAMES, llama_url, second_llama_url, "127.0.0.1", "smollm2", "pirate", "tokens"):
-        assert secret not in page, secret
     engine = open_store(sqlite_url)
+    secrets = (*NAMES, llama_url, second_llama_url, "127.0.0.1", "smollm2", *MARKERS, "tokens_out", "finish_reason")
+    assert sent_secrets(page, secrets, load_battle(engine, state["id"])) == []
     assert load_battle(engine, state["id"])["status"] == "answered"
     at.text_area(key="battle_text").input("And of Spain?")  # a follow-up: same two models, same sides
     at.button(key=SEND).click().run()
