@@ -49,7 +49,7 @@ def app_cmd(
     open_store(db).dispose()  # create the schema now, and fail here with a clear error on a bad URL
     import voting.app
 
-    script = voting.app.__file__  # ships with the package: the app runs from any folder
+    script = voting.app.SCRIPT  # ships with the package: the app runs from any folder
     if access not in ("open", "invite"):
         fail(f"--access {access!r}: use open or invite")
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),

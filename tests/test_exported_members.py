@@ -39,6 +39,7 @@ PUBLIC = {
     "judge_arena": ["calibration_report", "judge_assisted_leaderboard", "judge_ppi_gain", "verdict_battles"],
     "voting": ["export_bytes", "import_items", "load_items", "load_votes", "open_store"],
     "voting.pages": [],
+    "voting.serve": [],
     "preflab": ["InputError", "Outcome", "write_table"],
     "preflab_cli": ["OPTION_ALIASES", "app", "canonical_args", "main"],
 }

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from voting.import_preview import read_upload
 from voting.items import ItemDataError
 from voting.pages import data_admin
-from voting.pages.common import code_span, get_engine, require_admin
+from voting.pages.common import code_span, get_engine, plain, require_admin
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
 from voting.votes import agreement, export_bytes
 
@@ -24,7 +24,8 @@ def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
         raise ItemDataError(name, None, None, "no dataset name given", "type a name for the dataset")
     items = read_upload(name, payload)
     n = import_items(engine, items, dataset.strip())
-    return f"Imported {n} items ({len(items.answers)} answers from {len(items.models)} models) into {dataset!r}."
+    return (f"Imported {n} items ({len(items.answers)} answers from {len(items.models)} models) into "
+            f"{code_span(dataset.strip())}.")
 
 
 def _export_section(engine: Engine, dataset: str) -> None:
@@ -83,7 +84,7 @@ def _invite_section(engine: Engine) -> None:
         try:  # check every name first: a link made and not shown would be lost
             voters = [check_voter_name(n) for n in names.splitlines() if n.strip()]
         except ItemDataError as e:
-            st.error(f"No links were made. {e}")
+            st.error(f"No links were made. {plain(e)}")
             return
         links = [(v, invite_url(base, issue_invite(engine, v))) for v in voters]
         st.dataframe(pd.DataFrame(links, columns=["voter", "link"]), hide_index=True, key="invite_links")
@@ -111,7 +112,7 @@ def render() -> None:
     if datasets:
         summary = pd.DataFrame([(d, len(load_items_frame(engine, d))) for d in datasets], columns=["dataset", "items"])
         st.dataframe(summary, hide_index=True)
-        st.caption("Datasets: " + ", ".join(datasets))
+        st.caption("Datasets: " + ", ".join(map(code_span, datasets)))  # names are never Markdown
         dataset = st.selectbox("Dataset to export", datasets, key="export_dataset")
         _export_section(engine, dataset)
         _criteria_section(engine, dataset)
