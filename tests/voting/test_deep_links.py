@@ -14,7 +14,7 @@ from voting.app import SCRIPT
 pytestmark = pytest.mark.browser
 OURS = ["Vote", "Battle", "Leaderboard", "Judge calibration", "Data"]
 NAV = """() => { const links = [...document.querySelectorAll('[data-testid="stSidebarNav"] a')];
-  return links.length ? links.map(a => a.innerText.trim()) : null; }"""
+  return links.length ? links.map(a => a.innerText.trim().split("\\n").pop().trim()) : null; }"""
 ROSTER = ('[[model]]\nname = "m1"\nspec = "local:http://127.0.0.1:9/v1#m1"\n\n'
           '[[model]]\nname = "m2"\nspec = "local:http://127.0.0.1:9/v1#m2"\n')
 
