@@ -39,6 +39,9 @@ def app_cmd(
                                                     "(one [[model]] table each; keys from the environment).")] = None,
     arena_prompts: Annotated[Path | None, typer.Option(help="Prompts (item_id, prompt) a Battle voter may draw "
                                                             "from instead of typing one.")] = None,
+    arena_check: Annotated[bool, typer.Option("--arena-check/--no-arena-check",
+                                              help="Ask every roster model for one token before serving; "
+                                                   "refuse to start when one does not answer.")] = True,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -58,7 +61,10 @@ def app_cmd(
         from voting.battles import load_arena
 
         env["PREFLAB_ARENA"] = str(arena.resolve())
-        console.print(f"Battle page: {len(load_arena(str(arena)))} models from {arena}")
+        roster = load_arena(str(arena))
+        if arena_check:
+            _check_arena(arena, roster)
+        console.print(f"Battle page: {len(roster)} models from {arena}")
         if arena_prompts is not None:
             from judge.model_specs import load_prompts
 
@@ -72,6 +78,21 @@ def app_cmd(
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *STREAMLIT_FLAGS,
            "--server.address", host, "--server.port", str(port)]
     os.execve(sys.executable, cmd, env)  # become the server: signals reach it, no orphan on exit
+
+
+def _check_arena(path: Path, roster: list) -> None:
+    """Refuse (exit 2) a roster with a model that does not answer one token now: every battle it drew would
+    fail after the voter typed a prompt."""
+    from voting.battle_runs import check_roster
+
+    console.print(f"Checking the {len(roster)} roster models (one token each) ...")
+    dead = check_roster(roster)
+    for name, why in dead.items():
+        err.print(f"error: {path}: model {name!r} did not answer: {why}", highlight=False, markup=False)
+    if dead:
+        err.print("fix its spec or endpoint, or remove it from the roster (--no-arena-check serves anyway)",
+                  highlight=False)
+        raise typer.Exit(2)
 
 
 @app.command("demo-seed")

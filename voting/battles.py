@@ -174,9 +174,11 @@ def begin_turn(engine: Engine, battle_id: str) -> bool:
 
 
 def abandon(engine: Engine, battle_id: str) -> None:
-    """A battle left while answering (a reload, a click mid-stream) is marked ``abandoned``: never counted."""
+    """A battle left while answering (a reload, a click mid-stream) or before its vote (New round,
+    Regenerate) is marked ``abandoned``: never counted."""
     with engine.connect().execution_options(write=True) as conn, conn.begin():
-        conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answering")
+        conn.execute(battles_t.update().where(battles_t.c.id == battle_id,
+                                              battles_t.c.status.in_(("answering", "answered")))
                      .values(status="abandoned", updated_at=time.time()))
 
 
@@ -285,4 +287,20 @@ def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:
     for k, side in ((0, "conversation_a"), (1, "conversation_b")):
         out[side] = [convs[i][k] if m and i in convs else None for i, m in zip(out["item_id"].astype(str), mine,
                                                                              strict=True)]
+    return out
+
+
+def failed_battles(engine: Engine, limit: int = 100) -> pd.DataFrame:
+    """The latest failed battles, newest first: when, id, voter, both models, turns and the stored cause (the
+    admin's view: voters never see it)."""
+    cols = ["when", "id", "voter", "model_a", "model_b", "turns", "error"]
+    if not sa.inspect(engine).has_table("battles"):
+        return pd.DataFrame(columns=cols)
+    b = battles_t.c
+    q = (sa.select(b.updated_at, b.id, b.voter, b.model_a, b.model_b, b.turns, b.error)
+         .where(b.status == "failed").order_by(b.updated_at.desc()).limit(limit))
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
+    out = pd.DataFrame(rows, columns=cols)
+    out["when"] = pd.to_datetime(out["when"], unit="s", utc=True)
     return out

@@ -117,6 +117,20 @@ def _page(monkeypatch, tmp_path: Path, url: str, roster: str) -> AppTest:
     return login(at, "ann")
 
 
+def settle(at: AppTest) -> AppTest:
+    """Run the page again once its battle's answers finished: the browser redraws them every REDRAW_S (a
+    fragment's run_every, which AppTest does not run), so a test waits on the run's state, then reruns."""
+    from tests.voting.conftest import wait_for
+    from voting.battle_runs import live_run
+
+    try:
+        current = at.session_state["battle"]
+    except KeyError:
+        return at
+    wait_for(lambda: live_run(current["id"]) is None, timeout=600)
+    return at.run()
+
+
 def _everything(at: AppTest) -> str:
     """Every element the page sent, as the browser receives it (HTML bodies unescaped, the rest as protobufs)."""
     parts = [h.proto.body for h in at.get("html")]
@@ -136,7 +150,7 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
                                                          second_llama_url):
     at = _page(monkeypatch, tmp_path, sqlite_url, _roster(llama_url, second_llama_url))
     at.text_area(key="battle_text").input("What is the capital of France?")
-    at.button(key=SEND).click().run()
+    settle(at.button(key=SEND).click().run())
     assert not at.exception
     state = at.session_state["battle"]
     page = _everything(at)
@@ -146,7 +160,7 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
     assert sent_secrets(page, secrets, load_battle(engine, state["id"])) == []
     assert load_battle(engine, state["id"])["status"] == "answered"
     at.text_area(key="battle_text").input("And of Spain?")  # a follow-up: same two models, same sides
-    at.button(key=SEND).click().run()
+    settle(at.button(key=SEND).click().run())
     battle = load_battle(engine, state["id"])
     assert battle["turns"] == 2 and len(battle["conversation_a"]) == 4
     assert at.session_state["battle"]["id"] == state["id"]
@@ -170,7 +184,7 @@ def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeyp
     roster = _roster(llama_url, dead)
     at = _page(monkeypatch, tmp_path, sqlite_url, roster)
     at.text_area(key="battle_text").input("Hello?")
-    at.button(key=SEND).click().run()
+    settle(at.button(key=SEND).click().run())
     page = _everything(at)
     assert "One answer failed; this battle will not count" in page
     assert not any(s in page for s in (*NAMES, dead, "connection", "ConnectError"))

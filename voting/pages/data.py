@@ -101,6 +101,20 @@ def _criteria_section(engine: Engine, dataset: str) -> None:
         st.success("Saved.")
 
 
+def _failed_battles_section(engine: Engine) -> None:
+    """The Battle page's failed battles and their causes (the voter saw one neutral line; the server log has
+    the same lines)."""
+    from voting.battles import failed_battles
+
+    failed = failed_battles(engine)
+    if failed.empty:
+        return
+    st.subheader("Failed battles")
+    st.caption(f"The latest {len(failed)} battles that failed (never counted), newest first, with the cause. "
+               "Voters saw only that an answer failed.")
+    st.dataframe(failed, hide_index=True, key="failed_battles")
+
+
 def render() -> None:
     """The page."""
     st.title("Data")
@@ -121,6 +135,7 @@ def render() -> None:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
     data_admin.import_section(engine)
     _invite_section(engine)
+    _failed_battles_section(engine)
 
 
 if __name__ == "__main__":
