@@ -167,3 +167,43 @@ def test_a_vote_key_or_click_while_a_follow_up_streams_loses_nothing(tmp_path, b
         page.locator("body").press("2")  # now the vote counts
         page.get_by_text("Vote saved: B is better").wait_for()
         assert len(load_votes(engine, BATTLE_DATASET)) == 1
+
+
+STOPPER = """() => { window.__stops = 0; window.__stopper = setInterval(() => {
+  for (const b of document.querySelectorAll('[data-testid="stStatusWidget"] button')) {
+    if (b.innerText.includes("Stop")) { b.click(); window.__stops += 1; }
+  } }, 20); }"""
+
+
+def test_streamlits_stop_while_answers_stream_freezes_nothing(tmp_path, browser, llama_url,  # noqa: F811
+                                                              second_llama_url):  # noqa: F811
+    """The header's Stop (pressed whenever it shows, while both answers stream) stops a page run, never the
+    answers: they finish, the page draws them and the vote bar, and Send works again (before: the first Stop
+    froze the page: the answer cut, Send disabled, no vote bar)."""
+    engine, server = arena_server(tmp_path, roster((llama_url, second_llama_url), max_tokens=160))
+    with server as base:
+        ENGINES[base] = engine
+        page, _ = open_battle(browser, base, "dee")
+        send(page, "Write a long story about a lighthouse keeper and the sea.")
+        page.wait_for_function("() => [...document.querySelectorAll('.pf-battle[data-done=\"0\"]')]"
+                               ".some(b => b.innerText.length > 20)", timeout=600_000)
+        page.evaluate(STOPPER)  # Stop shows only while a page run is long (it was: the whole answer)
+
+        def answered() -> bool:
+            with engine.connect() as conn:
+                return conn.execute(battles_t.select()).mappings().one()["status"] != "answering"
+
+        wait_for(answered, timeout=600)
+        page.wait_for_function("""() => { const b = document.querySelector('.st-key-battle_A button');
+            return document.querySelectorAll(".pf-battle[data-side='A'][data-done='1']").length === 1
+                && b && !b.closest("[data-stale='true']"); }""", timeout=60_000)
+        page.evaluate("() => clearInterval(window.__stopper)")
+        stops = page.evaluate("window.__stops")
+        with engine.connect() as conn:
+            row = conn.execute(battles_t.select()).mappings().one()
+        assert row["status"] == "answered", row["error"]
+        shown = page.locator(".pf-battle[data-side='A']").inner_text()
+        assert shown.strip() and shown.split()[-1] in row["conversation_a"]  # the whole answer, not a cut one
+        assert page.get_by_role("button", name="Send").is_enabled()
+        shot(page, "battle-after-stop")
+        print(f"Stop pressed {stops} times while the answers streamed")
