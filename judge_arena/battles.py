@@ -1,9 +1,9 @@
 """Judge verdicts (and the humans' votes beside them) as arena input: the one place where a judged pair
-(outcomes by identity, :mod:`judge.outcomes`) becomes a Chatbot Arena battle or a PPI judge row.
+(outcomes by identity, :mod:`judge.verdicts.judged_pairs`) becomes a Chatbot Arena battle or a PPI judge row.
 
 :func:`identity_battles` is the converter; :func:`verdict_battles` (each order judged is a battle) and
 :func:`human_battles` (each human vote is one) call it on the table's columns, and the runner's combined
-table (:func:`judge.pairs.combined_table`) goes through it with its ``winner`` names read by
+table (:func:`judge.verdicts.pairs.combined_table`) goes through it with its ``winner`` names read by
 :data:`preflab.outcomes.IDENTITY_LABELS`. :func:`judge_rows` keeps the judge's probabilities instead.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judge.outcomes import annotator_columns, column, swap_sides
+from judge.verdicts.judged_pairs import annotator_columns, column, swap_sides
 from preflab.errors import InputError
 from preflab.outcomes import BATTLE_LABELS, Outcome
 
@@ -35,7 +35,7 @@ def identity_battles(pairs: pd.DataFrame, codes: np.ndarray | pd.Series, judge: 
 
 
 def verdict_battles(pairs: pd.DataFrame, judge: str = "judge") -> pd.DataFrame:
-    """Verdicts (:func:`judge.datasets.load_verdicts_jsonl`: ``judge_xy``/``judge_yx`` identity codes) as
+    """Verdicts (:func:`judge.metrics.datasets.load_verdicts_jsonl`: ``judge_xy``/``judge_yx`` identity codes) as
     battles, one per order judged: the model shown first is ``model_a``. Unparsed verdicts are left out."""
     shown_y_first = pairs.rename(columns={"model_x": "model_y", "model_y": "model_x"})
     return pd.concat([identity_battles(pairs, column(pairs, "judge_xy"), judge),
@@ -53,7 +53,7 @@ def human_battles(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge_rows(pairs: pd.DataFrame, labels: str = "auto", source: str = "<verdicts>") -> pd.DataFrame:
-    """Judged pairs (:mod:`judge.outcomes`) as judge rows ``model_a (= x), model_b (= y), question_id
+    """Judged pairs (:mod:`judge.verdicts.judged_pairs`) as judge rows ``model_a (= x), model_b (= y), question_id
     (= item_id), p_a, p_b, p_tie``.
 
     Both orders are averaged: their probabilities (``soft``) or their one-hot verdicts (``hard``; an order

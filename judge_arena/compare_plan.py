@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arena.simulation.power import sign_test_power
-from judge.spend import spec_price
+from llm.calls.spend import spec_price
 from preflab.errors import InputError
 
 
@@ -43,7 +43,7 @@ def compare_plan(n_prompts: int, rubrics: int, judge: str | None, mean_chars: fl
 def plan_for_items(items: Path | None, rubrics: int, judge: str | None, alpha: float, tie_rate: float = 0.0) -> dict:
     """:func:`compare_plan` for the prompts of an items file (their mean prompt + answers length sizes the calls);
     at least one rubric is planned for."""
-    from judge.compare_inputs import load_answers
+    from judge.gate.compare_inputs import load_answers
 
     if items is None:
         raise InputError("<items>", None, None, "--plan needs the items file", "pass the prompts to plan for")

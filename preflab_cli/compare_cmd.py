@@ -1,4 +1,4 @@
-"""``preflab compare``: did the change help? A thin shell over :func:`judge.compare_run.run_compare`
+"""``preflab compare``: did the change help? A thin shell over :func:`judge.gate.compare_run.run_compare`
 (``--plan``: :func:`judge_arena.compare_plan.plan_for_items`)."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from preflab_cli.common import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from judge.compare_run import CompareRequest
-    from judge.run import RunConfig
+    from judge.gate.compare_run import CompareRequest
+    from judge.runner.run import RunConfig
 
 
 def _plain_table(out, header, cells) -> None:
@@ -44,7 +44,7 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
-    from judge.compare import check_lines
+    from judge.gate.compare import check_lines
 
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
@@ -126,7 +126,7 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
         if not is_stdout(json_out):
             out.print(f"report -> {where}", markup=False)
     if report_path:
-        from judge.compare_card import write_gate_report
+        from judge.cards.compare_card import write_gate_report
 
         write_gate_report(report_path, report)
         if not is_stdout(report_path):
@@ -135,16 +135,16 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
 
 def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
     """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
-    from judge.rubrics import load_rubric
-    from judge.run import RunConfig
+    from judge.runner.run import RunConfig
+    from judge.verdicts.rubrics import load_rubric
 
     return RunConfig(load_rubric(rubric), **settings)
 
 
 def _print_dry_run(request: CompareRequest, out: Console) -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
-    from judge.budget import total_summary
-    from judge.compare_run import dry_run_compare
+    from judge.gate.compare_run import dry_run_compare
+    from llm.calls.estimate import total_summary
 
     estimates = dry_run_compare(request)
     if not estimates:
@@ -202,9 +202,9 @@ def compare_cmd(
         "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
                               "otherwise; the notes list the mix).")] = False,
 ) -> None:
-    from judge.compare import GateSettings
-    from judge.compare_run import CompareRequest, run_compare
-    from judge.sequential import SequentialSettings
+    from judge.gate.compare import GateSettings
+    from judge.gate.compare_run import CompareRequest, run_compare
+    from judge.gate.sequential import SequentialSettings
     from preflab.errors import InputError
 
     out = report_console(json_out if is_stdout(json_out) else report_path)

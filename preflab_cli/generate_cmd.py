@@ -1,4 +1,4 @@
-"""``preflab generate``: answer prompts with your own models (a thin shell over :mod:`judge.generate`)."""
+"""``preflab generate``: answer prompts with your own models (a thin shell over :mod:`answering.generate`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from preflab_cli.common import app, err, fail
 if TYPE_CHECKING:
     import pandas as pd
 
-    from judge.generate import GenerateResult
+    from answering.generate import GenerateResult
 
 
 @app.command("generate")
@@ -51,8 +51,8 @@ def generate_cmd(
     Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY or PREFLAB_LOCAL_API_KEY. Answers are cached as they
     arrive, so a killed run restarts without generating anything twice. Answers cut at max_tokens (finish
     reason length) are kept, counted and reported. Exits 1 when answers failed (see --allow-failures)."""
-    from judge.generate import GenerateConfig, pairs_table, run_generate
-    from judge.model_specs import load_prompts, load_roster, parse_model_spec, unique_names
+    from answering.generate import GenerateConfig, pairs_table, run_generate
+    from answering.model_specs import load_prompts, load_roster, parse_model_spec, unique_names
     from preflab.io import write_table
 
     specs = (load_roster(roster) if roster else []) + [parse_model_spec(m) for m in model or []]
@@ -87,7 +87,8 @@ def generate_cmd(
 
 def _print_dry_run(table: pd.DataFrame, specs: list, cache: Path | None) -> None:
     """``--dry-run``: calls, estimated tokens and cost per model and in all; nothing is sent."""
-    from judge.budget import estimate_generate, generation_line, total_summary
+    from answering.generate import estimate_generate
+    from llm.calls.estimate import generation_line, total_summary
 
     estimates = estimate_generate(table, specs, cache)
     typer.echo(f"dry run: {len(table)} prompts x {len(specs)} models")

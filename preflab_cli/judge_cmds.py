@@ -69,12 +69,12 @@ def run_cmd(
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
 
-    from judge.pairs import PairsError, load_pairs
-    from judge.prices import parse_price
-    from judge.providers import parse_spec
-    from judge.providers.base import ProviderError
-    from judge.rubrics import RubricError, load_rubric
-    from judge.run import RunConfig, run_judge
+    from judge.runner.run import RunConfig, run_judge
+    from judge.verdicts.pairs import PairsError, load_pairs
+    from judge.verdicts.rubrics import RubricError, load_rubric
+    from llm.prices import parse_price
+    from llm.providers import parse_spec
+    from llm.providers.base import ProviderError
     from preflab_cli.common import make_console
 
     err = make_console(stderr=True)
@@ -114,7 +114,7 @@ def run_cmd(
 
 def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallback: str):
     """``--batch``: the provider's batch API, answers collected into the cache; its summary on stderr."""
-    from judge.batch import batch_judge
+    from judge.runner.batch import batch_judge
 
     if cache is None:
         raise ValueError("--batch collects answers into the cache; drop --no-cache")
@@ -126,7 +126,7 @@ def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallb
 
 def _report_orders(df, combine: str, combined: Path | None, say) -> None:
     """How often the two orders agree and the combined winners; ``--combined`` writes the one-row-per-pair table."""
-    from judge.pairs import combined_table
+    from judge.verdicts.pairs import combined_table
 
     table = combined_table(df, combine)
     say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
@@ -137,7 +137,7 @@ def _report_orders(df, combine: str, combined: Path | None, say) -> None:
 
 def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
     """``--dry-run``: each judge's planned calls, tokens and cost; nothing is sent."""
-    from judge.budget import dry_run
+    from judge.runner.estimate import dry_run
 
     for spec in specs:
         typer.echo(dry_run(pairs, spec, config, cache).summary())
@@ -148,7 +148,7 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
     warn (and return) for accepted failures."""
     from rich.markup import escape
 
-    from judge.run import failure_summary
+    from judge.runner.run import failure_summary
 
     failed = int(df["error"].notna().sum()) if "error" in df else failed_calls
     unsent = int(df["error"].astype(str).str.startswith("not sent: the --max-cost").sum()) if "error" in df else 0
@@ -166,10 +166,10 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
 
 def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, allow_failures: int) -> None:
     """Several judges: each member's verdicts to its own file, the panel per pair to ``output``."""
-    from judge.datasets import load_verdicts_jsonl
-    from judge.jury import RULES, align_members
-    from judge.jury_card import jury_report, jury_rows, panel_frame
-    from judge.jury_run import member_output, run_jury
+    from judge.cards.jury_card import jury_report, jury_rows, panel_frame
+    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.jury import RULES, align_members
+    from judge.runner.jury_run import member_output, run_jury
 
     if rule not in RULES:
         raise ValueError(f"--jury-rule must be one of {', '.join(RULES)}, got {rule!r}")
@@ -203,7 +203,10 @@ def calibrate_cmd(
         help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
     lengths: Annotated[Path | None, typer.Option(
         help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
-    layout: Annotated[str, typer.Option(help="auto, verdicts, labels, pandalm, llmfao or alpaca.")] = "auto",
+    layout: Annotated[str, typer.Option(help="auto, verdicts, scores, labels, pandalm, llmfao, alpaca, judgebench, "
+                                              "rewardbench or rewardbench2.")] = "auto",
+    tie_margin: Annotated[float, typer.Option(
+        help="Scores files: |score_x − score_y| at or below this is a tie.")] = 0.0,
     judge_name: Annotated[str | None, typer.Option(
         "--judge", help="Which judge in a shared set (gpt4, gpt3, gpt-3.5-turbo, pandalm-7b).")] = None,
     family: Annotated[Path | None, typer.Option(help="CSV model,family for self-preference.")] = None,
@@ -226,16 +229,18 @@ def calibrate_cmd(
     from rich.markup import escape
     from rich.table import Table
 
-    from judge.calibrate import position_bias_by_model, report_json
-    from judge.card import summary_rows, write_card
-    from judge.datasets import attach_human, attach_lengths, load_any, load_family
+    from judge.cards.card import summary_rows, write_card
+    from judge.metrics.calibrate import position_bias_by_model, report_json
+    from judge.metrics.datasets import attach_human, attach_lengths, load_any, load_family
     from preflab.errors import InputError
     from preflab_cli.common import make_console
 
     err = make_console(stderr=True)
     out = err if is_stdout(json_out) or is_stdout(report) else make_console()
     try:
-        pairs = load_any(verdicts, layout, judge_name, allow_mixed)
+        from judge.verdicts.scores import ScoreReading
+
+        pairs = load_any(verdicts, layout, judge_name, allow_mixed, ScoreReading(tolerance=tie_margin))
         pairs = attach_human(pairs, human) if human else pairs
         pairs = attach_lengths(pairs, lengths) if lengths else pairs
         families = load_family(family) if family else None
@@ -280,6 +285,8 @@ def jury_cmd(
     members: Annotated[list[str], typer.Argument(help="Two or more members: verdict files (any `judge calibrate` "
                                                  "layout), or FOLDER#JUDGE for a shared data set (llmfao#gpt3).")],
     human: Annotated[Path | None, typer.Option(help="Human labels (as for `judge calibrate --human`).")] = None,
+    lengths: Annotated[Path | None, typer.Option(
+        help="Answer lengths (as for `judge calibrate --lengths`): the longer-answer baseline.")] = None,
     rule: Annotated[str, typer.Option(help="Panel rule: majority, mean (probability) or dawid-skene.")] = "majority",
     output: Annotated[Path | None, typer.Option(help="Write the panel's verdict per pair (JSONL).")] = None,
     report: Annotated[Path | None, typer.Option(help="Write the HTML jury card here.")] = None,
@@ -290,9 +297,9 @@ def jury_cmd(
                                               "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
-    from judge.calibrate import report_json
-    from judge.jury import RULES, align_members
-    from judge.jury_card import jury_report, jury_rows, load_members, panel_frame, write_jury_card
+    from judge.cards.jury_card import jury_report, jury_rows, load_members, panel_frame, write_jury_card
+    from judge.metrics.calibrate import report_json
+    from judge.metrics.jury import RULES, align_members
     from preflab.errors import InputError
 
     if rule not in RULES:
@@ -302,7 +309,7 @@ def jury_cmd(
     if n_bootstrap < 1:
         fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
-        tables = load_members(members, human, allow_mixed)
+        tables = load_members(members, human, allow_mixed, lengths)
     except (InputError, ValueError, OSError) as e:
         fail(e)
     table = align_members(tables)
@@ -342,9 +349,9 @@ def drift_cmd(
     """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
 
     Exit status 0 for "same judge", 1 for "changed"."""
-    from judge.calibrate import report_json
-    from judge.datasets import load_any
-    from judge.drift import drift_report, drift_rows
+    from judge.metrics.calibrate import report_json
+    from judge.metrics.datasets import load_any
+    from judge.metrics.drift import drift_report, drift_rows
     from preflab.errors import InputError
 
     if not 0 < alpha < 1 or tolerance < 0:

@@ -12,14 +12,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = {"arena", "judge", "judge_arena", "voting", "preflab", "preflab_cli"}
+OURS = {"arena", "llm", "answering", "judge", "judge_arena", "voting", "preflab", "preflab_cli"}
 #: package -> our packages it must never import (preflab_cli, the command line, is the top: it may import all)
 FORBIDDEN = {
-    "arena": {"judge", "judge_arena", "voting", "preflab_cli"},
+    "arena": {"llm", "answering", "judge", "judge_arena", "voting", "preflab_cli"},
+    "llm": {"arena", "answering", "judge", "judge_arena", "voting", "preflab_cli"},  # the wire, under both uses
+    "answering": {"arena", "judge", "judge_arena", "voting", "preflab_cli"},  # answering models, over llm
     "judge": {"arena", "judge_arena", "voting", "preflab_cli"},
     "judge_arena": {"voting", "preflab_cli"},  # judges and arena statistics together, below the app and the CLI
     "voting": {"preflab_cli"},
-    "preflab": {"arena", "judge", "judge_arena", "voting", "preflab_cli"},  # the shared leaf
+    "preflab": {"arena", "llm", "answering", "judge", "judge_arena", "voting", "preflab_cli"},  # the shared leaf
+}
+#: A package's rooms, bottom first: a module imports only modules of its own room or of rooms below it
+#: (a room is a package's sub-package or a module at its top; docs/architecture.md draws them).
+ROOMS = {
+    "llm": ["prices", "local_server", "providers", "calls"],
+    "answering": ["model_specs", "generate", "stream"],
+    "judge": ["stats", "report_text", "verdicts", "runner", "benchmarks", "metrics", "gate", "cards"],
 }
 
 
@@ -47,6 +56,52 @@ def modules(package: str) -> list[Path]:
 def test_imports_run_one_way(package: str) -> None:
     bad = {str(f.relative_to(ROOT)): sorted(imported_packages(f) & FORBIDDEN[package]) for f in modules(package)}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+def room_of(module: str) -> str | None:
+    """The room of a dotted module name (``judge.metrics.bias`` -> ``metrics``), None for a package's ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def wrong_way_imports(package: str) -> set[tuple[str, str]]:
+    """(module, imported module) pairs where a room imports a room above it (or one not in the order)."""
+    order = ROOMS[package]
+    bad = set()
+    for f in modules(package):
+        me = module_name(f)
+        mine = room_of(me)
+        for module, _ in runtime_imports(f):
+            theirs = room_of(module)
+            if module.split(".")[0] != package or mine is None or theirs is None or theirs == mine:
+                continue
+            if mine not in order or theirs not in order or order.index(theirs) > order.index(mine):
+                bad.add((me, module))
+    return bad
+
+
+@pytest.mark.parametrize("package", sorted(ROOMS))
+def test_rooms_import_one_way(package: str) -> None:
+    assert wrong_way_imports(package) == set()
+
+
+def test_every_room_is_in_the_order() -> None:
+    """A new module or sub-package of a roomed package gets its place in :data:`ROOMS` (and in the docs)."""
+    found = {p: {f.relative_to(ROOT / p).parts[0].removesuffix(".py") for f in modules(p)} - {"__init__"}
+             for p in ROOMS}
+    assert found == {p: set(order) for p, order in ROOMS.items()}
+
+
+def test_the_room_check_sees_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for d in ("pkg", "pkg/low", "pkg/high"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "high" / "a.py").write_text("from pkg.low.b import f\n")
+    (tmp_path / "pkg" / "low" / "b.py").write_text("def f():\n    from pkg.high import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "OURS", {"pkg"})
+    monkeypatch.setattr(sys.modules[__name__], "ROOMS", {"pkg": ["low", "high"]})
+    assert wrong_way_imports("pkg") == {("pkg.low.b", "pkg.high.a")}
 
 
 def test_tests_never_import_the_benchmarks() -> None:
@@ -164,12 +219,13 @@ def test_no_module_imports_another_modules_private_name() -> None:
 
 def test_the_checker_sees_lazy_imports(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
-    f.write_text("def g():\n    from judge.outcomes import column\n    import voting.store\n")
+    f.write_text("def g():\n    from judge.verdicts.judged_pairs import column\n    import voting.store\n")
     assert imported_packages(f) == {"judge", "voting"}
 
 
 def test_judge_metrics_and_runner_load_no_jax() -> None:
-    code = "import judge.calibrate, judge.run, judge.pairs, sys; print('jax' in sys.modules)"
+    code = ("import judge, judge.metrics.calibrate, judge.runner.run, judge.verdicts.pairs, llm, answering.generate,"
+            " sys; print('jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
 

@@ -32,12 +32,46 @@ PUBLIC = {
     "arena.simulation": ["ArenaSpec", "coverage_study", "fit_arenas", "leaderboard_votes_needed", "next_pair",
                          "power_table", "sign_test_power", "simulate_codes", "spread_strengths", "uniform_pairs"],
     "arena.style": ["ConfoundedStyleWarning", "STYLE_FEATURES", "markdown_counts", "style_fit"],
-    "judge": ["Pair", "RunConfig", "load_pairs", "load_rubric", "make_provider", "render_card", "run_judge",
-              "write_card"],
-    "judge.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
-                        "make_provider", "parse_spec"],
+    "judge": ["CompareRequest", "GateSettings", "Pair", "PairsError", "RULES", "RubricError", "RunConfig",
+              "SequentialSettings", "align_members", "annotator_columns", "attach_human", "attach_lengths",
+              "batch_judge", "calibrate", "check_lines", "clustered_wilson_interval", "column", "combined_table",
+              "drift_report", "drift_rows", "dry_run", "dry_run_compare", "failure_summary", "fleiss_kappa",
+              "format_interval", "join_human", "jury_report", "jury_rows", "krippendorff_alpha_nominal",
+              "load_answers", "load_any", "load_family", "load_members", "load_pairs", "load_rubric",
+              "load_verdicts_jsonl", "member_output", "panel_frame", "position_bias_by_model", "render_card",
+              "report_json", "run_compare", "run_judge", "run_jury", "summary_rows", "swap_sides", "write_card",
+              "write_gate_report", "write_jury_card"],
+    "judge.benchmarks": ["BenchSettings", "benchmark_board", "benchmark_pairs", "benchmark_report", "benchmark_rows",
+                         "board_rows", "detect_format"],
+    "judge.cards": ["jury_report", "jury_rows", "load_members", "panel_frame", "render_card", "summary_rows",
+                    "write_card", "write_gate_report", "write_jury_card"],
+    "judge.gate": ["CompareRequest", "DEFAULT_PRIOR", "GateSettings", "SequentialSettings", "check_lines",
+                   "dry_run_compare", "load_answers", "run_compare", "simulate"],
+    "judge.metrics": ["JuryTable", "RULES", "align_members", "attach_human", "attach_lengths", "ceiling_rows",
+                      "drift_report", "drift_rows", "effective_judges", "fleiss_kappa", "human_ceiling", "join_human",
+                      "judge_codes", "kappa_interval", "krippendorff_alpha_nominal", "load_any", "load_family",
+                      "load_llmfao", "load_pandalm", "null_baselines", "panel_verdicts", "position_bias_by_model",
+                      "report_json", "score_calibration"],
+    "judge.runner": ["RunConfig", "RunResult", "ScoreRunConfig", "batch_judge", "dry_run", "failure_summary",
+                     "member_output", "run_judge", "run_jury", "score_pairs"],
+    "judge.verdicts": ["BUILTIN", "NO_LOGPROBS", "OUTCOMES", "Pair", "PairsError", "ProvenanceTally", "Rubric",
+                       "RubricError", "ScoreReading", "Verdict", "annotator_columns", "by_identity", "column",
+                       "combine_order_codes", "combined_table", "has", "judge_single", "load_pairs", "load_rubric",
+                       "load_scores", "load_verdicts_jsonl", "p_x_single", "read_verdict", "require_one_judge",
+                       "run_columns", "sampled_verdict", "scores_table", "served_columns", "swap_sides", "unparsable",
+                       "usable"],
     "judge_arena": ["calibration_report", "judge_assisted_leaderboard", "judge_ppi_gain", "verdict_battles"],
-    "voting": ["export_bytes", "import_items", "load_items", "load_votes", "open_store"],
+    "llm": ["FREE", "Price", "ProviderError", "free_port", "llama_server", "make_generator", "make_provider",
+            "parse_price", "parse_spec", "price_for", "smollm2_gguf"],
+    "llm.calls": ["CallCache", "RateLimiter", "RunEstimate", "SpendMeter", "cache_key", "call_with_retries",
+                  "estimated_input_tokens", "generation_line", "known_price", "per_token", "prompt_hash",
+                  "requests_per_call", "run_pool", "spec_price", "total_summary"],
+    "llm.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
+                      "make_provider", "parse_spec"],
+    "answering": ["GenerateConfig", "GenerateResult", "GenerationCache", "ModelSpec", "estimate_generate",
+                  "load_prompts", "load_roster", "pairs_table", "parse_model_spec", "run_generate", "stream_answers",
+                  "unique_names"],
+    "voting": ["export_bytes", "export_votes", "import_items", "load_items", "load_votes", "open_store"],
     "voting.pages": [],
     "voting.serve": [],
     "preflab": ["InputError", "Outcome", "write_table"],
@@ -46,7 +80,7 @@ PUBLIC = {
 
 
 def test_every_package_is_pinned_here() -> None:
-    tops = ("arena", "judge", "judge_arena", "voting", "preflab", "preflab_cli")
+    tops = ("arena", "llm", "answering", "judge", "judge_arena", "voting", "preflab", "preflab_cli")
     found = {".".join(f.parent.relative_to(ROOT).parts) for top in tops for f in (ROOT / top).rglob("__init__.py")}
     assert found == set(PUBLIC)
 
@@ -78,9 +112,10 @@ def test_importing_the_packages_loads_none_of_their_names() -> None:
     """The surface is declared, not imported: ``import judge`` and ``import arena`` load no JAX (nor pandas),
     and using ``judge.run_judge`` still loads no JAX."""
     code = ("import sys, arena, arena.io, arena.bt, arena.bootstrap, arena.style, arena.lc, arena.ppi,"
-            " arena.simulation, judge, judge_arena, voting, preflab\n"
+            " arena.simulation, llm, llm.calls, answering, judge, judge.verdicts, judge.runner, judge.metrics,"
+            " judge.gate, judge.cards, judge_arena, voting, preflab\n"
             "light = not any(m in sys.modules for m in ('jax', 'pandas', 'numpy'))\n"
-            "judge.run_judge, judge.make_provider\n"
+            "judge.run_judge, llm.make_provider\n"
             "print(light, 'jax' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr

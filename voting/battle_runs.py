@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from judge.model_specs import ModelSpec
-from judge.providers.generators import make_generator
-from voting.battles import ArenaLimits, save_turn, stream_pair
+from answering.model_specs import ModelSpec
+from llm.providers.generators import make_generator
+from voting.arena_guard import ArenaSettings, settle_turn
+from voting.battles import save_turn, stream_pair
 
 log = logging.getLogger("preflab.app")  # the server's log: the admin's, never the voter's
 _runs: dict[str, TurnRun] = {}
@@ -81,23 +82,28 @@ def live_run(battle_id: str) -> TurnRun | None:
 
 
 def start_run(engine: Engine, battle: dict, specs: dict[str, ModelSpec], prompt: str,
-              limits: ArenaLimits) -> TurnRun:
-    """Answer ``prompt`` (the next turn of ``battle``, already ``answering``) on the battle loop, which
-    stores the turn when both sides finished (:func:`voting.battles.save_turn`)."""
+              settings: ArenaSettings, identity: tuple[str, ...] = ()) -> TurnRun:
+    """Answer ``prompt`` (the next turn of ``battle``, claimed by :func:`voting.arena_guard.claim_turn`) on
+    the battle loop, which stores the turn when both sides finished (:func:`voting.battles.save_turn`, the
+    answers matched against the ``identity`` words) and settles its cost (:func:`settle_turn`)."""
     run = TurnRun(battle["id"], prompt)
     convs = {"a": battle["conversation_a"] + [{"role": "user", "content": prompt}],
              "b": battle["conversation_b"] + [{"role": "user", "content": prompt}]}
+    asked = {side: list(conv) for side, conv in convs.items()}
 
     async def answer() -> None:
         try:
             gens = {side: _generator(spec) for side, spec in specs.items()}
-            results = await stream_pair(specs, convs, limits, run._update, gens)
+            results = await stream_pair(specs, convs, settings.limits, run._update, gens)
             for side, res in results.items():
                 final = getattr(res, "text", run.texts[side])
                 convs[side].append({"role": "assistant", "content": final})
-            run.ok = await asyncio.to_thread(save_turn, engine, battle["id"], convs["a"], convs["b"], results)
+            run.ok = await asyncio.to_thread(save_turn, engine, battle["id"], convs["a"], convs["b"], results,
+                                             identity)
             if not run.ok:
                 log.warning("battle %s failed: %s", battle["id"], failure_text(specs, results))
+            await asyncio.to_thread(settle_turn, engine, battle["id"], battle["turns"] + 1, specs, asked, results,
+                                    settings)
         finally:
             with _runs_lock:
                 _runs.pop(battle["id"], None)
@@ -114,7 +120,7 @@ def start_run(engine: Engine, battle: dict, specs: dict[str, ModelSpec], prompt:
 def failure_text(specs: dict[str, ModelSpec], results: dict[str, object]) -> str:
     """Which side failed, its model and why (for the server log and the admin; keys redacted), e.g.
     ``B (fast-trese): http: HTTP 404: model 'fast-trese' not found``."""
-    from judge.providers.base import ProviderError
+    from llm.providers.base import ProviderError
     from preflab.redact import redact
 
     parts = [f"{side.upper()} ({specs[side].name}): "
@@ -125,7 +131,7 @@ def failure_text(specs: dict[str, ModelSpec], results: dict[str, object]) -> str
 
 async def _probe(spec: ModelSpec) -> str | None:
     """None when ``spec`` answers a one-token request within its timeout, else why not (keys redacted)."""
-    from judge.providers.base import ProviderError
+    from llm.providers.base import ProviderError
     from preflab.redact import redact
 
     gen = make_generator(spec.spec, timeout=spec.timeout)

@@ -27,12 +27,15 @@ def vote_codes(votes: pd.DataFrame) -> np.ndarray:
 
 
 def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
-    """Stored votes as Chatbot Arena battles: left side = ``model_a``, ``judge`` = voter, ``question_id`` = item."""
+    """Stored votes as Chatbot Arena battles: left side = ``model_a``, ``judge`` = voter, ``question_id`` = item;
+    ``anony`` is false for a live battle whose answer named a model (``identity_leak``, when attached:
+    :func:`voting.exports.attach_conversations`), so ``rank --filter anony`` leaves it out."""
     winner = np.asarray(BATTLE_LABELS, dtype=object)[vote_codes(votes)]
+    anony = votes["identity_leak"].isna().to_numpy() if "identity_leak" in votes else True
     df = pd.DataFrame({
         "model_a": votes["model_left"], "model_b": votes["model_right"], "winner": winner,
         "judge": votes["voter"], "question_id": votes["item_id"], "tstamp": votes["voted_at"].astype(float),
-        "anony": True, "dataset": votes["dataset"], "vote_id": votes["id"],
+        "anony": anony, "dataset": votes["dataset"], "vote_id": votes["id"],
     })
     if "category" in votes and votes["category"].notna().any():
         df["category"] = votes["category"]
@@ -106,8 +109,8 @@ def rating_matrix(votes: pd.DataFrame) -> pd.DataFrame:
 def agreement(votes: pd.DataFrame) -> dict[str, float]:
     """Inter-annotator agreement on units (item, model pair) rated by at least two voters: their number,
     pairwise percent agreement, Fleiss' kappa and Krippendorff's alpha (nominal over A/B/tie), computed by
-    :mod:`judge.agreement`."""
-    from judge.agreement import fleiss_kappa, krippendorff_alpha_nominal
+    :mod:`judge.metrics.agreement`."""
+    from judge.metrics.agreement import fleiss_kappa, krippendorff_alpha_nominal
 
     nan = float("nan")
     ratings = rating_matrix(votes).to_numpy(float) if len(votes) else np.zeros((0, 0))
@@ -154,14 +157,14 @@ def seed_demo(engine: Engine, items_path: str | Path, battles_path: str | Path |
 
 
 def attach_votes(pairs: pd.DataFrame, votes: pd.DataFrame) -> pd.DataFrame:
-    """Join collected votes onto a judged-pairs table (:mod:`judge.outcomes`) by (item_id, model pair).
+    """Join collected votes onto a judged-pairs table (:mod:`judge.verdicts.judged_pairs`) by (item_id, model pair).
 
     The labels are exactly what ``preflab export-votes --as labels`` writes (:func:`judge_labels`: the
     majority by identity, a split is a tie) plus single voters ``human_1`` … ``human_k`` (a voter's latest
-    vote, as in :func:`rating_matrix`), joined by :func:`judge.datasets.join_human`, the same join the CLI's
+    vote, as in :func:`rating_matrix`), joined by :func:`judge.metrics.datasets.join_human`, the same join the CLI's
     ``--human labels.csv`` uses, so the app page and the CLI compute the same metrics.
     """
-    from judge.datasets import join_human
+    from judge.metrics.datasets import join_human
 
     labels = judge_labels(votes)[["item_id", "model_a", "model_b", "human"]]
     if len(votes):

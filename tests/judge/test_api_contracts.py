@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judge import batch as batch_mod
-from judge.batch import BatchFailed, batch_judge
-from judge.cache import CallCache
-from judge.pairs import Pair
-from judge.prices import parse_price
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner import batch as batch_mod
+from judge.runner.batch import BatchFailed, batch_judge
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
+from llm.calls.cache import CallCache
+from llm.prices import parse_price
 from tests.judge.api_fakes import ApiFake
 
 #: Pairs with known truth: the answer containing GOOD is the better one (the fakes' judges know it).
@@ -186,9 +186,9 @@ def test_local_servers_verdict_read_where_written(api, model, method):
 
 def test_server_without_logprobs_reads_text_with_no_probability_and_says_so(api, tmp_path, capsys):
     """Before: p = 1.0 / 0.0 from the text, unflagged, and the summary said (logprob)."""
-    from judge.calibrate import calibrate
-    from judge.card import render_card
-    from judge.datasets import load_verdicts_jsonl
+    from judge.cards.card import render_card
+    from judge.metrics.calibrate import calibrate
+    from judge.metrics.datasets import load_verdicts_jsonl
 
     res = run_judge(PAIRS, f"local:{api.url}#ignores-logprobs", RunConfig(BUILTIN["abt"]), None)
     df = res.verdicts
@@ -222,8 +222,8 @@ def test_unknown_price_is_unknown_and_price_option_sets_it(api, tmp_path):
 
 
 def test_low_mass_rows_left_out_of_brier_and_counted(tmp_path):
-    from judge.calibrate import calibrate
-    from judge.datasets import attach_human, load_verdicts_jsonl
+    from judge.metrics.calibrate import calibrate
+    from judge.metrics.datasets import attach_human, load_verdicts_jsonl
 
     rows, labels = [], ["item_id,model_a,model_b,human"]
     for i in range(8):

@@ -8,13 +8,13 @@ import json
 import httpx
 import pytest
 
-from judge.batch import run_batch
-from judge.cache import CallCache
-from judge.pairs import Pair
-from judge.providers.anthropic import AnthropicProvider
-from judge.providers.openai import OpenAIProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, arun_judge
+from judge.runner.batch import run_batch
+from judge.runner.run import RunConfig, arun_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
+from llm.calls.cache import CallCache
+from llm.providers.anthropic import AnthropicProvider
+from llm.providers.openai import OpenAIProvider
 
 PAIRS = [Pair(f"q{i}", f"prompt {i}", "mx", f"x{i}", "my", f"y{i}") for i in range(3)]
 

@@ -8,13 +8,14 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from judge.budget import dry_run, estimate_run, known_price
-from judge.cache import CallCache
-from judge.pairs import Pair
-from judge.prices import FREE, Price
-from judge.providers.openai import OpenAIProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner.estimate import dry_run, estimate_run
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
+from llm.calls.cache import CallCache
+from llm.calls.spend import known_price
+from llm.prices import FREE, Price
+from llm.providers.openai import OpenAIProvider
 from preflab_cli import app
 from tests.judge.fault_server import Faults, FaultServer
 

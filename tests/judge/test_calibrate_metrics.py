@@ -9,9 +9,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
 
-from judge import agreement as agr
-from judge.bias import (
-    combine_order_codes,
+from judge.metrics import agreement as agr
+from judge.metrics.bias import (
     length_bias,
     logistic_slope,
     one_order_position_bias,
@@ -21,6 +20,7 @@ from judge.bias import (
     position_bias,
     self_preference,
 )
+from judge.verdicts.judged_pairs import combine_order_codes
 from preflab.outcomes import Outcome
 
 # The seed's position fixture: 20 pairs, 14 consistent (9 A, 5 B), 6 where the first slot won both times.

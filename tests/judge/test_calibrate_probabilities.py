@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import brier_score_loss
 
-from judge.probability import (
+from judge.metrics.probability import (
     brier_score,
     corrected_win_rate,
     expected_calibration_error,
@@ -86,7 +86,7 @@ def _three_way_judge(n: int, seed: int) -> pd.DataFrame:
 
 
 def test_brier_multiclass_matches_sklearn():
-    from judge.probability import brier_score_multiclass
+    from judge.metrics.probability import brier_score_multiclass
 
     rng = np.random.default_rng(3)
     p = rng.dirichlet([1, 1, 1], 50)
@@ -98,7 +98,7 @@ def test_brier_multiclass_matches_sklearn():
 
 def test_a_calibrated_three_way_judge_is_calibrated():
     """Before: ECE scored the unconditional P(x wins) on decided pairs, 0.09 for this perfect judge."""
-    from judge.calibrate import calibrate
+    from judge.metrics.calibrate import calibrate
 
     pairs = _three_way_judge(4000, seed=11)
     cal = calibrate(pairs, n_bootstrap=50)["calibration"]
@@ -113,7 +113,7 @@ def test_a_calibrated_three_way_judge_is_calibrated():
     assert cal["brier"] < worse_cal["brier"]
     assert worse_cal["ece"] == pytest.approx(cal["ece"])  # same p_x / (p_x + p_y): same decided-pair ECE
     assert not (worse_cal["tie"]["observed"]["lower"] <= 0.0)  # the tie line shows it
-    from judge.card import summary_rows
+    from judge.cards.card import summary_rows
 
     rows = dict(summary_rows(calibrate(worse, n_bootstrap=50)))
     assert rows["Brier (3-class) / ECE (decided pairs)"].startswith(f"{worse_cal['brier']:.4f} / ")
@@ -122,7 +122,7 @@ def test_a_calibrated_three_way_judge_is_calibrated():
 
 def test_corrected_win_rate_counts_unparsable_verdicts_instead_of_dropping_them():
     """The judge fails to answer more often when x truly wins; before, dropping those verdicts gave 0.53."""
-    from judge.calibrate import calibrate
+    from judge.metrics.calibrate import calibrate
 
     rng = np.random.default_rng(8)
     n, n_labelled = 20000, 4000

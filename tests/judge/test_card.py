@@ -8,9 +8,9 @@ from html.parser import HTMLParser
 import pytest
 from typer.testing import CliRunner
 
-from judge.calibrate import calibrate
-from judge.card import render_card
-from judge.datasets import load_judge_labels
+from judge.cards.card import render_card
+from judge.metrics.calibrate import calibrate
+from judge.metrics.datasets import load_judge_labels
 from preflab_cli.judge_cmds import app
 from tests.judge.test_datasets import _write_labels
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from judge.calibrate import calibrate
-from judge.card import summary_rows
-from judge.ceiling import held_out_references, human_ceiling
+from judge.cards.card import summary_rows
+from judge.metrics.calibrate import calibrate
+from judge.metrics.ceiling import held_out_references, human_ceiling
 
 
 def _voters(truth, acc, k, rng):
@@ -56,7 +56,7 @@ def test_two_votes_a_pair_and_splits():
 
 
 def test_pandalm_three_annotators_on_the_card(shared_data):
-    from judge.datasets import load_pandalm
+    from judge.metrics.datasets import load_pandalm
 
     report = calibrate(load_pandalm(shared_data / "pandalm"), n_bootstrap=300)
     c = report["humans"]["ceiling"]

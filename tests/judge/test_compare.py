@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from judge.compare import GateSettings, compare_dimensions
-from judge.compare_inputs import candidate_codes
-from judge.datasets import load_verdicts_jsonl
+from judge.gate.compare import GateSettings, compare_dimensions
+from judge.gate.compare_inputs import candidate_codes
+from judge.metrics.datasets import load_verdicts_jsonl
 from judge.stats import holm_adjust
 from tests.judge.compare_files import counts_specs, items_file, preflab, verdict_file, write_jsonl
 
@@ -85,7 +85,7 @@ def test_the_three_checks(tmp_path) -> None:
     items = items_file(tmp_path / "items.jsonl", answers)
     specs = [("c", "c")] * 2 + [("c", "c")] * 5 + [("c", "b")] * 3  # identical pairs won, 3 flips of 10
     path = verdict_file(tmp_path / "concise.jsonl", specs, "concise")
-    from judge.compare_run import CompareRequest, run_compare
+    from judge.gate.compare_run import CompareRequest, run_compare
 
     rep = run_compare(CompareRequest("old", "new", items=items, verdicts=(path,)))
     length = rep["checks"]["length"]
@@ -162,7 +162,7 @@ def test_gate_report_html_has_the_forest_plot_and_escapes_names(tmp_path, capsys
 
 
 def test_the_pairs_layout_is_read_as_items(tmp_path) -> None:
-    from judge.compare_inputs import load_answers, version_pairs
+    from judge.gate.compare_inputs import load_answers, version_pairs
 
     pairs = write_jsonl(tmp_path / "pairs.jsonl", [
         {"item_id": "q000", "prompt": "p0", "model_x": "old", "answer_x": "long old answer", "model_y": "new",
@@ -192,7 +192,7 @@ def test_out_of_range_options_exit_2_naming_the_option(tmp_path, capsys, options
 def test_console_and_gate_report_print_the_same_check_lines(tmp_path, capsys) -> None:
     from html import escape
 
-    from judge.compare import check_lines
+    from judge.gate.compare import check_lines
 
     items = items_file(tmp_path / "items.jsonl", {f"q{i:03d}": ("short", "a longer answer here") for i in range(30)})
     verdicts = verdict_file(tmp_path / "v.jsonl", counts_specs(20, 6, 2, 2), "concise")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.lm_eval_logs import compare_lm_eval, metric_for
+from judge.gate.lm_eval_logs import compare_lm_eval, metric_for
 from tests.judge.compare_files import lm_eval_folder
 from tests.judge.test_compare import preflab
 

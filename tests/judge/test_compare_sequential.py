@@ -11,7 +11,7 @@ import pytest
 from scipy.special import betaln
 
 from arena.simulation.power import exact_pairs_needed, sign_test_power
-from judge.sequential import (
+from judge.gate.sequential import (
     anytime_p_values,
     confidence_sequence,
     log_e_value,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judge.drift import drift_report, drift_rows
+from judge.metrics.drift import drift_report, drift_rows
 from preflab.outcomes import Outcome
 
 

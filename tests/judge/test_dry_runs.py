@@ -145,10 +145,10 @@ def test_a_verdict_replay_under_max_cost_refuses_unknown_costs(tmp_path, capsys)
 
 
 def test_a_jury_with_an_unpriced_member_runs_and_says_its_cost_is_unknown(keys, tmp_path):
-    from judge.jury_run import run_jury
-    from judge.pairs import Pair
-    from judge.rubrics import load_rubric
-    from judge.run import RunConfig
+    from judge.runner.jury_run import run_jury
+    from judge.runner.run import RunConfig
+    from judge.verdicts.pairs import Pair
+    from judge.verdicts.rubrics import load_rubric
 
     pairs = [Pair(f"q{i}", f"prompt {i}", "new", f"GOOD {i}", "old", f"plain {i}", None) for i in range(3)]
     with ApiFake() as api:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judge.pairs import Pair
-from judge.providers.compatible import CompatibleProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, arun_judge, run_judge
+from judge.runner.run import RunConfig, arun_judge, run_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
+from llm.providers.compatible import CompatibleProvider
 from tests.judge.fault_server import Faults, FaultServer
 
 N_PAIRS = 1000  # x 2 orders = 2,000 calls

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judge.generate import GenerateConfig, run_generate
-from judge.model_specs import ModelSpec, load_prompts, load_roster, parse_model_spec
-from judge.pairs import load_pairs
-from judge.providers.generation import finish_reason
+from answering.generate import GenerateConfig, run_generate
+from answering.model_specs import ModelSpec, load_prompts, load_roster, parse_model_spec
+from judge.verdicts.pairs import load_pairs
+from llm.providers.generation import finish_reason
 from preflab_cli import main
 from tests.judge.api_fakes import ApiFake, answer_words
 
@@ -222,7 +222,7 @@ def test_llama_two_system_prompts_import_and_judge(llama_url, tmp_path):
 def test_streaming_through_the_sdks_gives_pieces_then_the_whole_answer(provider, keys):
     import asyncio
 
-    from judge.providers.generators import make_generator
+    from llm.providers.generators import make_generator
 
     with ApiFake() as srv:
         spec = {"openai": f"openai:{srv.url}#gpt-4.1-mini", "anthropic": f"anthropic:{srv.root}#claude-haiku-4-5",

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from judge.datasets import attach_human, join_human
+from judge.metrics.datasets import attach_human, join_human
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
 
@@ -74,7 +74,7 @@ def _metrics(report: dict) -> dict:
 
 def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
     pytest.importorskip("streamlit")
-    from judge.calibrate import report_json
+    from judge.metrics.calibrate import report_json
     from judge_arena.assist import calibration_report
     from preflab_cli.judge_cmds import app
     from voting.pages.calibration import judged_pairs
@@ -101,7 +101,7 @@ def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
 
 
 def test_exported_labels_keep_their_model_pair(tmp_path):
-    from judge.datasets import load_judge_labels
+    from judge.metrics.datasets import load_judge_labels
 
     path = tmp_path / "labels.csv"
     path.write_text("item_id,verdict_ab,verdict_ba,human,model_a,model_b\nq1,A,A,B,m1,m2\nq1,,,A,m1,m3\n")

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judge.jury import (
+from judge.cards.jury_card import jury_report, jury_rows, render_jury_card
+from judge.metrics.jury import (
     JuryTable,
     align_members,
     dawid_skene_panel,
@@ -14,7 +15,6 @@ from judge.jury import (
     majority_panel,
     mean_probability_panel,
 )
-from judge.jury_card import jury_report, jury_rows, render_jury_card
 from preflab.outcomes import Outcome
 
 N = 20_000
@@ -138,7 +138,7 @@ def test_align_flips_members_that_list_a_pair_the_other_way_round():
 
 
 def test_llmfao_gpt3_and_gpt4_as_a_jury_of_two(shared_data):
-    from judge.datasets import load_llmfao
+    from judge.metrics.datasets import load_llmfao
 
     members = {j: load_llmfao(shared_data / "llmfao", judge=j) for j in ("gpt3", "gpt4")}
     table = align_members(members)

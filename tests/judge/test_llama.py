@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.pairs import Pair, combined_table, load_pairs
-from judge.providers.base import JudgeRequest
-from judge.providers.compatible import CompatibleProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair, combined_table, load_pairs
+from judge.verdicts.rubrics import BUILTIN
+from llm.providers.base import JudgeRequest
+from llm.providers.compatible import CompatibleProvider
 
 pytestmark = pytest.mark.llama
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo" / "pairs.jsonl"
@@ -120,8 +120,8 @@ def test_base_model_completions_endpoint(llama_url):
 def test_reason_first_rubric_rows_say_how_they_were_read(llama_url):
     """The reason-first rubric on the real server: SmolLM2-135M rarely writes "Final verdict: [[X]]", so each
     row must say how it was read; a row with a stated verdict is read at that token, never at the first."""
-    from judge.reading import read_verdict
-    from judge.verdicts import METHODS
+    from judge.verdicts.locate import read_verdict
+    from judge.verdicts.parsing import METHODS
 
     rubric = BUILTIN["reason"]
     res = run_judge(demo_pairs()[:2], f"local:{llama_url}#smollm2",

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from judge.datasets import load_any, load_verdicts_jsonl
-from judge.pairs import Pair
-from judge.provenance import preflab_version, rubric_text_hash
-from judge.rubrics import BUILTIN, Rubric
-from judge.run import RunConfig, run_judge
+from judge.metrics.datasets import load_any, load_verdicts_jsonl
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.provenance import preflab_version, rubric_text_hash
+from judge.verdicts.rubrics import BUILTIN, Rubric
 from preflab.errors import InputError
 from preflab_cli.judge_cmds import app
 from tests.judge.fault_server import Faults, FaultServer
@@ -99,8 +99,8 @@ def test_alpaca_eval_provenance_as_published(shared_data):
     s = pairs.attrs["settings"]
     assert s["judge model"] == "weighted_alpaca_eval_gpt4_turbo"  # the `annotator` field
     assert "model version" not in s  # raw_completion carries no `model`: the card says "not recorded"
-    from judge.calibrate import calibrate
-    from judge.card import render_card
+    from judge.cards.card import render_card
+    from judge.metrics.calibrate import calibrate
 
     html = render_card(calibrate(pairs.iloc[:200], n_bootstrap=20), None, s)
     assert "model version: not recorded" in html and "weighted_alpaca_eval_gpt4_turbo" in html

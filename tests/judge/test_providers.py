@@ -8,14 +8,14 @@ import json
 import httpx
 import pytest
 
-from judge.pairs import Pair
-from judge.prices import price_for
-from judge.providers.anthropic import AnthropicProvider
-from judge.providers.base import JudgeRequest, LogprobsUnsupported, ProviderError, parse_spec
-from judge.providers.compatible import CompatibleProvider
-from judge.providers.openai import OpenAIProvider
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, arun_judge
+from judge.runner.run import RunConfig, arun_judge
+from judge.verdicts.pairs import Pair
+from judge.verdicts.rubrics import BUILTIN
+from llm.prices import price_for
+from llm.providers.anthropic import AnthropicProvider
+from llm.providers.base import JudgeRequest, LogprobsUnsupported, ProviderError, parse_spec
+from llm.providers.compatible import CompatibleProvider
+from llm.providers.openai import OpenAIProvider
 from tests.judge.fault_server import Faults, FaultServer
 
 SECRET = "sk-test-not-a-real-key-0123456789"

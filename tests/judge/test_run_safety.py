@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.rubrics import BUILTIN
-from judge.run import RunConfig, run_judge
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.rubrics import BUILTIN
 from preflab.redact import redact
 from tests.judge.fault_server import Faults, FaultServer, build_parser, faults_from_args
 from tests.judge.test_faults import make_pairs

@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 
 from arena.io.battles import load_battles
-from judge import run as run_mod
-from judge.cache import CallCache, cache_key
-from judge.pairs import Pair, PairsError, combined_table, load_pairs
-from judge.providers.base import parse_retry_after
-from judge.retry import RateLimiter, backoff_delay
-from judge.rubrics import BUILTIN, RubricError, load_rubric
-from judge.run import RunConfig, run_judge
+from judge.runner import run as run_mod
+from judge.runner.run import RunConfig, run_judge
+from judge.verdicts.pairs import Pair, PairsError, combined_table, load_pairs
+from judge.verdicts.rubrics import BUILTIN, RubricError, load_rubric
 from judge_arena.battles import identity_battles
+from llm.calls.cache import CallCache, cache_key
+from llm.calls.retry import RateLimiter, backoff_delay
+from llm.providers.base import parse_retry_after
 from preflab.outcomes import IDENTITY_LABELS
 from tests.judge.fault_server import Faults, FaultServer, canned_logprobs
 
@@ -91,7 +91,7 @@ def test_both_orders_by_identity_and_cache(tmp_path):
     # slot probabilities equal the server's canned distribution for exactly that prompt
     row = df[(df.item_id == "q0") & (df.order == "yx")].iloc[0]
     msgs = BUILTIN["abt"].messages("prompt 0", "y0", "x0")
-    from judge.cache import prompt_hash
+    from llm.calls.cache import prompt_hash
 
     top = {t["token"]: math.exp(t["logprob"]) for t in canned_logprobs(prompt_hash(msgs))[0]["top_logprobs"]}
     z = top["A"] + top["B"] + top["C"]
@@ -182,7 +182,7 @@ def test_cli_run_writes_verdicts_and_reports(tmp_path):
     assert len(combined.read_text().splitlines()) == 6
     # the run's settings travel with the verdicts, and the judge card's checklist reads them back
     assert {(r["judge"], r["rubric"], r["temperature"]) for r in rows} == {("local:fault", "abt@1", 0.0)}
-    from judge.datasets import load_verdicts_jsonl
+    from judge.metrics.datasets import load_verdicts_jsonl
 
     settings = load_verdicts_jsonl(out).attrs["settings"]
     assert settings["judge model"] == "local:fault" and settings["rubric"] == "abt@1" and settings["date"]
@@ -222,7 +222,7 @@ def test_identical_requests_are_made_once():
 
 def test_combined_table_keeps_only_observed_pairs() -> None:
     """Three pairs with different models give three rows (not the cross product of items and models)."""
-    from judge.pairs import combined_table
+    from judge.verdicts.pairs import combined_table
 
     rows = []
     for item, (x, y), (pxy, pyx) in [("1", ("a", "b"), (0.7, 0.4)), ("2", ("b", "c"), (0.2, 0.3)),

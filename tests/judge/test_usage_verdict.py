@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.calibrate import usage_verdict
+from judge.metrics.calibrate import usage_verdict
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 
@@ -36,7 +36,7 @@ def test_a_point_past_the_threshold_is_not_enough():
 
 
 def test_calibrated_but_uninformative_probabilities_are_not_soft_labels():
-    from judge.calibrate import calibration_bounds
+    from judge.metrics.calibrate import calibration_bounds
 
     flat = _reliability([0.48, 0.52], [0.49, 0.51], [700, 800], half=0.03)
     ece_hi, resolution = calibration_bounds(flat)
@@ -64,7 +64,7 @@ def test_smollm2_is_never_praised_whatever_a_handful_of_votes(tmp_path):
     human outcome redrawn (what a few more votes do), nothing is "usable for" (before: its probabilities were
     praised as soft labels in 2 of these 8 cases, ECE 0.047-0.048)."""
     pytest.importorskip("streamlit")
-    from judge.calibrate import calibrate
+    from judge.metrics.calibrate import calibrate
     from voting.pages.calibration import judged_pairs
     from voting.store import open_store
     from voting.votes import seed_demo

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from judge.verdicts import (
+from judge.verdicts.parsing import (
     label_probs_from_logprobs,
     sampled_verdict,
     verdict_from_logprobs,
@@ -234,7 +234,7 @@ def test_sampled_verdict_shares_and_wilson_interval():
 
 
 def test_five_level_rubric_sums_levels_into_outcomes():
-    from judge.rubrics import BUILTIN
+    from judge.verdicts.rubrics import BUILTIN
 
     r = BUILTIN["arena5"]
     lps = {"1": 0.1, "2": 0.3, "3": 0.2, "4": 0.25, "5": 0.05}
@@ -249,7 +249,7 @@ def test_five_level_rubric_sums_levels_into_outcomes():
 
 def test_tokenizer_pieces_and_case_are_normalised():
     """Before: "ĠA" and "▁A" (byte-level BPE / SentencePiece pieces) matched no label."""
-    from judge.verdicts import token_label
+    from judge.verdicts.parsing import token_label
 
     for token in ("\u0120A", "\u2581A", " A", "A\n", "a", "\u010aA"):
         assert token_label(token, ["A", "B"]) == "A", token
@@ -272,7 +272,7 @@ def _tok(t, tops=None):
 
 
 def test_reason_first_reply_read_at_its_stated_verdict_not_its_first_token():
-    from judge.reading import read_verdict
+    from judge.verdicts.locate import read_verdict
 
     at_b = {"B": math.log(0.7), "A": math.log(0.2), "C": math.log(0.1)}
     pieces = ["A", " close", " call", ",", " but", " B", " is", " better", ".", " [[", "B", "]]"]

@@ -130,32 +130,32 @@ def _read_answer_style(path: Path, tmp: Path):
 
 
 def _read_verdicts(path: Path, tmp: Path):
-    from judge.datasets import load_any
+    from judge.metrics.datasets import load_any
 
     load_any(path, "verdicts")
 
 
 def _read_labels(path: Path, tmp: Path):
-    from judge.datasets import load_judge_labels
+    from judge.metrics.datasets import load_judge_labels
 
     load_judge_labels(path)
 
 
 def _read_human(path: Path, tmp: Path):
-    from judge.datasets import attach_human, load_verdicts_jsonl
+    from judge.metrics.datasets import attach_human, load_verdicts_jsonl
 
     bc.write_verdicts(tmp)
     attach_human(load_verdicts_jsonl(tmp / "verdicts.jsonl"), path)
 
 
 def _read_pairs(path: Path, tmp: Path):
-    from judge.pairs import load_pairs
+    from judge.verdicts.pairs import load_pairs
 
     load_pairs(path)
 
 
 def _read_rubric(path: Path, tmp: Path):
-    from judge.rubrics import load_rubric
+    from judge.verdicts.rubrics import load_rubric
 
     load_rubric(path)
 

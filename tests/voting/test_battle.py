@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judge.model_specs import ModelSpec
-from judge.providers.generation import Generation
+from answering.model_specs import ModelSpec
+from llm.providers.generation import Generation
 from tests.judge.conftest import llama_url  # noqa: F401  (the real llama.cpp server fixture)
+from tests.voting.test_battle_limits import vote_button
 from tests.voting.test_vote_page import login
 from voting.battles import (
     BATTLE_DATASET,
@@ -32,7 +33,7 @@ from voting.store import DuplicateVote, load_votes, open_store
 def second_llama_url(llama_url, tmp_path_factory):  # noqa: F811
     """Another llama.cpp server with the same GGUF: llama-cpp-python's server interrupts a running stream when
     a second request arrives, so the two sides of a battle need a server each (as two checkpoints would)."""
-    from judge.local_server import llama_server, smollm2_gguf
+    from llm.local_server import llama_server, smollm2_gguf
 
     with llama_server(smollm2_gguf(), n_ctx=2048, n_threads=1,
                       log=tmp_path_factory.mktemp("llama2") / "server.log") as url:
@@ -93,7 +94,7 @@ def test_a_voted_battle_is_an_app_vote_with_style_counts_and_cannot_be_voted_twi
 
 
 def test_a_failed_battle_is_stored_and_never_counted(sqlite_url):
-    from judge.providers.base import ProviderError
+    from llm.providers.base import ProviderError
 
     engine = open_battles(open_store(sqlite_url))
     bid = start_battle(engine, "ann", "m1", "m2")
@@ -165,7 +166,7 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
     assert battle["turns"] == 2 and len(battle["conversation_a"]) == 4
     assert at.session_state["battle"]["id"] == state["id"]
     assert not any(s in _everything(at) for s in (*NAMES, llama_url, second_llama_url))
-    at.button(key="battle_A").click().run()
+    vote_button(at, "A").click().run()
     shown = _everything(at)
     assert battle["model_a"] in shown and battle["model_b"] in shown  # the reveal
     votes = load_votes(engine, BATTLE_DATASET)
@@ -178,7 +179,7 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
 @pytest.mark.llama
 def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeypatch, tmp_path, sqlite_url,
                                                                         llama_url):  # noqa: F811
-    from judge.local_server import free_port
+    from llm.local_server import free_port
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     roster = _roster(llama_url, dead)
@@ -245,7 +246,7 @@ def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, t
 
 @pytest.mark.parametrize(("env", "said"), [
     ({"PREFLAB_ARENA_MAX_PROMPT": "10"}, "the limit is 10"),
-    ({"PREFLAB_ARENA_PER_MINUTE": "0"}, "You can start 0 battles a minute"),
+    ({"PREFLAB_ARENA_PER_MINUTE": "0"}, "You can send 0 prompts a minute"),
 ])
 def test_prompt_cap_and_rate_limit_refuse_before_any_call(monkeypatch, tmp_path, sqlite_url, env, said):
     for k, v in env.items():
@@ -385,13 +386,13 @@ def test_a_battle_vote_stores_its_time_on_the_pair_and_a_second_tab_cannot_recas
     roster = _roster("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
     tabs = [_page(monkeypatch, tmp_path, sqlite_url, roster) for _ in range(2)]
     for tab in tabs:
-        tab.session_state["battle"] = {"id": bid, "token": "t1"}
+        tab.session_state["battle"] = {"id": bid}
         tab.run()
-        assert tab.button(key="battle_A").value is False  # both tabs show the vote bar
+        assert vote_button(tab, "A").value is False  # both tabs show the vote bar
     time.sleep(0.3)
-    tabs[0].button(key="battle_B").click().run()
+    vote_button(tabs[0], "B").click().run()
     assert "Vote saved: B is better" in "\n".join(s.value for s in tabs[0].success)
-    tabs[1].button(key="battle_A").click().run()  # after the reveal in the other tab
+    vote_button(tabs[1], "A").click().run()  # after the reveal in the other tab
     assert "already voted" in "\n".join(i.value for i in tabs[1].info)
     votes = load_votes(engine, BATTLE_DATASET)
     assert len(votes) == 1 and votes["winner_model"].iat[0] == NAMES[1]

@@ -13,6 +13,7 @@ import pytest
 from tests.voting.test_battle import NAMES, SEND, _everything, _page, _roster, gen, settle
 from tests.voting.test_vote_page import start
 from voting.battles import battles_t, failed_battles, load_battle, open_battles, save_turn, start_battle
+from voting.pages.battle import vote_key
 from voting.store import load_votes, open_store
 
 DEAD = "http://127.0.0.1:9/v1"  # the discard port: connection refused at once
@@ -65,7 +66,7 @@ def test_regenerate_is_a_new_battle_with_the_same_models_and_the_old_one_never_c
                                                                                       sqlite_url):
     bid = _answered(sqlite_url)
     at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
-    at.session_state["battle"] = {"id": bid, "token": "t1"}
+    at.session_state["battle"] = {"id": bid}
     at.run()
     at.button(key="battle_regenerate").click().run()
     settle(at)
@@ -81,10 +82,10 @@ def test_regenerate_is_a_new_battle_with_the_same_models_and_the_old_one_never_c
 def test_new_round_leaves_the_battle_and_clears_the_page(monkeypatch, tmp_path, sqlite_url, when):
     bid = _answered(sqlite_url)
     at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
-    at.session_state["battle"] = {"id": bid, "token": "t1"}
+    at.session_state["battle"] = {"id": bid}
     at.run()
     if when == "after the vote":
-        at.button(key="battle_A").click().run()
+        at.button(key=vote_key("A", load_battle(open_store(sqlite_url), bid))).click().run()
         at.button(key="battle_new_after_vote").click().run()
     else:
         at.button(key="battle_new_round").click().run()

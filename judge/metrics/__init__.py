@@ -1,0 +1,37 @@
+"""Measuring a judge: agreement, biases, probability scores, the human ceiling, calibration, drift, juries
+(``agreement``, ``bias``, ``probability``, ``ceiling``, ``calibrate``, ``drift``, ``jury``) and the dataset adapters and
+human-label join (``datasets``). Over :mod:`judge.verdicts` and :mod:`judge.stats`; no JAX.
+
+The names below load on first use (``calibrate``, whose module has the same name, is :data:`judge.calibrate`).
+"""
+
+from preflab.lazy import lazy_names
+
+_HOMES = {
+    "JuryTable": "judge.metrics.jury",
+    "RULES": "judge.metrics.jury",
+    "align_members": "judge.metrics.jury",
+    "attach_human": "judge.metrics.datasets",
+    "attach_lengths": "judge.metrics.datasets",
+    "ceiling_rows": "judge.metrics.ceiling",
+    "drift_report": "judge.metrics.drift",
+    "drift_rows": "judge.metrics.drift",
+    "effective_judges": "judge.metrics.jury",
+    "fleiss_kappa": "judge.metrics.agreement",
+    "human_ceiling": "judge.metrics.ceiling",
+    "join_human": "judge.metrics.datasets",
+    "judge_codes": "judge.metrics.calibrate",
+    "kappa_interval": "judge.metrics.agreement",
+    "krippendorff_alpha_nominal": "judge.metrics.agreement",
+    "load_any": "judge.metrics.datasets",
+    "load_family": "judge.metrics.datasets",
+    "load_llmfao": "judge.metrics.datasets",
+    "load_pandalm": "judge.metrics.datasets",
+    "null_baselines": "judge.metrics.baselines",
+    "panel_verdicts": "judge.metrics.jury",
+    "position_bias_by_model": "judge.metrics.calibrate",
+    "report_json": "judge.metrics.calibrate",
+    "score_calibration": "judge.metrics.temperature",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -1,0 +1,143 @@
+"""OpenAI-compatible servers (vLLM, llama.cpp server, Ollama, LM Studio) through httpx and a base URL.
+
+``/v1/chat/completions`` with ``logprobs``/``top_logprobs`` for chat models, ``/v1/completions`` with
+``logprobs=k`` for base models. The API key, if the server wants one, comes from an environment variable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from dataclasses import replace
+
+import httpx
+
+from llm.prices import FREE
+from llm.providers.base import (
+    Completion,
+    JudgeRequest,
+    LearnsCapabilities,
+    LogprobsUnsupported,
+    ProviderError,
+    api_key,
+    gather_samples,
+    learn,
+    logprob_content,
+    status_error,
+)
+
+THINKING_MIN_TOKENS = 2048  # a model that thinks aloud first (<think>...</think>) needs room to finish
+
+
+def _unfinished_thinking(text: str) -> bool:
+    head = text.lstrip()
+    return head.startswith("<think>") and "</think>" not in head
+
+
+class CompatibleProvider(LearnsCapabilities):
+    """A judge served by an OpenAI-compatible HTTP server."""
+
+    provider = "local"
+    price = FREE
+
+    def __init__(self, model: str, base_url: str, *, completions: bool = False, timeout: float = 60.0,
+                 api_key_env: str = "PREFLAB_LOCAL_API_KEY", transport: httpx.AsyncBaseTransport | None = None,
+                 max_connections: int = 128, connections_per_pool: int = 8) -> None:
+        self.model = model
+        self.capabilities: dict = {}
+        self.base_url = base_url.rstrip("/")
+        self.completions = completions
+        key = api_key(api_key_env, required=False)
+        self._headers = {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+        self._timeout = {"timeout": httpx.Timeout(timeout).as_dict()}
+        # Requests go straight to httpx transports: the client layer (redirects, cookies, auth hooks) is
+        # unused here and costs about a quarter of the CPU per call. httpcore's pool also scans every
+        # connection for every queued request, so several small pools (round-robin) beat one big one.
+        per = max(1, min(connections_per_pool, max_connections))
+        limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
+        ssl_context = httpx.create_ssl_context()  # loaded once, not once per pool
+        self._transports = [transport] if transport is not None else [
+            httpx.AsyncHTTPTransport(limits=limits, verify=ssl_context) for _ in range(max(1, max_connections // per))]
+        self._next = itertools.cycle(self._transports)
+
+    def body(self, req: JudgeRequest) -> tuple[str, dict]:
+        """The endpoint path and JSON body for a request."""
+        caps = self.capabilities
+        if req.logprobs and not self.supports_logprobs:
+            raise LogprobsUnsupported(f"{self.model} does not return logprobs (learnt earlier)")
+        budget = max(req.max_tokens, THINKING_MIN_TOKENS) if caps.get("reasoning") else req.max_tokens
+        common: dict = {"model": self.model, "max_tokens": budget}
+        if req.temperature is not None and caps.get("temperature", True):
+            common["temperature"] = req.temperature
+        if req.seed is not None and caps.get("seed", True):
+            common["seed"] = req.seed
+        top = min(req.top_logprobs, caps.get("top_logprobs", req.top_logprobs))
+        if self.completions:
+            prompt = req.prompt if req.prompt is not None else "\n\n".join(m["content"] for m in req.messages)
+            extra = {"logprobs": top} if req.logprobs else {}
+            return "/completions", {**common, "prompt": prompt, **extra}
+        extra = {"logprobs": True, "top_logprobs": top} if req.logprobs else {}
+        return "/chat/completions", {**common, "messages": list(req.messages), **extra}
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """One answer, or ``request.n`` answers as ``n`` calls (seeds ``seed``, ``seed + 1``, ...); a refused
+        optional parameter (e.g. vLLM's "greater than max allowed" for top logprobs) is dropped or lowered,
+        remembered in :attr:`capabilities` and the call repeated."""
+        if request.n > 1:
+            return await gather_samples(
+                self.complete(replace(request, n=1, seed=None if request.seed is None else request.seed + s))
+                for s in range(request.n))
+        for _ in range(8):
+            sent = self.body(request)
+            try:
+                return await self._post(*sent)
+            except ProviderError as e:
+                if e.kind == "budget":  # a thinking model: give it the reasoning budget, once
+                    self.capabilities["reasoning"] = True
+                    if self.body(request) != sent:
+                        continue
+                if e.refusal:
+                    learn(self.capabilities, e.refusal)
+                # retry only when what we now know changes the request (concurrent calls learn it too)
+                if isinstance(e, LogprobsUnsupported) or not e.refusal or self.body(request) == sent:
+                    raise
+        raise ProviderError(f"{self.model}: the server kept refusing parameters", retryable=False)
+
+    async def _post(self, path: str, body: dict) -> Completion:
+        """POST one request; map transport failures and bad bodies to retryable :class:`ProviderError`."""
+        req = httpx.Request("POST", self.base_url + path, content=json.dumps(body).encode(), headers=self._headers,
+                            extensions=self._timeout)
+        t0 = time.perf_counter()
+        try:
+            resp = await next(self._next).handle_async_request(req)
+            try:
+                await resp.aread()
+            finally:
+                await resp.aclose()
+        except httpx.TimeoutException as e:
+            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
+        except httpx.TransportError as e:  # connection refused/reset, server disconnected
+            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
+                                kind="connection") from None
+        if resp.status_code != 200:
+            raise status_error(resp.status_code, resp.headers, resp.text)
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            text = choice["message"]["content"] if "message" in choice else choice["text"]
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+            raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True,
+                                kind="malformed") from None
+        usage = data.get("usage") or {}
+        if choice.get("finish_reason") == "length" and _unfinished_thinking(text or ""):
+            raise ProviderError(f"the reply was cut off inside <think> after {usage.get('completion_tokens')} tokens; "
+                                "raise --max-tokens", retryable=False, kind="budget")
+        return Completion(text or "", logprob_content(choice.get("logprobs")),
+                          int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                          time.perf_counter() - t0, data)
+
+    async def aclose(self) -> None:
+        """Close the connection pools."""
+        for transport in self._transports:
+            await transport.aclose()
