@@ -114,8 +114,12 @@ def simulate(
             raise ValueError(f"--sampling must be uniform or active; got {sampling!r}")
     except ValueError as e:
         fail(e)
-    out, truth_path, sim = simulate_to_files(spec, battles, output, truth, seed=seed, sampling=sampling,  # type: ignore[arg-type]
-                                             conv_metadata=conv_metadata)
+    from preflab_cli.progress import step_status
+
+    with step_status(f"simulating {battles:,} battles"):
+        out, truth_path, sim = simulate_to_files(spec, battles, output, truth, seed=seed,
+                                                 sampling=sampling,  # type: ignore[arg-type]
+                                                 conv_metadata=conv_metadata)
     shares = sim.df["winner"].value_counts(normalize=True)
     show = report_console(output)
     show.print(f"wrote {len(sim)} battles between {spec.n_models} models to {'stdout' if is_stdout(out) else out}"

@@ -1,6 +1,7 @@
 """Measuring a judge: agreement, biases, probability scores, the human ceiling, calibration, drift, juries
-(``agreement``, ``bias``, ``probability``, ``ceiling``, ``calibrate``, ``drift``, ``jury``) and the dataset adapters and
-human-label join (``datasets``). Over :mod:`judge.verdicts` and :mod:`judge.stats`; no JAX.
+(``agreement``, ``bias``, ``probability``, ``ceiling``, ``calibrate``, ``drift``, ``jury``), the null baselines
+(``baselines``), a scoring judge's temperature (``temperature``) and the dataset adapters and human-label join
+(``datasets``). Over :mod:`judge.verdicts` and :mod:`judge.stats`; no JAX.
 
 The names below load on first use (``calibrate``, whose module has the same name, is :data:`judge.calibrate`).
 """

@@ -1,5 +1,6 @@
 """Running a judge: the runner in both orders with retries and the cache (``run``), the batch APIs (``batch``),
-a jury of several judges (``jury_run``) and the dry run's plan (``estimate``). Over :mod:`judge.verdicts` and
+a jury of several judges (``jury_run``), the dry run's plan (``estimate``) and a reward model's scores
+(``scoring``). Over :mod:`judge.verdicts` and
 :mod:`llm`.
 
 The names below load on first use.
