@@ -39,6 +39,9 @@ def app_cmd(
                                                     "(one [[model]] table each; keys from the environment).")] = None,
     arena_prompts: Annotated[Path | None, typer.Option(help="Prompts (item_id, prompt) a Battle voter may draw "
                                                             "from instead of typing one.")] = None,
+    arena_check: Annotated[bool, typer.Option("--arena-check/--no-arena-check",
+                                              help="Ask every roster model for one token before serving; "
+                                                   "refuse to start when one does not answer.")] = True,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -49,7 +52,7 @@ def app_cmd(
     open_store(db).dispose()  # create the schema now, and fail here with a clear error on a bad URL
     import voting.app
 
-    script = voting.app.__file__  # ships with the package: the app runs from any folder
+    script = voting.app.SCRIPT  # ships with the package: the app runs from any folder
     if access not in ("open", "invite"):
         fail(f"--access {access!r}: use open or invite")
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
@@ -60,6 +63,8 @@ def app_cmd(
 
         env["PREFLAB_ARENA"] = str(arena.resolve())
         roster = load_arena(str(arena))
+        if arena_check:
+            _check_arena(arena, roster)
         console.print(f"Battle page: {len(roster)} models from {arena}")
         for line in start_lines(arena_settings(str(arena), roster)):  # the limits, and any unknown price
             (err if line.startswith("warning") else console).print(line, highlight=False, markup=False)
@@ -77,6 +82,21 @@ def app_cmd(
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *STREAMLIT_FLAGS,
            "--server.address", host, "--server.port", str(port)]
     os.execve(sys.executable, cmd, env)  # become the server: signals reach it, no orphan on exit
+
+
+def _check_arena(path: Path, roster: list) -> None:
+    """Refuse (exit 2) a roster with a model that does not answer one token now: every battle it drew would
+    fail after the voter typed a prompt."""
+    from voting.battle_runs import check_roster
+
+    console.print(f"Checking the {len(roster)} roster models (one token each) ...")
+    dead = check_roster(roster)
+    for name, why in dead.items():
+        err.print(f"error: {path}: model {name!r} did not answer: {why}", highlight=False, markup=False)
+    if dead:
+        err.print("fix its spec or endpoint, or remove it from the roster (--no-arena-check serves anyway)",
+                  highlight=False)
+        raise typer.Exit(2)
 
 
 @app.command("demo-seed")

@@ -74,6 +74,7 @@ PUBLIC = {
                   "unique_names"],
     "voting": ["export_bytes", "export_votes", "import_items", "load_items", "load_votes", "open_store"],
     "voting.pages": [],
+    "voting.serve": [],
     "preflab": ["InputError", "Outcome", "write_table"],
     "preflab_cli": ["OPTION_ALIASES", "app", "canonical_args", "main"],
 }

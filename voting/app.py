@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 
 PAGES = Path(__file__).resolve().parent / "pages"
+#: the script ``preflab app`` serves: in a folder with no ``pages/`` beside it (see :mod:`voting.serve`)
+SCRIPT = Path(__file__).resolve().parent / "serve" / "app.py"
 _warm = threading.Lock()
 warm_thread: threading.Thread | None = None
 

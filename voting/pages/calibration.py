@@ -14,6 +14,7 @@ from voting.pages.common import (
     choose_data_file,
     get_engine,
     inside_data_dir,
+    plain,
     public_message,
     require_admin,
     verdict_files,
@@ -72,7 +73,7 @@ def render() -> None:
     try:
         pairs = judged_pairs(engine, dataset, path)
     except (InputError, OSError, ValueError) as e:
-        st.error(f"Could not read the verdicts: {public_message(e)}")
+        st.error(f"Could not read the verdicts: {plain(public_message(e))}")
         return
     from judge.cards.card import render_card, summary_rows, verdict_lines
     from judge_arena.assist import calibration_report
