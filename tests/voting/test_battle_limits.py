@@ -213,8 +213,11 @@ def _page(monkeypatch, tmp_path: Path, url: str, api_url: str, guest: bool = Fal
 
 
 def _ask(at: AppTest, text: str) -> AppTest:
+    """Send ``text`` and wait for its answers: the page streams them in a fragment AppTest does not rerun."""
+    from tests.voting.test_battle import settle
+
     at.text_area(key="battle_text").input(text)
-    return at.button(key=SEND).click().run()
+    return settle(at.button(key=SEND).click().run())
 
 
 def vote_button(at: AppTest, choice: str):  # noqa: ANN201
