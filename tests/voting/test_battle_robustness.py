@@ -104,5 +104,6 @@ def test_app_refuses_a_roster_whose_models_do_not_answer(tmp_path, capsys):
         main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
     err = capsys.readouterr().err
     assert e.value.code == 2, err
-    assert all(f"model {n!r} did not answer: connection" in err for n in NAMES) and "--no-arena-check" in err
+    assert all(f"model {n!r} did not answer: refused: {DEAD}: connection refused" in err for n in NAMES)
+    assert "--no-arena-check" in err
     assert "Traceback" not in err
