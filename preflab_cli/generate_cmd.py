@@ -110,7 +110,9 @@ def _exit_for_failures(result: GenerateResult, where: str, max_cost: float | Non
                        allow_failures: int) -> None:
     """Exit 1 when the --max-cost cap left answers unsent or more than --allow-failures answers failed;
     warn (and return) for accepted failures."""
-    unsent = int((result.failures["kind"] == "budget").sum())
+    from llm.providers.base import NOT_SENT_COST_CAP
+
+    unsent = int((result.failures["kind"] == NOT_SENT_COST_CAP).sum())
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {unsent + len(result.answers)} answers not sent "
              f"(the {len(result.answers)} answered are in {where}" + ("" if no_cache else " and cached, so a rerun "

@@ -149,9 +149,10 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
     from rich.markup import escape
 
     from judge.runner.run import failure_summary
+    from llm.providers.base import NOT_SENT_COST_CAP
 
     failed = int(df["error"].notna().sum()) if "error" in df else failed_calls
-    unsent = int(df["error"].astype(str).str.startswith("not sent: the --max-cost").sum()) if "error" in df else 0
+    unsent = int((df["error_kind"] == NOT_SENT_COST_CAP).sum()) if "error_kind" in df else 0
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {len(df)} verdicts not sent (rows kept in "
              f"{output}; the answered calls are cached, so a rerun with a higher --max-cost continues from there)",

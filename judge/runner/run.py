@@ -206,6 +206,7 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provid
         model_a, _, model_b, _ = pair.slots(order)
         got = [results[c.key] for c in cs]
         errors = [str(g) for g in got if isinstance(g, Exception)]
+        kinds = [getattr(g, "kind", type(g).__name__) for g in got if isinstance(g, Exception)]
         comps = [g for g in got if isinstance(g, Completion)]
         if errors:
             stats.failed += 1
@@ -237,6 +238,7 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provid
             "p_x": p_x, "p_y": p_y, "winner": winner, "method": v.method, "bound": v.bound,
             "low_mass": v.low_mass, "samples": sum(c.request.n for c in cs), "cached": len(fresh) == 0 and bool(comps),
             "error": redact(errors[0]) if errors else None,
+            "error_kind": kinds[0] if kinds else None,  # ProviderError.kind: what the CLI's exit rule reads
             "ci": v.extra.get("ci") if sampled else None,
             **served_columns(c.raw for c in comps),
         })

@@ -16,6 +16,7 @@ import anthropic
 
 from llm.prices import price_for
 from llm.providers.base import (
+    CUT_BY_MAX_TOKENS,
     Completion,
     JudgeRequest,
     ProviderError,
@@ -66,7 +67,7 @@ class AnthropicProvider:
         if not text.strip() and data.get("stop_reason") == "max_tokens":
             raise ProviderError(f"the model spent all {usage.get('output_tokens')} output tokens before answering "
                                 "(thinking counts against max_tokens); raise --max-tokens", retryable=False,
-                                kind="budget")
+                                kind=CUT_BY_MAX_TOKENS)
         return Completion(text, None, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
                           latency, data)
 

@@ -15,6 +15,7 @@ import httpx
 
 from llm.prices import FREE
 from llm.providers.base import (
+    CUT_BY_MAX_TOKENS,
     Completion,
     JudgeRequest,
     LearnsCapabilities,
@@ -93,7 +94,7 @@ class CompatibleProvider(LearnsCapabilities):
             try:
                 return await self._post(*sent)
             except ProviderError as e:
-                if e.kind == "budget":  # a thinking model: give it the reasoning budget, once
+                if e.kind == CUT_BY_MAX_TOKENS:  # a thinking model: give it the reasoning budget, once
                     self.capabilities["reasoning"] = True
                     if self.body(request) != sent:
                         continue
@@ -132,7 +133,7 @@ class CompatibleProvider(LearnsCapabilities):
         usage = data.get("usage") or {}
         if choice.get("finish_reason") == "length" and _unfinished_thinking(text or ""):
             raise ProviderError(f"the reply was cut off inside <think> after {usage.get('completion_tokens')} tokens; "
-                                "raise --max-tokens", retryable=False, kind="budget")
+                                "raise --max-tokens", retryable=False, kind=CUT_BY_MAX_TOKENS)
         return Completion(text or "", logprob_content(choice.get("logprobs")),
                           int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
                           time.perf_counter() - t0, data)

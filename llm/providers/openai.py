@@ -22,6 +22,7 @@ import openai
 
 from llm.prices import price_for
 from llm.providers.base import (
+    CUT_BY_MAX_TOKENS,
     MAX_TOP_LOGPROBS,
     Completion,
     JudgeRequest,
@@ -58,7 +59,7 @@ def request_body(model: str, capabilities: dict, request: JudgeRequest) -> dict:
 
 def completion_from_body(data: dict, latency: float = 0.0) -> Completion:
     """A chat completion (a dict, live or from a batch output line) as one completion; every choice's text
-    goes to ``samples`` when there are several. Raises ``ProviderError(kind="budget")`` when the reply was cut
+    goes to ``samples`` when there are several. Raises ``ProviderError(kind=CUT_BY_MAX_TOKENS)`` when the reply was cut
     off before any text."""
     try:
         choices = data["choices"]
@@ -71,7 +72,7 @@ def completion_from_body(data: dict, latency: float = 0.0) -> Completion:
         reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
         raise ProviderError(f"the reply was cut off before any text ({usage.get('completion_tokens')} completion "
                             f"tokens, {reasoning} of them reasoning); raise --max-tokens", retryable=False,
-                            kind="budget")
+                            kind=CUT_BY_MAX_TOKENS)
     return Completion(texts[0], logprob_content(first.get("logprobs")), int(usage.get("prompt_tokens") or 0),
                       int(usage.get("completion_tokens") or 0), latency, data,
                       texts if len(texts) > 1 else None)
@@ -105,14 +106,14 @@ class OpenAIProvider(LearnsCapabilities):
                     resp = await self._client.chat.completions.create(**body)
                 return completion_from_body(resp.model_dump(), time.perf_counter() - t0)
             except ProviderError as e:
-                if e.kind == "budget":
+                if e.kind == CUT_BY_MAX_TOKENS:
                     self.capabilities["reasoning"] = True
                 elif e.refusal:
                     learn(self.capabilities, e.refusal)
                 if isinstance(e, LogprobsUnsupported):
                     raise
                 # retry only when what we now know changes the request (concurrent calls learn it too)
-                if (e.kind == "budget" or e.refusal) and self.body(request) != body:
+                if (e.kind == CUT_BY_MAX_TOKENS or e.refusal) and self.body(request) != body:
                     continue
                 raise
         raise ProviderError(f"{self.model}: the API kept refusing parameters", retryable=False)

@@ -15,6 +15,7 @@ from judge.verdicts.rubrics import BUILTIN
 from llm.calls.cache import CallCache
 from llm.calls.spend import known_price
 from llm.prices import FREE, Price
+from llm.providers.base import NOT_SENT_COST_CAP
 from llm.providers.openai import OpenAIProvider
 from preflab_cli import app
 from tests.judge.fault_server import Faults, FaultServer
@@ -85,6 +86,7 @@ def test_max_cost_stops_near_the_cap_keeps_answers_and_resumes(tmp_path, monkeyp
         assert sum(srv.answered.values()) == made == len(CallCache(db))
         errors = res.verdicts["error"].dropna()
         assert len(errors) == 16 - made and errors.str.contains("--max-cost budget").all()
+        assert (res.verdicts.loc[errors.index, "error_kind"] == NOT_SENT_COST_CAP).all()
         assert res.stats.cost == pytest.approx(made * per_call)
         rest = run_judge(PAIRS[:8], provider(srv.url), RunConfig(BUILTIN["abt"], concurrency=concurrency), db)
     assert rest.stats.cache_hits == made and rest.stats.calls == 16 - made and rest.verdicts["error"].isna().all()
