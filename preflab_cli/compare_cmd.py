@@ -22,6 +22,7 @@ from preflab_cli.common import (
     TpmOpt,
     app,
     fail,
+    print_lines,
     report_console,
 )
 
@@ -144,14 +145,10 @@ def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
 def _print_dry_run(request: CompareRequest, out: Console) -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
     from judge.gate.compare_run import dry_run_compare
-    from llm.calls.estimate import total_summary
+    from llm.calls.estimate import dry_run_lines
 
-    estimates = dry_run_compare(request)
-    if not estimates:
-        out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
-                  markup=False, highlight=False, soft_wrap=True)
-    for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    print_lines(dry_run_lines(dry_run_compare(request), nothing="dry run: no judge is called (verdict files and "
+                                                                "lm-eval logs are read); nothing to send"), out)
 
 
 @app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from preflab.io import is_stdout
-from preflab_cli.common import app, err, fail
+from preflab_cli.common import app, err, fail, print_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,12 +88,10 @@ def generate_cmd(
 def _print_dry_run(table: pd.DataFrame, specs: list, cache: Path | None) -> None:
     """``--dry-run``: calls, estimated tokens and cost per model and in all; nothing is sent."""
     from answering.generate import estimate_generate
-    from llm.calls.estimate import generation_line, total_summary
+    from llm.calls.estimate import dry_run_lines
 
     estimates = estimate_generate(table, specs, cache)
-    typer.echo(f"dry run: {len(table)} prompts x {len(specs)} models")
-    for line in [generation_line(e) for e in estimates] + [total_summary(estimates)]:
-        typer.echo(line)
+    print_lines(dry_run_lines(estimates, header=f"dry run: {len(table)} prompts x {len(specs)} models", per_model=True))
 
 
 def _warn_about_answers(result: GenerateResult) -> None:

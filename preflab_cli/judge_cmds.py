@@ -18,6 +18,7 @@ from preflab_cli.common import (
     TimeoutOpt,
     TpmOpt,
     fail,
+    print_lines,
 )
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -138,9 +139,9 @@ def _report_orders(df, combine: str, combined: Path | None, say) -> None:
 def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
     """``--dry-run``: each judge's planned calls, tokens and cost; nothing is sent."""
     from judge.runner.estimate import dry_run
+    from llm.calls.estimate import dry_run_lines
 
-    for spec in specs:
-        typer.echo(dry_run(pairs, spec, config, cache).summary())
+    print_lines(dry_run_lines([dry_run(pairs, spec, config, cache) for spec in specs], total=False))
 
 
 def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | None, allow_failures: int, err) -> None:

@@ -60,7 +60,7 @@ PUBLIC = {
     "llm": ["FREE", "Price", "ProviderError", "free_port", "llama_server", "make_generator", "make_provider",
             "parse_price", "parse_spec", "price_for", "smollm2_gguf"],
     "llm.calls": ["CallCache", "RateLimiter", "RunEstimate", "SpendMeter", "cache_key", "call_with_retries",
-                  "estimated_input_tokens", "generation_line", "known_price", "per_token", "prompt_hash",
+                  "dry_run_lines", "estimated_input_tokens", "generation_line", "known_price", "per_token", "prompt_hash",
                   "requests_per_call", "run_pool", "spec_price", "total_summary"],
     "llm.providers": ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Provider", "ProviderError",
                       "make_provider", "parse_spec"],

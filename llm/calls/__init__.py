@@ -13,6 +13,7 @@ _HOMES = {
     "RunEstimate": "llm.calls.estimate",
     "SpendMeter": "llm.calls.spend",
     "cache_key": "llm.calls.cache",
+    "dry_run_lines": "llm.calls.estimate",
     "call_with_retries": "llm.calls.retry",
     "estimated_input_tokens": "llm.calls.spend",
     "generation_line": "llm.calls.estimate",
