@@ -57,7 +57,7 @@ PUBLIC = {
                        "p_x_single", "read_verdict", "require_one_judge", "run_columns", "sampled_verdict",
                        "served_columns", "swap_sides", "unparsable", "usable"],
     "judge_arena": ["calibration_report", "judge_assisted_leaderboard", "judge_ppi_gain", "verdict_battles"],
-    "llm": ["FREE", "Price", "ProviderError", "free_port", "llama_server", "make_generator", "make_provider",
+    "llm": ["FREE", "Price", "ProviderError", "free_port", "llama_server", "make_provider",
             "parse_price", "parse_spec", "price_for", "smollm2_gguf"],
     "llm.calls": ["CallCache", "RateLimiter", "RunEstimate", "SpendMeter", "cache_key", "call_with_retries",
                   "dry_run_lines", "estimated_input_tokens", "generation_line", "known_price", "per_token", "prompt_hash",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 
 from answering.model_specs import ModelSpec
-from llm.providers.generators import make_generator
+from llm.providers import make_provider
 from voting.battles import ArenaLimits, save_turn, stream_pair
 
 _runs: dict[str, TurnRun] = {}
@@ -40,7 +40,7 @@ def _battle_loop() -> asyncio.AbstractEventLoop:
 def _generator(spec: ModelSpec) -> object:
     key = (spec.spec, spec.timeout)
     if key not in _generators:
-        _generators[key] = make_generator(spec.spec, timeout=spec.timeout)
+        _generators[key] = make_provider(spec.spec, timeout=spec.timeout)
     return _generators[key]
 
 
