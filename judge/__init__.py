@@ -2,9 +2,10 @@
 
 Rooms, bottom first (each imports only the rooms below it; ``tests/test_architecture.py`` checks it):
 ``stats.py`` and ``report_text.py`` (intervals and tests, an interval as text: read by every room);
-``verdicts/`` (rubrics, parsing, pairs, orders, provenance, the verdict file); ``runner/`` (run, batch, juries,
-dry runs); ``metrics/`` (agreement, bias, calibration, ceiling, drift, juries, adapters); ``gate/`` (``preflab
-compare``); ``cards/`` (the reports). The wire to the APIs is :mod:`llm`; answering models is :mod:`answering`.
+``verdicts/`` (rubrics, parsing, pairs, orders, provenance, the verdict file); ``metrics/`` (agreement, bias,
+calibration, ceiling, drift, juries, adapters); ``runner/`` (run, batch, jury runs, dry runs); ``gate/``
+(``preflab compare``); ``cards/`` (the reports). The wire to the APIs is :mod:`llm`; answering models is
+:mod:`answering`.
 
 The names below are what the command line and the app use; they load on first use, and none of them
 imports JAX.
@@ -46,18 +47,17 @@ _HOMES = {
     "load_answers": "judge.gate.compare_inputs",
     "load_any": "judge.metrics.datasets",
     "load_family": "judge.metrics.datasets",
-    "load_members": "judge.cards.jury_card",
+    "load_members": "judge.metrics.jury_members",
     "load_pairs": "judge.verdicts.pairs",
     "load_rubric": "judge.verdicts.rubrics",
     "load_verdicts_jsonl": "judge.verdicts.verdict_file",
-    "member_output": "judge.runner.jury_run",
-    "panel_frame": "judge.cards.jury_card",
+    "panel_frame": "judge.metrics.jury_members",
     "position_bias_by_model": "judge.metrics.calibrate",
     "render_card": "judge.cards.card",
     "report_json": "judge.metrics.calibrate",
     "run_compare": "judge.gate.compare_run",
     "run_judge": "judge.runner.run",
-    "run_jury": "judge.runner.jury_run",
+    "run_jury_panel": "judge.runner.jury_run",
     "summary_rows": "judge.cards.card",
     "swap_sides": "judge.verdicts.judged_pairs",
     "write_card": "judge.cards.card",

@@ -167,31 +167,19 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
 
 
 def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, allow_failures: int) -> None:
-    """Several judges: each member's verdicts to its own file, the panel per pair to ``output``."""
-    from judge.cards.jury_card import jury_report, jury_rows, panel_frame
-    from judge.metrics.datasets import load_verdicts_jsonl
-    from judge.metrics.jury import RULES, align_members
-    from judge.runner.jury_run import member_output, run_jury
+    """Several judges (:func:`judge.runner.jury_run.run_jury_panel`): print each member's file, the panel and
+    its report; exit 1 when more than --allow-failures member verdicts failed."""
+    from judge.cards.jury_card import jury_report, jury_rows
+    from judge.runner.jury_run import run_jury_panel
 
-    if rule not in RULES:
-        raise ValueError(f"--jury-rule must be one of {', '.join(RULES)}, got {rule!r}")
-    if is_stdout(output):
-        raise ValueError("a jury writes one file per member beside --output; give a file name, not -")
-    results = run_jury(pairs, specs, config, cache)
-    members, failed = {}, 0
-    for k, (spec, res) in enumerate(zip(specs, results, strict=True), start=1):
-        path = member_output(output, k, spec)
-        res.write_jsonl(path)
-        failed += int(res.verdicts["error"].notna().sum())
+    run = run_jury_panel(pairs, specs, config, cache, output, rule)
+    for k, (spec, path, res) in enumerate(run.members, start=1):
         typer.echo(f"member {k} {spec}: {len(res.verdicts)} verdicts -> {path}; {res.stats.summary()}")
-        members[f"{k}:{spec}" if spec in members else spec] = load_verdicts_jsonl(path)
-    table = align_members(members)
-    write_output(output, panel_frame(table, rule).to_json(orient="records", lines=True, force_ascii=False))
-    typer.echo(f"panel ({rule}) of {len(specs)} judges on {len(table.keys)} pairs -> {output}")
-    for k, v in jury_rows(jury_report(table, rule, n_bootstrap=200)):
+    typer.echo(f"panel ({rule}) of {len(specs)} judges on {len(run.table.keys)} pairs -> {output}")
+    for k, v in jury_rows(jury_report(run.table, rule, n_bootstrap=200)):
         typer.echo(f"  {k}: {v}")
-    if failed > allow_failures:
-        fail(f"{failed} member verdicts failed (kept with their error; the panel counts them as abstentions); "
+    if run.failed > allow_failures:
+        fail(f"{run.failed} member verdicts failed (kept with their error; the panel counts them as abstentions); "
              "rerun to retry only them, or pass --allow-failures N", status=1)
 # --- end preflab judge run -----------------------------------------------------------------------------
 
@@ -292,9 +280,10 @@ def jury_cmd(
                                               "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
-    from judge.cards.jury_card import jury_report, jury_rows, load_members, panel_frame, write_jury_card
+    from judge.cards.jury_card import jury_report, jury_rows, write_jury_card
     from judge.metrics.calibrate import report_json
     from judge.metrics.jury import RULES, align_members
+    from judge.metrics.jury_members import load_members, panel_frame
     from preflab.errors import InputError
 
     if rule not in RULES:

@@ -1,6 +1,7 @@
 """Measuring a judge: agreement, biases, probability scores, the human ceiling, calibration, drift, juries
-(``agreement``, ``bias``, ``probability``, ``ceiling``, ``calibrate``, ``drift``, ``jury``) and the dataset adapters and
-human-label join (``datasets``). Over :mod:`judge.verdicts` and :mod:`judge.stats`; no JAX.
+(``agreement``, ``bias``, ``probability``, ``ceiling``, ``calibrate``, ``drift``, ``jury``), a jury's members and
+panel table (``jury_members``) and the dataset adapters and human-label join (``datasets``). Over
+:mod:`judge.verdicts` and :mod:`judge.stats`; below the runner; no JAX.
 
 The names below load on first use (``calibrate``, whose module has the same name, is :data:`judge.calibrate`).
 """
@@ -26,7 +27,9 @@ _HOMES = {
     "load_any": "judge.metrics.datasets",
     "load_family": "judge.metrics.datasets",
     "load_llmfao": "judge.metrics.datasets",
+    "load_members": "judge.metrics.jury_members",
     "load_pandalm": "judge.metrics.datasets",
+    "panel_frame": "judge.metrics.jury_members",
     "panel_verdicts": "judge.metrics.jury",
     "position_bias_by_model": "judge.metrics.calibrate",
     "report_json": "judge.metrics.calibrate",

@@ -1,6 +1,6 @@
 """Running a judge: the runner in both orders with retries and the cache (``run``), the batch APIs (``batch``),
-a jury of several judges (``jury_run``) and the dry run's plan (``estimate``). Over :mod:`judge.verdicts` and
-:mod:`llm`.
+a jury of several judges and its panel (``jury_run``) and the dry run's plan (``estimate``). Over
+:mod:`judge.metrics`, :mod:`judge.verdicts` and :mod:`llm`.
 
 The names below load on first use.
 """
@@ -16,6 +16,7 @@ _HOMES = {
     "member_output": "judge.runner.jury_run",
     "run_judge": "judge.runner.run",
     "run_jury": "judge.runner.jury_run",
+    "run_jury_panel": "judge.runner.jury_run",
 }
 __all__ = sorted(_HOMES)
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)
