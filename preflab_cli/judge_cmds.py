@@ -218,7 +218,8 @@ def calibrate_cmd(
 
     from judge.cards.card import summary_rows, write_card
     from judge.metrics.calibrate import position_bias_by_model, report_json
-    from judge.metrics.datasets import attach_human, attach_lengths, load_any, load_family
+    from judge.metrics.datasets import load_any, load_family
+    from judge.metrics.human_join import attach_human, attach_lengths
     from preflab.errors import InputError
     from preflab_cli.common import make_console
 

@@ -234,7 +234,8 @@ def test_unknown_price_is_unknown_and_price_option_sets_it(api, tmp_path):
 
 def test_low_mass_rows_left_out_of_brier_and_counted(tmp_path):
     from judge.metrics.calibrate import calibrate
-    from judge.metrics.datasets import attach_human, load_verdicts_jsonl
+    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.human_join import attach_human
 
     rows, labels = [], ["item_id,model_a,model_b,human"]
     for i in range(8):

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judge.metrics.datasets import attach_human, attach_lengths, load_any, load_judge_labels, load_verdicts_jsonl
+from judge.metrics.datasets import load_any, load_judge_labels, load_verdicts_jsonl
+from judge.metrics.human_join import attach_human, attach_lengths
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
 

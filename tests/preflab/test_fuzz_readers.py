@@ -142,7 +142,8 @@ def _read_labels(path: Path, tmp: Path):
 
 
 def _read_human(path: Path, tmp: Path):
-    from judge.metrics.datasets import attach_human, load_verdicts_jsonl
+    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.human_join import attach_human
 
     bc.write_verdicts(tmp)
     attach_human(load_verdicts_jsonl(tmp / "verdicts.jsonl"), path)
