@@ -18,9 +18,8 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
     from arena.leaderboard_options import EloScale, IntervalOptions
     from judge_arena.assist import footer, judge_assisted_leaderboard
     from preflab.errors import InputError
-    from preflab.io import write_table
     from preflab_cli.common import console, err, fail
-    from preflab_cli.rank_output import rich_table
+    from preflab_cli.rank_output import rich_table, write_board
 
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -37,4 +36,4 @@ def rank_with_judge(battles, judge_path: Path, *, layout: str, skip_bad_rows: bo
     console.print(rich_table(table, top))
     console.print(footer(table, judge_path.name), highlight=False, soft_wrap=True)
     if output:
-        err.print(f"wrote {write_table(table, output, meta_key='leaderboard')}")
+        err.print(f"wrote {write_board(table, output)}")

@@ -79,7 +79,8 @@ def rank(
     filters: Annotated[list[str] | None, typer.Option(
         "--filter",
         help="category=A,B | language=X | exclude=M1,M2 | anony | daily-cap=N | dedup (repeatable)")] = None,
-    output: Annotated[Path | None, typer.Option("--output", help="Write the table: .csv, .json or .parquet.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", help="Write the table: .csv, .json or .parquet (every "
+                                                "column), or .md or .html (the table to share).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Forest plot of ratings: .png or .html.")] = None,
     heatmap: Annotated[Path | None, typer.Option("--heatmap", help="Observed win-rate heatmap: .png/.html.")] = None,
     scale: Annotated[float, typer.Option("--scale")] = 400.0,
@@ -109,7 +110,10 @@ def rank(
     import warnings
 
     from preflab_cli.common import Timings, import_jax_in_background
+    from preflab_cli.rank_output import check_output
 
+    if check_output(output):
+        fail(check_output(output))
     timings = Timings()
     jax_imported = import_jax_in_background()  # overlaps reading the file
     from arena.io.battles import STYLE_COLUMNS
@@ -125,8 +129,7 @@ def rank(
     from arena.bt.hygiene import parse_filters
     from arena.leaderboard import fit_leaderboard
     from arena.leaderboard_options import EloScale, IntervalOptions
-    from preflab.io import write_table
-    from preflab_cli.rank_output import bootstrap_progress, rich_table
+    from preflab_cli.rank_output import bootstrap_progress, rich_table, write_board
 
     arena.jax_setup.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
     timings.lap("imports")
@@ -157,7 +160,7 @@ def rank(
     show.print(rich_table(lb.table, top))
     _print_tie_and_style(show, lb, ties)
     if output:
-        err.print(f"wrote {write_table(lb.table, output, meta_key='leaderboard')}")
+        err.print(f"wrote {write_board(lb.table, output)}")
     _write_plots(lb, plot, heatmap)
     timings.lap("output")
     timings.report()

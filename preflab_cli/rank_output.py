@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
@@ -42,6 +46,32 @@ def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
     if captions:
         out.caption = "\n".join(captions)
     return out
+
+
+#: ``--output`` suffixes: the table as data (every column) or to share (:mod:`arena.leaderboard_share`).
+DATA_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet", ".pq")
+SHARE_SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
+
+
+def check_output(output: Path | None) -> str | None:
+    """Why ``--output`` cannot be written (None when it can): checked before the fit, not after."""
+    if output is None or str(output) == "-" or output.suffix.lower() in (*DATA_SUFFIXES, *SHARE_SUFFIXES):
+        return None
+    return (f"--output {output}: unknown format {output.suffix or '(no suffix)'!r}; use .csv, .json or .parquet "
+            "(every column) or .md or .html (the table to share)")
+
+
+def write_board(table: pd.DataFrame, output: Path) -> str:
+    """Write the leaderboard by suffix: .md/.html the shared table (:func:`arena.leaderboard_share.
+    leaderboard_bytes`, the bytes the app's downloads hold), others every column (:func:`preflab.io.write_table`)."""
+    from preflab.io import write_output, write_table
+
+    fmt = SHARE_SUFFIXES.get(output.suffix.lower())
+    if fmt is None:
+        return write_table(table, output, meta_key="leaderboard")
+    from arena.leaderboard_share import leaderboard_bytes
+
+    return write_output(output, leaderboard_bytes(table, fmt))
 
 
 @contextmanager

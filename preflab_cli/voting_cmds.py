@@ -99,27 +99,32 @@ def demo_seed(
 
 @app.command("export-votes")
 def export_votes(
-    out: Annotated[Path, typer.Argument(help="File to write.")],
+    out: Annotated[Path, typer.Argument(help="File to write (- for stdout).")],
     db: DbOpt = "sqlite:///data/preflab.db",
-    kind: Annotated[str, typer.Option("--as", help="battles (Chatbot Arena JSON), votes (CSV) or labels "
-                                                   "(judge_labels.csv).")] = "battles",
+    kind: Annotated[str, typer.Option("--as", help="battles (Chatbot Arena JSON), votes (CSV), labels "
+                                                   "(judge_labels.csv) or pairs (alias dpo: prompt, chosen, "
+                                                   "rejected for TRL; .jsonl, or .parquet by suffix).")] = "battles",
     dataset: Annotated[str | None, typer.Option(help="Only this dataset (default: all).")] = None,
 ) -> None:
-    """Export the app's votes, e.g. as Chatbot Arena battles for `preflab rank`."""
-    from voting.store import load_votes, open_store
-    from voting.votes import EXPORTS, export_bytes
+    """Export the app's votes, e.g. as Chatbot Arena battles for `preflab rank`, or preference pairs for DPO."""
+    from voting.exports import EXPORTS, export_kind, export_votes
+    from voting.store import open_store
 
-    if kind not in EXPORTS:
-        err.print(f"[red]error:[/red] --as {kind!r}: use one of {', '.join(EXPORTS)}", highlight=False)
-        raise typer.Exit(2)
-    from voting.battles import attach_conversations
-
-    engine = open_store(db)
-    votes = load_votes(engine, dataset)
-    if kind == "battles":  # live battles carry their conversations (Chatbot Arena's conversation_a/b)
-        votes = attach_conversations(engine, votes)
-    where = write_output(out, export_bytes(votes, kind))
-    (err if is_stdout(out) else console).print(f"wrote {len(votes)} votes as {EXPORTS[kind]} to {where}")
+    try:
+        kind = export_kind(kind)
+    except ValueError:
+        fail(f"--as {kind!r}: use one of battles, votes, labels, pairs (or dpo)")
+    fmt = "parquet" if out.suffix.lower() in (".parquet", ".pq") else "jsonl"
+    if kind == "pairs" and not is_stdout(out) and out.suffix.lower() not in (".jsonl", ".parquet", ".pq"):
+        fail(f"{out}: --as pairs writes .jsonl or .parquet; name the file with one of those suffixes")
+    done = export_votes(open_store(db), kind, dataset, fmt)
+    where = write_output(out, done.data)
+    show = err if is_stdout(out) else console
+    what = (f"{done.rows} {EXPORTS[kind]} from {done.votes} votes" if kind == "pairs"
+            else f"{done.votes} votes as {EXPORTS[kind]}")
+    show.print(f"wrote {what} to {where}", highlight=False)
+    if done.left_out_text():
+        err.print(done.left_out_text(), highlight=False)
 
 
 @app.command("invite")

@@ -68,7 +68,7 @@ PUBLIC = {
     "answering": ["GenerateConfig", "GenerateResult", "GenerationCache", "ModelSpec", "estimate_generate",
                   "load_prompts", "load_roster", "pairs_table", "parse_model_spec", "run_generate", "stream_answers",
                   "unique_names"],
-    "voting": ["export_bytes", "import_items", "load_items", "load_votes", "open_store"],
+    "voting": ["export_bytes", "export_votes", "import_items", "load_items", "load_votes", "open_store"],
     "voting.pages": [],
     "preflab": ["InputError", "Outcome", "write_table"],
     "preflab_cli": ["OPTION_ALIASES", "app", "canonical_args", "main"],

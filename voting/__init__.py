@@ -8,6 +8,7 @@ from preflab.lazy import lazy_names
 
 _HOMES = {
     "export_bytes": "voting.votes",
+    "export_votes": "voting.exports",
     "import_items": "voting.store",
     "load_items": "voting.items",
     "load_votes": "voting.store",

@@ -2,8 +2,7 @@
 ``archived_votes`` and a row in ``archived_datasets`` says what went and when, all in the one transaction
 that removes the items, answers, skips, vote counts and judging criteria.
 
-The two audit tables live in their own metadata and are created on first use (opening a store does not
-need them).
+The two audit tables are part of the store's schema (:mod:`voting.tables`).
 """
 
 from __future__ import annotations
@@ -15,26 +14,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from voting.items import ItemDataError
-from voting.tables import answers_t, counts_t, items_t, meta_t, skips_t, votes_t
-
-audit = sa.MetaData()
-archived_votes_t = sa.Table(
-    "archived_votes", audit,
-    sa.Column("archive_id", sa.Integer, primary_key=True, autoincrement=True),
-    *[sa.Column(c.name, c.type, nullable=c.nullable) for c in votes_t.columns],
-    sa.Column("archived_at", sa.Float, nullable=False),
-    sa.Index("ix_archived_votes_dataset", "dataset"),
-)
-archived_datasets_t = sa.Table(
-    "archived_datasets", audit,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("dataset", sa.String(200), nullable=False),
-    sa.Column("archived_at", sa.Float, nullable=False),
-    sa.Column("items", sa.Integer, nullable=False),
-    sa.Column("answers", sa.Integer, nullable=False),
-    sa.Column("votes", sa.Integer, nullable=False),
-    sa.Column("skips", sa.Integer, nullable=False),
-    sa.Column("by", sa.String(200)),
+from voting.tables import (
+    answers_t,
+    archived_datasets_t,
+    archived_votes_t,
+    counts_t,
+    items_t,
+    meta_t,
+    skips_t,
+    votes_t,
 )
 
 
@@ -48,7 +36,6 @@ def archive_dataset(engine: Engine, dataset: str, by: str = "admin") -> dict[str
     in one write transaction; returns what was removed (``items, answers, votes, skips``). Raises
     :class:`ItemDataError` when the store has no such dataset (nothing is changed)."""
     with engine.connect().execution_options(write=True) as conn, conn.begin():
-        audit.create_all(conn)
         n = {name: _count(conn, t, dataset) for name, t in
              (("items", items_t), ("answers", answers_t), ("votes", votes_t), ("skips", skips_t))}
         if not n["items"]:
@@ -70,8 +57,6 @@ def archive_dataset(engine: Engine, dataset: str, by: str = "admin") -> dict[str
 def archived_votes(engine: Engine, dataset: str | None = None) -> pd.DataFrame:
     """The votes of deleted datasets (every vote column, ``archive_id`` and ``archived_at``)."""
     with engine.connect() as conn:
-        if not sa.inspect(conn).has_table("archived_votes"):
-            return pd.DataFrame(columns=["archive_id", *(c.name for c in votes_t.columns), "archived_at"])
         q = sa.select(archived_votes_t).order_by(archived_votes_t.c.archive_id)
         if dataset is not None:
             q = q.where(archived_votes_t.c.dataset == dataset)

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -27,33 +26,11 @@ from answering.model_specs import ModelSpec, load_roster
 from answering.stream import stream_answers
 from llm.providers.base import ProviderError
 from llm.providers.generation import Generation
-from voting.tables import votes_t
+from voting.tables import BATTLE_SOURCE, battles_t, votes_t
 from voting.votes import style_meta
 from voting.writes import DuplicateVote, Vote, vote_row
 
 BATTLE_DATASET = "battle"
-BATTLE_SOURCE = "battle"
-
-_meta = sa.MetaData()
-battles_t = sa.Table(
-    "battles", _meta,
-    sa.Column("id", sa.String(40), primary_key=True),
-    sa.Column("voter", sa.String(200), nullable=False, index=True),
-    sa.Column("model_a", sa.String(200), nullable=False),  # shown as A (left)
-    sa.Column("model_b", sa.String(200), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # answering | answered | voted | failed
-    sa.Column("turns", sa.Integer, nullable=False),
-    sa.Column("conversation_a", sa.Text, nullable=False),  # JSON [{"role", "content"}], OpenAI style
-    sa.Column("conversation_b", sa.Text, nullable=False),
-    sa.Column("answer_meta", sa.Text, nullable=False),  # JSON per turn: {"a": {...}, "b": {...}}
-    sa.Column("style", sa.Text),  # Chatbot Arena conv_metadata totals, once answered
-    sa.Column("error", sa.Text),  # which side failed and how (never shown to the voter)
-    sa.Column("choice", sa.String(16)),
-    sa.Column("vote_id", sa.Integer),
-    sa.Column("created_at", sa.Float, nullable=False, index=True),
-    sa.Column("updated_at", sa.Float, nullable=False),
-)
-
 
 @dataclass(frozen=True)
 class ArenaLimits:
@@ -65,8 +42,8 @@ class ArenaLimits:
 
 
 def open_battles(engine: Engine) -> Engine:
-    """Create the battles table if missing; returns the engine."""
-    _meta.create_all(engine)
+    """The engine, unchanged: the battles table is part of the store's schema (:func:`voting.engine.open_store`
+    creates it); kept so callers that opened battles separately keep working."""
     return engine
 
 
@@ -242,21 +219,3 @@ async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list
     (:func:`answering.stream.stream_answers`)."""
     return await stream_answers(specs, conversations, limits.max_tokens, on_text, generators)
 
-
-def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:
-    """``votes`` with ``conversation_a``/``conversation_b`` (Chatbot Arena's message lists, left = a) for the
-    live battles among them, so an export carries what was asked and answered; other votes get None."""
-    out = votes.copy()
-    mine = out["source"].eq(BATTLE_SOURCE) if "source" in out else pd.Series(False, index=out.index)
-    convs: dict[str, tuple] = {}
-    if mine.any():
-        open_battles(engine)
-        ids = out.loc[mine, "item_id"].astype(str).unique().tolist()
-        q = sa.select(battles_t.c.id, battles_t.c.conversation_a, battles_t.c.conversation_b).where(
-            battles_t.c.id.in_(ids))
-        with engine.connect() as conn:
-            convs = {i: (json.loads(a), json.loads(b)) for i, a, b in conn.execute(q)}
-    for k, side in ((0, "conversation_a"), (1, "conversation_b")):
-        out[side] = [convs[i][k] if m and i in convs else None for i, m in zip(out["item_id"].astype(str), mine,
-                                                                             strict=True)]
-    return out

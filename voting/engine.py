@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from voting.tables import COUNT_KEY, PG_TRIGGERS, SCHEMA_VERSION, SQLITE_TRIGGERS, meta_t, metadata, undone_t, votes_t
+from voting.migrations import migrate
 
 T = TypeVar("T")
 
@@ -59,54 +59,13 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
 
 
 def _migrate(engine: Engine) -> None:
-    """Create missing tables, add missing (nullable) columns, record the schema version.
-
-    One write transaction, serialised across processes (SQLite's write lock; a PostgreSQL advisory lock),
-    so many app workers or writers can open the same store at once.
-    """
+    """Create or upgrade the schema (:func:`voting.migrations.migrate`) in one write transaction, serialised
+    across processes (SQLite's write lock; a PostgreSQL advisory lock), so many app workers or writers can open
+    the same store at once."""
     with writing(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727208)")
-        _rekey_undone(conn)
-        had_counts = sa.inspect(conn).has_table("vote_counts")
-        metadata.create_all(conn)
-        for index in votes_t.indexes:  # create_all adds no index to a table that exists already
-            index.create(conn, checkfirst=True)
-        if not had_counts:  # a store from before the counts table: count its votes once
-            conn.exec_driver_sql(
-                f"INSERT INTO vote_counts ({COUNT_KEY}, n) SELECT dataset, item_id, model_left, model_right, "
-                "outcome, COALESCE(winner_model, ''), COUNT(*) FROM votes GROUP BY dataset, item_id, model_left, "
-                "model_right, outcome, COALESCE(winner_model, '')")
-        for ddl in PG_TRIGGERS if conn.dialect.name == "postgresql" else SQLITE_TRIGGERS:
-            conn.exec_driver_sql(ddl)
-        insp = sa.inspect(conn)
-        for table in metadata.sorted_tables:
-            have = {c["name"] for c in insp.get_columns(table.name)}
-            for col in table.columns:
-                if col.name not in have:
-                    ddl = col.type.compile(engine.dialect)
-                    conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {ddl}')
-        version = conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
-        if version != str(SCHEMA_VERSION):
-            conn.execute(meta_t.delete().where(meta_t.c.key == "schema_version"))
-            conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-
-
-def _rekey_undone(conn: sa.Connection) -> None:
-    """Stores from before ``undo_id``: their ``undone_votes`` was keyed by the vote id, which SQLite reuses
-    (a second undo failed with a UNIQUE error). Rename it, let ``create_all`` make the new one, copy over."""
-    insp = sa.inspect(conn)
-    if not insp.has_table("undone_votes") or "undo_id" in {c["name"] for c in insp.get_columns("undone_votes")}:
-        return
-    have = {c["name"] for c in insp.get_columns("undone_votes")}
-    indexes = [i["name"] for i in insp.get_indexes("undone_votes")]  # index names are schema-wide
-    conn.exec_driver_sql("ALTER TABLE undone_votes RENAME TO undone_votes_v1")
-    for name in indexes:
-        conn.exec_driver_sql(f'DROP INDEX IF EXISTS "{name}"')
-    undone_t.create(conn)
-    cols = ", ".join(f'"{c.name}"' for c in undone_t.columns if c.name in have)
-    conn.exec_driver_sql(f"INSERT INTO undone_votes ({cols}) SELECT {cols} FROM undone_votes_v1")
-    conn.exec_driver_sql("DROP TABLE undone_votes_v1")
+        migrate(conn)
 
 
 @contextmanager

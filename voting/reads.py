@@ -30,6 +30,13 @@ def list_datasets(engine: Engine) -> list[str]:
     return _scalars(engine, sa.select(items_t.c.dataset).distinct().order_by(items_t.c.dataset))
 
 
+def voted_datasets(engine: Engine) -> list[str]:
+    """Dataset names that have votes, sorted (the live battles' ``battle`` has votes and no items); read from the
+    per-pair counts, so the cost is bounded by the pairs, not the votes."""
+    c = counts_t.c
+    return _scalars(engine, sa.select(c.dataset).where(c.n > 0).distinct().order_by(c.dataset))
+
+
 def load_items_frame(engine: Engine, dataset: str) -> pd.DataFrame:
     """The dataset's items (``item_id, prompt, category``) with their answering models as a list."""
     items = _frame(engine, sa.select(items_t.c.item_id, items_t.c.prompt, items_t.c.category)
@@ -46,6 +53,17 @@ def load_answers(engine: Engine, dataset: str, item_id: str) -> dict[str, str]:
         answers_t.c.dataset == dataset, answers_t.c.item_id == item_id)
     with engine.connect() as conn:
         return {model: answer for model, answer in conn.execute(q)}
+
+
+def item_texts(engine: Engine, datasets: list[str]) -> tuple[dict[tuple[str, str], str], dict[tuple, str]]:
+    """The prompts ``{(dataset, item_id): prompt}`` and answers ``{(dataset, item_id, model): answer}`` of
+    ``datasets`` (what a preference export pairs with the votes)."""
+    prompts = sa.select(items_t.c.dataset, items_t.c.item_id, items_t.c.prompt).where(items_t.c.dataset.in_(datasets))
+    answers = sa.select(answers_t.c.dataset, answers_t.c.item_id, answers_t.c.model, answers_t.c.answer).where(
+        answers_t.c.dataset.in_(datasets))
+    with engine.connect() as conn:
+        return ({(d, i): p for d, i, p in conn.execute(prompts)},
+                {(d, i, m): a for d, i, m, a in conn.execute(answers)})
 
 
 def seen_items(engine: Engine, voter: str, dataset: str, round: int = 1) -> set[str]:

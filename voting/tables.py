@@ -1,13 +1,17 @@
-"""The vote store's schema: its tables, and the database triggers that keep the per-pair vote counts.
+"""The vote store's schema: every table in one :data:`metadata`, one :data:`SCHEMA_VERSION`, and the database
+triggers that keep the per-pair vote counts.
 
-Opening a store creates and migrates them (:mod:`voting.engine`); every reader and writer uses these tables.
+Opening a store creates and migrates them (:mod:`voting.migrations`, called by :func:`voting.engine.open_store`);
+every reader and writer uses these tables. A change here bumps :data:`SCHEMA_VERSION` and, unless it only adds
+tables, indexes or nullable columns, adds a step to :data:`voting.migrations.STEPS`.
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 1
+#: 1: votes, items, rounds, ... (the app's own tables); 2: the live battles and the dataset archive joined them.
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 _name = sa.String(200)
@@ -153,3 +157,45 @@ events_t = sa.Table(
     sa.Index("ix_rate_events_key_at", "key", "at"),
 )
 meta_t = sa.Table("preflab_meta", metadata, sa.Column("key", _name, primary_key=True), sa.Column("value", sa.Text))
+
+# Live battles (:mod:`voting.battles`): a voter's own prompt, two roster models answering; the vote itself is a
+# ``votes`` row (dataset "battle", item = battle id) that ``vote_id`` points at.
+BATTLE_SOURCE = "battle"  # the ``source`` of a battle's vote row
+battles_t = sa.Table(
+    "battles", metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("voter", _name, nullable=False, index=True),
+    sa.Column("model_a", _name, nullable=False),  # shown as A (left)
+    sa.Column("model_b", _name, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # answering | answered | voted | failed | abandoned
+    sa.Column("turns", sa.Integer, nullable=False),
+    sa.Column("conversation_a", sa.Text, nullable=False),  # JSON [{"role", "content"}], OpenAI style
+    sa.Column("conversation_b", sa.Text, nullable=False),
+    sa.Column("answer_meta", sa.Text, nullable=False),  # JSON per turn: {"a": {...}, "b": {...}}
+    sa.Column("style", sa.Text),  # Chatbot Arena conv_metadata totals, once answered
+    sa.Column("error", sa.Text),  # which side failed and how (never shown to the voter)
+    sa.Column("choice", sa.String(16)),
+    sa.Column("vote_id", sa.Integer),
+    sa.Column("created_at", sa.Float, nullable=False, index=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+# Deleting a dataset (:mod:`voting.archive`) moves its votes here, and a row in ``archived_datasets`` says what
+# went and when.
+archived_votes_t = sa.Table(
+    "archived_votes", metadata,
+    sa.Column("archive_id", sa.Integer, primary_key=True, autoincrement=True),
+    *[sa.Column(c.name, c.type, nullable=c.nullable) for c in votes_t.columns],
+    sa.Column("archived_at", sa.Float, nullable=False),
+    sa.Index("ix_archived_votes_dataset", "dataset"),
+)
+archived_datasets_t = sa.Table(
+    "archived_datasets", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("dataset", _name, nullable=False),
+    sa.Column("archived_at", sa.Float, nullable=False),
+    sa.Column("items", sa.Integer, nullable=False),
+    sa.Column("answers", sa.Integer, nullable=False),
+    sa.Column("votes", sa.Integer, nullable=False),
+    sa.Column("skips", sa.Integer, nullable=False),
+    sa.Column("by", _name),
+)

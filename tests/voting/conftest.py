@@ -91,3 +91,27 @@ def wait_for(predicate, timeout: float = 60.0, every: float = 0.1):  # noqa: ANN
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+
+
+@pytest.fixture()
+def downloads(monkeypatch):
+    """``bytes_of(at, key)``: the bytes an AppTest page offers in its download button ``key`` (Streamlit keeps
+    them in its media storage, recorded here as the page hands them over)."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    files: dict[str, bytes] = {}
+    keep = MemoryMediaFileStorage.load_and_get_id
+
+    def load_and_get_id(self, data, mimetype, kind, filename=None):  # noqa: ANN001, ANN202
+        file_id = keep(self, data, mimetype, kind, filename)
+        files[file_id] = data
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
+
+    def bytes_of(at, key: str) -> bytes:  # noqa: ANN001
+        found = [b for b in at.get("download_button") if b.key == key]
+        assert len(found) == 1, f"{len(found)} download buttons {key!r}: {[b.key for b in at.get('download_button')]}"
+        return files[found[0].proto.url.rsplit("/", 1)[1].split(".")[0]]
+
+    return bytes_of

@@ -1,5 +1,6 @@
 """Data page: import a voting dataset, export the votes (Chatbot Arena battles JSON, CSV, the seed's
-``judge_labels.csv``), and inter-annotator agreement on items voted on by several people."""
+``judge_labels.csv``, preference pairs for DPO; :func:`voting.exports.export_votes`), and inter-annotator
+agreement on items voted on by several people."""
 
 from __future__ import annotations
 
@@ -7,12 +8,23 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from voting.exports import export_votes
 from voting.import_preview import read_upload
 from voting.items import ItemDataError
 from voting.pages import data_admin
 from voting.pages.common import code_span, get_engine, require_admin
+from voting.reads import voted_datasets
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
-from voting.votes import agreement, export_bytes
+from voting.votes import agreement
+
+#: The downloads: (kind, file format, label, file name, MIME type); the same bytes as ``preflab export-votes``.
+DOWNLOADS = (
+    ("battles", "", "Chatbot Arena battles (JSON)", "{dataset}-battles.json", "application/json"),
+    ("votes", "", "All vote columns (CSV)", "{dataset}-votes.csv", "text/csv"),
+    ("labels", "", "judge_labels.csv", "{dataset}-judge_labels.csv", "text/csv"),
+    ("pairs", "jsonl", "Preference pairs (JSONL)", "{dataset}-pairs.jsonl", "application/jsonl"),
+    ("pairs", "parquet", "Preference pairs (Parquet)", "{dataset}-pairs.parquet", "application/vnd.apache.parquet"),
+)
 
 
 def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
@@ -33,13 +45,14 @@ def _export_section(engine: Engine, dataset: str) -> None:
     if votes.empty:
         st.caption("No votes yet.")
         return
-    cols = st.columns(3)
-    for col, (kind, label, fname, mime) in zip(cols, [
-        ("battles", "Chatbot Arena battles (JSON)", f"{dataset}-battles.json", "application/json"),
-        ("votes", "All vote columns (CSV)", f"{dataset}-votes.csv", "text/csv"),
-        ("labels", "judge_labels.csv", f"{dataset}-judge_labels.csv", "text/csv"),
-    ], strict=True):
-        col.download_button(label, export_bytes(votes, kind), fname, mime, key=f"export_{kind}")
+    done = {}
+    for col, (kind, fmt, label, fname, mime) in zip(st.columns(len(DOWNLOADS)), DOWNLOADS, strict=True):
+        done[kind] = export_votes(engine, kind, dataset, fmt, votes)  # the bytes `preflab export-votes` writes
+        col.download_button(label, done[kind].data, fname.format(dataset=dataset), mime,
+                            key=f"export_{kind}" + (f"_{fmt}" if fmt else ""))
+    if done["pairs"].left_out_text():
+        st.caption(f"Preference pairs: {done['pairs'].rows} from {len(votes)} votes; {done['pairs'].left_out_text()}"
+                   " (no chosen answer). The same files as `preflab export-votes --as pairs`.")
     ag = agreement(votes)
     st.subheader("Inter-annotator agreement")
     if ag["units"] == 0:
@@ -108,16 +121,19 @@ def render() -> None:
     data_admin.show_flash()
     engine = get_engine()
     datasets = list_datasets(engine)
+    voted = sorted(set(voted_datasets(engine)) - set(datasets))  # the live battles' votes have no items
     if datasets:
         summary = pd.DataFrame([(d, len(load_items_frame(engine, d))) for d in datasets], columns=["dataset", "items"])
         st.dataframe(summary, hide_index=True)
         st.caption("Datasets: " + ", ".join(datasets))
-        dataset = st.selectbox("Dataset to export", datasets, key="export_dataset")
-        _export_section(engine, dataset)
-        _criteria_section(engine, dataset)
-        data_admin.admin_sections(engine, dataset)
     else:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
+    if datasets or voted:
+        dataset = st.selectbox("Dataset to export", [*datasets, *voted], key="export_dataset")
+        _export_section(engine, dataset)
+        if dataset in datasets:
+            _criteria_section(engine, dataset)
+            data_admin.admin_sections(engine, dataset)
     data_admin.import_section(engine)
     _invite_section(engine)
 

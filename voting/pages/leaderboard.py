@@ -79,6 +79,17 @@ def shown_table(table: pd.DataFrame):  # noqa: ANN201 - a pandas Styler
     return view.style.apply(lambda row: ["" if ok[row.name] else "color: #9a9a9a" for _ in row], axis=1)
 
 
+def share_downloads(table: pd.DataFrame) -> None:
+    """The table to share, as CSV, JSON, Markdown and HTML: the bytes ``preflab rank --output`` writes
+    (:func:`arena.leaderboard_share.leaderboard_bytes`)."""
+    from arena.leaderboard_share import SHARE_FORMATS, leaderboard_bytes
+
+    names = {"csv": "CSV", "json": "JSON", "md": "Markdown", "html": "HTML"}
+    for col, (fmt, mime) in zip(st.columns(len(SHARE_FORMATS)), SHARE_FORMATS.items(), strict=True):
+        col.download_button(f"Download {names[fmt]}", leaderboard_bytes(table, fmt), f"leaderboard.{fmt}", mime,
+                            key=f"lb_download_{fmt}", width="stretch")
+
+
 def without_models(cells: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
     """Vote cells (or votes) without the battles that show an excluded model."""
     if not exclude:
@@ -206,6 +217,7 @@ def render() -> None:
     st.caption(f"{n_votes} votes from {who}; 95% bootstrap intervals "
                f"({n_boot} resamples); rank = 1 + models whose interval lies wholly above; sampling unit: {unit}.")
     st.dataframe(shown_table(table), hide_index=True, width="stretch", key="lb_table")
+    share_downloads(table)
     if fit["notes"]:
         with st.expander(f"Diagnostics ({len(fit['notes'])})"):
             for note in fit["notes"]:
