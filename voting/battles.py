@@ -16,7 +16,6 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import sqlalchemy as sa
@@ -26,20 +25,12 @@ from answering.model_specs import ModelSpec, load_roster
 from answering.stream import stream_answers
 from llm.providers.base import ProviderError
 from llm.providers.generation import Generation
+from voting.config import ArenaLimits
 from voting.tables import BATTLE_SOURCE, battles_t, votes_t
 from voting.votes import style_meta
 from voting.writes import DuplicateVote, Vote, vote_row
 
 BATTLE_DATASET = "battle"
-
-@dataclass(frozen=True)
-class ArenaLimits:
-    """What one voter may ask: prompt length, battles started per minute, and a cap on answer tokens."""
-
-    max_prompt_chars: int = 4000
-    battles_per_minute: int = 6
-    max_tokens: int = 1024
-
 
 def open_battles(engine: Engine) -> Engine:
     """The engine, unchanged: the battles table is part of the store's schema (:func:`voting.engine.open_store`

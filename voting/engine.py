@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
+from voting.config import DEFAULT_STORE_URL
 from voting.migrations import migrate
 
 T = TypeVar("T")
@@ -29,7 +30,7 @@ def resolve_url(url: str) -> str:
     return url
 
 
-def open_store(url: str = "sqlite:///data/preflab.db", *, busy_timeout_ms: int = 10_000) -> Engine:
+def open_store(url: str = DEFAULT_STORE_URL, *, busy_timeout_ms: int = 10_000) -> Engine:
     """An engine for ``url`` with the schema created/migrated. SQLite gets WAL and ``busy_timeout``."""
     if url.startswith("sqlite") and "///" in url and not url.endswith(":memory:"):
         Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
