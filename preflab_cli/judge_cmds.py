@@ -217,8 +217,8 @@ def calibrate_cmd(
     from rich.table import Table
 
     from judge.cards.card import summary_rows, write_card
+    from judge.metrics.adapters import load_any, load_family
     from judge.metrics.calibrate import position_bias_by_model, report_json
-    from judge.metrics.datasets import load_any, load_family
     from judge.metrics.human_join import attach_human, attach_lengths
     from preflab.errors import InputError
     from preflab_cli.common import make_console
@@ -334,8 +334,8 @@ def drift_cmd(
     """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
 
     Exit status 0 for "same judge", 1 for "changed"."""
+    from judge.metrics.adapters import load_any
     from judge.metrics.calibrate import report_json
-    from judge.metrics.datasets import load_any
     from judge.metrics.drift import drift_report, drift_rows
     from preflab.errors import InputError
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.metrics.datasets import identity_code, read_table, require_columns
+from judge.metrics.adapters import identity_code, read_table, require_columns
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
 

@@ -26,9 +26,9 @@ def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
 
 
 def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False):
-    """One member's judged pairs from ``PATH`` (any :func:`judge.metrics.datasets.load_any` layout) or
+    """One member's judged pairs from ``PATH`` (any :func:`judge.metrics.adapters.load_any` layout) or
     ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""
-    from judge.metrics.datasets import load_any
+    from judge.metrics.adapters import load_any
     from judge.metrics.human_join import attach_human
 
     path, judge = spec, None

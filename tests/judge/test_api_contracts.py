@@ -198,8 +198,8 @@ def test_local_servers_verdict_read_where_written(api, model, method):
 def test_server_without_logprobs_reads_text_with_no_probability_and_says_so(api, tmp_path, capsys):
     """Before: p = 1.0 / 0.0 from the text, unflagged, and the summary said (logprob)."""
     from judge.cards.card import render_card
+    from judge.metrics.adapters import load_verdicts_jsonl
     from judge.metrics.calibrate import calibrate
-    from judge.metrics.datasets import load_verdicts_jsonl
 
     res = run_judge(PAIRS, f"local:{api.url}#ignores-logprobs", RunConfig(BUILTIN["abt"]), None)
     df = res.verdicts
@@ -233,8 +233,8 @@ def test_unknown_price_is_unknown_and_price_option_sets_it(api, tmp_path):
 
 
 def test_low_mass_rows_left_out_of_brier_and_counted(tmp_path):
+    from judge.metrics.adapters import load_verdicts_jsonl
     from judge.metrics.calibrate import calibrate
-    from judge.metrics.datasets import load_verdicts_jsonl
     from judge.metrics.human_join import attach_human
 
     rows, labels = [], ["item_id,model_a,model_b,human"]

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from judge.cards.card import render_card, summary_rows
+from judge.metrics.adapters import load_judge_labels
 from judge.metrics.calibrate import calibrate
-from judge.metrics.datasets import load_judge_labels
 from judge.report_text import format_interval
 from preflab_cli.judge_cmds import app
-from tests.judge.test_datasets import _write_labels
+from tests.judge.test_adapters import _write_labels
 
 STABLE_KEYS = {"n_pairs", "consistency", "first_position_rate", "conservative", "agreement", "kappa", "tpr",
                "tnr", "length_bias", "self_preference", "calibration"}

@@ -9,7 +9,7 @@ import pytest
 
 from judge.gate.compare import GateSettings, compare_dimensions
 from judge.gate.compare_inputs import candidate_codes
-from judge.metrics.datasets import load_verdicts_jsonl
+from judge.metrics.adapters import load_verdicts_jsonl
 from judge.stats import holm_adjust
 from tests.judge.compare_files import counts_specs, items_file, preflab, verdict_file, write_jsonl
 

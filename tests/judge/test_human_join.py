@@ -101,7 +101,7 @@ def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
 
 
 def test_exported_labels_keep_their_model_pair(tmp_path):
-    from judge.metrics.datasets import load_judge_labels
+    from judge.metrics.adapters import load_judge_labels
 
     path = tmp_path / "labels.csv"
     path.write_text("item_id,verdict_ab,verdict_ba,human,model_a,model_b\nq1,A,A,B,m1,m2\nq1,,,A,m1,m3\n")
