@@ -21,6 +21,7 @@ from llm.providers.base import (
     Completion,
     JudgeRequest,
     ProviderError,
+    SdkClient,
     api_key,
     gather_samples,
     sdk_errors,
@@ -30,7 +31,7 @@ from llm.providers.generation import Generation, GenerationRequest, finish_reaso
 THINKING_MIN_TOKENS = 2048  # thinking counts against max_tokens; the same budget as OpenAI reasoning models
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkClient):
     """A Claude model as a judge (text verdicts only). ``http_client`` is passed to the SDK as is (the
     ``anthropic`` 2.x SDK wants an ``httpx2.AsyncClient``)."""
 
@@ -85,17 +86,7 @@ class AnthropicProvider:
             return await self._one(request)
         return await gather_samples(self._one(request) for _ in range(request.n))
 
-    @property
-    def client(self):
-        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.runner.batch`)."""
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the SDK client."""
-        await self._client.close()
-
     # Answering (preflab generate, the Battle page): the same client, keys and error mapping.
-
 
     def _kwargs(self, request: GenerationRequest) -> dict:
         if bad := unsupported_settings("anthropic", request):

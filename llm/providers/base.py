@@ -219,6 +219,21 @@ def learn(capabilities: dict, refusal: tuple[str, int | None]) -> bool:
     return capabilities != before
 
 
+class SdkClient:
+    """A provider over an official SDK client (``self._client``): the client for the batch APIs, and closing it."""
+
+    _client: Any
+
+    @property
+    def client(self) -> Any:
+        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.runner.batch`)."""
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client."""
+        await self._client.close()
+
+
 class LearnsCapabilities:
     """What a provider has learnt its model refuses (filled by :func:`learn` from the API's refusals)."""
 

@@ -148,7 +148,6 @@ class CompatibleProvider(LearnsCapabilities):
 
     # Answering (preflab generate, the Battle page): the same client, keys and error mapping.
 
-
     def _request(self, request: GenerationRequest, stream: bool) -> httpx.Request:
         body = {"model": self.model, "messages": list(request.messages), "max_tokens": request.max_tokens,
                 **sampling(request)}

@@ -30,6 +30,7 @@ from llm.providers.base import (
     LearnsCapabilities,
     LogprobsUnsupported,
     ProviderError,
+    SdkClient,
     api_key,
     gather_samples,
     learn,
@@ -80,7 +81,7 @@ def completion_from_body(data: dict, latency: float = 0.0) -> Completion:
                       texts if len(texts) > 1 else None)
 
 
-class OpenAIProvider(LearnsCapabilities):
+class OpenAIProvider(SdkClient, LearnsCapabilities):
     """An OpenAI (or Azure/OpenAI-proxy via ``base_url``) chat model as a judge."""
 
     provider = "openai"
@@ -129,17 +130,7 @@ class OpenAIProvider(LearnsCapabilities):
                                                          else request.seed + s)) for s in range(1, request.n))
         return merge_samples([comp, rest])
 
-    @property
-    def client(self):
-        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.runner.batch`)."""
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the SDK client."""
-        await self._client.close()
-
     # Answering (preflab generate, the Battle page): the same client, keys and error mapping.
-
 
     def _kwargs(self, request: GenerationRequest) -> dict:
         return {"model": self.model, "messages": list(request.messages),
