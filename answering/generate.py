@@ -24,7 +24,7 @@ import pandas as pd
 from answering.model_specs import ModelSpec
 from llm.calls.cache import CallCache, cache_key, prompt_hash
 from llm.calls.estimate import RunEstimate
-from llm.calls.retry import RateLimiter, call_with_retries, run_pool
+from llm.calls.retry import CallStats, RateLimiter, call_with_retries, run_pool
 from llm.calls.spend import SpendMeter, estimated_input_tokens, per_token, spec_price
 from llm.providers import make_provider
 from llm.providers.base import ProviderError, parse_spec
@@ -75,20 +75,10 @@ class GenerateConfig:
 
 
 @dataclass
-class GenerateStats:
-    """A generate run's accounting: calls, cache hits, retries (:func:`llm.calls.retry.call_with_retries` counts
-    them), failures, tokens, cost (None: the price is unknown), and truncated and empty answers (by model)."""
+class GenerateStats(CallStats):
+    """A generate run's accounting: the calls' (:class:`llm.calls.retry.CallStats`), and truncated and empty
+    answers (by model)."""
 
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failed: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float | None = 0.0
-    wall_s: float = 0.0
-    retry_reasons: Counter = field(default_factory=Counter)
-    waits: list[float] = field(default_factory=list, repr=False)
     truncated: Counter = field(default_factory=Counter)
     empty: Counter = field(default_factory=Counter)
 

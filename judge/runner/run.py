@@ -27,7 +27,7 @@ from judge.verdicts.parsing import NO_LOGPROBS, Verdict, sampled_verdict, unpars
 from judge.verdicts.provenance import run_columns, served_columns
 from judge.verdicts.rubrics import Rubric
 from llm.calls.cache import CallCache, cache_key, prompt_hash
-from llm.calls.retry import RateLimiter, call_with_retries, run_pool
+from llm.calls.retry import CallStats, RateLimiter, call_with_retries, run_pool
 from llm.calls.spend import SpendMeter, estimated_input_tokens
 from llm.prices import Price
 from llm.providers import make_provider
@@ -68,25 +68,15 @@ class RunConfig:
 
 
 @dataclass
-class RunStats:
-    """Token, cost and reliability accounting for one run."""
+class RunStats(CallStats):
+    """A judge run's accounting: the calls' (:class:`llm.calls.retry.CallStats`) and its verdicts'."""
 
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failed: int = 0
     unparsable: int = 0
     low_mass: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float | None = 0.0  # None: the price is unknown
-    wall_s: float = 0.0
     method: str = "logprob"
     methods: Counter = field(default_factory=Counter)  # verdict rows per reading method (verdicts.parsing.METHODS)
     no_logprobs: int = 0  # rows that asked for logprobs, got none, and were read from the text
     price: str = "unknown"
-    retry_reasons: Counter = field(default_factory=Counter)  # "429", "500", "timeout", "connection", "malformed"
-    waits: list[float] = field(default_factory=list, repr=False)
 
     def summary(self) -> str:
         """One line for the CLI."""

@@ -9,6 +9,7 @@ from preflab.lazy import lazy_names
 
 _HOMES = {
     "CallCache": "llm.calls.cache",
+    "CallStats": "llm.calls.retry",
     "RateLimiter": "llm.calls.retry",
     "RunEstimate": "llm.calls.estimate",
     "SpendMeter": "llm.calls.spend",
