@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judge.report_text import format_interval
+from judge import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import (
     JUDGE_CACHE,
@@ -29,8 +29,7 @@ from preflab_cli.common import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from judge.gate.compare_run import CompareRequest
-    from judge.runner.run import RunConfig
+    from judge import CompareRequest, RunConfig
 
 
 def _plain_table(out, header, cells) -> None:
@@ -45,7 +44,7 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
-    from judge.gate.compare import check_lines
+    from judge import check_lines
 
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
@@ -127,7 +126,7 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
         if not is_stdout(json_out):
             out.print(f"report -> {where}", markup=False)
     if report_path:
-        from judge.cards.compare_card import write_gate_report
+        from judge import write_gate_report
 
         write_gate_report(report_path, report)
         if not is_stdout(report_path):
@@ -136,15 +135,14 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
 
 def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
     """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
-    from judge.runner.run import RunConfig
-    from judge.verdicts.rubrics import load_rubric
+    from judge import RunConfig, load_rubric
 
     return RunConfig(load_rubric(rubric), **settings)
 
 
 def _print_dry_run(request: CompareRequest, out: Console) -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
-    from judge.gate.compare_run import dry_run_compare
+    from judge import dry_run_compare
     from llm.calls.estimate import dry_run_lines
 
     print_lines(dry_run_lines(dry_run_compare(request), nothing="dry run: no judge is called (verdict files and "
@@ -199,9 +197,7 @@ def compare_cmd(
         "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
                               "otherwise; the notes list the mix).")] = False,
 ) -> None:
-    from judge.gate.compare import GateSettings
-    from judge.gate.compare_run import CompareRequest, run_compare
-    from judge.gate.sequential import SequentialSettings
+    from judge import CompareRequest, GateSettings, SequentialSettings, run_compare
     from preflab.errors import InputError
 
     out = report_console(json_out if is_stdout(json_out) else report_path)

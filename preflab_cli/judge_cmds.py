@@ -70,9 +70,7 @@ def run_cmd(
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
 
-    from judge.runner.run import RunConfig, run_judge
-    from judge.verdicts.pairs import PairsError, load_pairs
-    from judge.verdicts.rubrics import RubricError, load_rubric
+    from judge import PairsError, RubricError, RunConfig, load_pairs, load_rubric, run_judge
     from llm.prices import parse_price
     from llm.providers import parse_spec
     from llm.providers.base import ProviderError
@@ -115,7 +113,7 @@ def run_cmd(
 
 def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallback: str):
     """``--batch``: the provider's batch API, answers collected into the cache; its summary on stderr."""
-    from judge.runner.batch import batch_judge
+    from judge import batch_judge
 
     if cache is None:
         raise ValueError("--batch collects answers into the cache; drop --no-cache")
@@ -127,7 +125,7 @@ def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallb
 
 def _report_orders(df, combine: str, combined: Path | None, say) -> None:
     """How often the two orders agree and the combined winners; ``--combined`` writes the one-row-per-pair table."""
-    from judge.verdicts.pairs import combined_table
+    from judge import combined_table
 
     table = combined_table(df, combine)
     say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
@@ -138,7 +136,7 @@ def _report_orders(df, combine: str, combined: Path | None, say) -> None:
 
 def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
     """``--dry-run``: each judge's planned calls, tokens and cost; nothing is sent."""
-    from judge.runner.estimate import dry_run
+    from judge import dry_run
     from llm.calls.estimate import dry_run_lines
 
     print_lines(dry_run_lines([dry_run(pairs, spec, config, cache) for spec in specs], total=False))
@@ -149,7 +147,7 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
     warn (and return) for accepted failures."""
     from rich.markup import escape
 
-    from judge.runner.run import failure_summary
+    from judge import failure_summary
     from llm.providers.base import NOT_SENT_COST_CAP
 
     failed = int(df["error"].notna().sum()) if "error" in df else failed_calls
@@ -169,8 +167,7 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
 def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, allow_failures: int) -> None:
     """Several judges (:func:`judge.runner.jury_run.run_jury_panel`): print each member's file, the panel and
     its report; exit 1 when more than --allow-failures member verdicts failed."""
-    from judge.cards.jury_card import jury_report, jury_rows
-    from judge.runner.jury_run import run_jury_panel
+    from judge import jury_report, jury_rows, run_jury_panel
 
     run = run_jury_panel(pairs, specs, config, cache, output, rule)
     for k, (spec, path, res) in enumerate(run.members, start=1):
@@ -216,10 +213,16 @@ def calibrate_cmd(
     from rich.markup import escape
     from rich.table import Table
 
-    from judge.cards.card import summary_rows, write_card
-    from judge.metrics.adapters import load_any, load_family
-    from judge.metrics.calibrate import position_bias_by_model, report_json
-    from judge.metrics.human_join import attach_human, attach_lengths
+    from judge import (
+        attach_human,
+        attach_lengths,
+        load_any,
+        load_family,
+        position_bias_by_model,
+        report_json,
+        summary_rows,
+        write_card,
+    )
     from preflab.errors import InputError
     from preflab_cli.common import make_console
 
@@ -281,10 +284,16 @@ def jury_cmd(
                                               "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
-    from judge.cards.jury_card import jury_report, jury_rows, write_jury_card
-    from judge.metrics.calibrate import report_json
-    from judge.metrics.jury import RULES, align_members
-    from judge.metrics.jury_members import load_members, panel_frame
+    from judge import (
+        RULES,
+        align_members,
+        jury_report,
+        jury_rows,
+        load_members,
+        panel_frame,
+        report_json,
+        write_jury_card,
+    )
     from preflab.errors import InputError
 
     if rule not in RULES:
@@ -334,9 +343,7 @@ def drift_cmd(
     """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
 
     Exit status 0 for "same judge", 1 for "changed"."""
-    from judge.metrics.adapters import load_any
-    from judge.metrics.calibrate import report_json
-    from judge.metrics.drift import drift_report, drift_rows
+    from judge import drift_report, drift_rows, load_any, report_json
     from preflab.errors import InputError
 
     if not 0 < alpha < 1 or tolerance < 0:

@@ -107,7 +107,7 @@ def agreement(votes: pd.DataFrame) -> dict[str, float]:
     """Inter-annotator agreement on units (item, model pair) rated by at least two voters: their number,
     pairwise percent agreement, Fleiss' kappa and Krippendorff's alpha (nominal over A/B/tie), computed by
     :mod:`judge.metrics.agreement`."""
-    from judge.metrics.agreement import fleiss_kappa, krippendorff_alpha_nominal
+    from judge import fleiss_kappa, krippendorff_alpha_nominal
 
     nan = float("nan")
     ratings = rating_matrix(votes).to_numpy(float) if len(votes) else np.zeros((0, 0))

@@ -27,8 +27,7 @@ __all__ = ["inside_data_dir", "judged_pairs", "render", "verdict_files"]  # the 
 def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.DataFrame:
     """Verdicts joined with this dataset's votes (``human``, ``human_k``) and answer lengths (characters): the
     store's votes and answers through the library's join (:func:`judge.metrics.human_join.join_votes`)."""
-    from judge.metrics.human_join import join_votes
-    from judge.verdicts.verdict_file import load_verdicts_jsonl
+    from judge import join_votes, load_verdicts_jsonl
 
     verdicts = load_verdicts_jsonl(verdicts_path)
     answers = {(item, model): text for item in verdicts["item_id"].astype(str).unique()
@@ -57,7 +56,7 @@ def render() -> None:
     except (InputError, OSError, ValueError) as e:
         st.error(f"Could not read the verdicts: {public_message(e)}")
         return
-    from judge.cards.card import render_card
+    from judge import render_card
     from judge_arena.assist import calibration_report
 
     report = calibration_report(pairs, n_bootstrap=500)

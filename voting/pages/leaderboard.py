@@ -248,7 +248,7 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
     path = st.selectbox("Verdict file", ["(none)", *files], key="lb_verdicts")
     if path == "(none)":
         return
-    from judge.metrics.adapters import load_verdicts_jsonl
+    from judge import load_verdicts_jsonl
     from judge_arena.battles_from_verdicts import verdict_battles
     from judge_arena.versus_human import as_battles, compare, shared_items
     from preflab.errors import InputError
