@@ -85,6 +85,9 @@ def paired_bootstrap(
 ) -> Interval:
     """Paired percentile bootstrap of ``mean(b) - mean(a)`` over the same items (Efron & Tibshirani 1993).
 
+    Above 2·10^7 resampled items the resamples are drawn as multinomial counts over the distinct (a, b) values
+    (the same distribution, bounded memory, another random stream).
+
     Items are resampled with ``np.random.default_rng(seed).integers`` — one (n_bootstrap, n) draw — so both
     systems see the same resampled items. Seed check: 200 items, both right 140, A-only 8, B-only 20 →
     +0.06 [0.010, 0.115].
@@ -94,8 +97,13 @@ def paired_bootstrap(
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"correct_a and correct_b must be equal-length 1-D arrays, got {a.shape} and {b.shape}")
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, a.size, size=(n_bootstrap, a.size))
-    deltas = b[idx].mean(axis=1) - a[idx].mean(axis=1)
+    if a.size * n_bootstrap > 20_000_000:  # bounded memory: multinomial counts over the distinct (a, b) values
+        cells, inverse = np.unique(a + 1j * b, return_inverse=True)  # distinct (a, b), sorted in one 1-D pass
+        counts = rng.multinomial(a.size, np.bincount(inverse.ravel()) / a.size, size=n_bootstrap)
+        deltas = counts @ (cells.imag - cells.real) / a.size
+    else:
+        idx = rng.integers(0, a.size, size=(n_bootstrap, a.size))
+        deltas = b[idx].mean(axis=1) - a[idx].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.percentile(deltas, [100 * alpha, 100 * (1 - alpha)])
     return Interval(float(b.mean() - a.mean()), float(lo), float(hi), level)

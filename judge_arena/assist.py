@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # the options module loads JAX; the app imports this module b
 def is_verdict_file(path: str | Path) -> bool:
     """A `preflab judge run` JSONL: its first record has ``item_id`` and ``order``."""
     path = Path(path)
+    from judge.verdicts.scores import is_scores_file
+
+    if is_scores_file(path):  # a reward model's scores: read as verdicts (judge.verdicts.scores)
+        return True
     if not path.name.lower().endswith(".jsonl"):
         return False
     with path.open(encoding="utf-8") as fh:

@@ -14,9 +14,11 @@ from preflab.errors import InputError
 from preflab.redact import redact
 from preflab_cli import (  # noqa: F401  (register commands)
     arena_cmds,
+    bench_cmd,
     common,
     compare_cmd,
     generate_cmd,
+    judge_score,
     rank_cmd,
     voting_cmds,
 )

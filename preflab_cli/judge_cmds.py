@@ -190,7 +190,10 @@ def calibrate_cmd(
         help="Human labels (CSV/JSONL: item_id, human = A/B/tie by identity).")] = None,
     lengths: Annotated[Path | None, typer.Option(
         help="Answer lengths: pairs.jsonl (answer_x/answer_y) or item_id,len_x,len_y.")] = None,
-    layout: Annotated[str, typer.Option(help="auto, verdicts, labels, pandalm, llmfao or alpaca.")] = "auto",
+    layout: Annotated[str, typer.Option(help="auto, verdicts, scores, labels, pandalm, llmfao, alpaca, judgebench, "
+                                              "rewardbench or rewardbench2.")] = "auto",
+    tie_margin: Annotated[float, typer.Option(
+        help="Scores files: |score_x − score_y| at or below this is a tie.")] = 0.0,
     judge_name: Annotated[str | None, typer.Option(
         "--judge", help="Which judge in a shared set (gpt4, gpt3, gpt-3.5-turbo, pandalm-7b).")] = None,
     family: Annotated[Path | None, typer.Option(help="CSV model,family for self-preference.")] = None,
@@ -229,7 +232,9 @@ def calibrate_cmd(
     err = make_console(stderr=True)
     out = err if is_stdout(json_out) or is_stdout(report) else make_console()
     try:
-        pairs = load_any(verdicts, layout, judge_name, allow_mixed)
+        from judge import ScoreReading
+
+        pairs = load_any(verdicts, layout, judge_name, allow_mixed, ScoreReading(tolerance=tie_margin))
         pairs = attach_human(pairs, human) if human else pairs
         pairs = attach_lengths(pairs, lengths) if lengths else pairs
         families = load_family(family) if family else None
@@ -274,6 +279,8 @@ def jury_cmd(
     members: Annotated[list[str], typer.Argument(help="Two or more members: verdict files (any `judge calibrate` "
                                                  "layout), or FOLDER#JUDGE for a shared data set (llmfao#gpt3).")],
     human: Annotated[Path | None, typer.Option(help="Human labels (as for `judge calibrate --human`).")] = None,
+    lengths: Annotated[Path | None, typer.Option(
+        help="Answer lengths (as for `judge calibrate --lengths`): the longer-answer baseline.")] = None,
     rule: Annotated[str, typer.Option(help="Panel rule: majority, mean (probability) or dawid-skene.")] = "majority",
     output: Annotated[Path | None, typer.Option(help="Write the panel's verdict per pair (JSONL).")] = None,
     report: Annotated[Path | None, typer.Option(help="Write the HTML jury card here.")] = None,
@@ -303,7 +310,7 @@ def jury_cmd(
     if n_bootstrap < 1:
         fail(ValueError(f"--bootstrap must be at least 1 resample, got {n_bootstrap}"))
     try:
-        tables = load_members(members, human, allow_mixed)
+        tables = load_members(members, human, allow_mixed, lengths)
     except (InputError, ValueError, OSError) as e:
         fail(e)
     table = align_members(tables)

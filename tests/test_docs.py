@@ -75,6 +75,7 @@ def test_every_documented_command_runs(page: Path, tmp_path: Path) -> None:
     os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
     (work / "tests" / "judge" / "data").mkdir(parents=True)  # lm-eval example runs, as in a checkout
     os.symlink(ROOT / "tests" / "judge" / "data" / "lm_eval", work / "tests" / "judge" / "data" / "lm_eval")
+    os.symlink(ROOT / "tests" / "judge" / "data" / "benchmarks", work / "tests" / "judge" / "data" / "benchmarks")
     if SHARED.is_dir():
         os.symlink(SHARED, tmp_path / "shared")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
@@ -128,7 +129,8 @@ def demo_tour(tmp_path_factory) -> Path:
 
 
 PREFLAB = str(Path(sys.executable).parent / "preflab")
-CALIBRATE = "preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv --report card.html"
+CALIBRATE = ("preflab judge calibrate data/demo/verdicts-smollm2.jsonl --human labels.csv "
+             "--lengths data/demo/pairs.jsonl --report card.html")
 
 
 def test_the_readmes_calibrate_output_is_what_the_cli_prints(demo_tour: Path) -> None:

@@ -16,6 +16,8 @@ import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
 from judge.cards.figures import png
+from judge.metrics.baselines import baseline_rows
+from judge.metrics.temperature import score_rows
 from judge.report_text import format_interval as _fmt
 from judge.verdicts.judged_pairs import column
 from preflab.io import write_output
@@ -161,11 +163,21 @@ def _position_rows(report: Mapping) -> Rows:
     return rows
 
 
+def _label_rows(report: Mapping) -> Rows:
+    """What the reference side is: human votes, or objective correctness labels (JudgeBench, RewardBench)."""
+    return [("labels", report["labels"])] if report.get("agreement") and report.get("labels") else []
+
+
+def _baseline_rows(report: Mapping) -> Rows:
+    return baseline_rows(report.get("baselines"), report.get("labels") or "humans")
+
+
 def _agreement_rows(report: Mapping) -> Rows:
     if not report.get("agreement"):
         return []
     a = report["agreement"]
-    rows = [("agreement with humans", _fmt(a) + f" (n {a['n']}, {a['n_unparsable']} unparsable)"),
+    labels = report.get("labels") or "humans"
+    rows = [(f"agreement with {labels}", _fmt(a) + f" (n {a['n']}, {a['n_unparsable']} unparsable)"),
             ("agreement without ties", _fmt(report["agreement_without_ties"]))]
     if report["orders"] == "both":
         rows.append(("agreement, orders averaged instead", _fmt(report["agreement_averaged"])))
@@ -241,8 +253,8 @@ def _calibration_rows(report: Mapping) -> Rows:
 
 
 #: The card's summary table, section by section, in the order shown.
-SUMMARY_SECTIONS = (_position_rows, _agreement_rows, _ppi_gain_rows, _human_rows, _bias_rows, _corrected_rate_rows,
-                    _calibration_rows)
+SUMMARY_SECTIONS = (_label_rows, _position_rows, _agreement_rows, _baseline_rows, _ppi_gain_rows, _human_rows,
+                    _bias_rows, _corrected_rate_rows, _calibration_rows, score_rows)
 
 
 def summary_rows(report: Mapping) -> Rows:

@@ -26,6 +26,18 @@ def _versus_humans(code: np.ndarray, human: np.ndarray, n_bootstrap: int, level:
             "no_verdict": int(np.sum(code == Outcome.UNPARSABLE))}
 
 
+def _baselines(table: JuryTable, panel: np.ndarray, n_bootstrap: int, level: float, seed: int) -> dict | None:
+    """The null baselines (:mod:`judge.metrics.baselines`) against the panel: the longer answer and the
+    majority class (a panel pools members' orders, so it has no first slot)."""
+    from judge.metrics.baselines import null_baselines
+
+    pairs = table.keys.assign(human=table.human)
+    if table.lengths is not None:
+        pairs = pairs.assign(len_x=table.lengths[:, 0], len_y=table.lengths[:, 1])
+    pairs.attrs["orders"] = "none"
+    return null_baselines(pairs, panel, level, n_bootstrap, seed)
+
+
 def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 1000, level: float = 0.95,
                 seed: int = 0) -> dict:
     """Everything the jury card shows, JSON-ready (NaN where the data cannot support a number)."""
@@ -58,7 +70,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
                              for c in (*OUTCOMES, Outcome.UNPARSABLE)},
                   "splits": panel.get("splits"), "abstentions": panel["abstentions"],
                   "no_member_answered": panel["no_member_answered"]},
-        "effective_judges": None, "panel_minus_best_member": None, "ceiling": None,
+        "effective_judges": None, "panel_minus_best_member": None, "ceiling": None, "baselines": None,
     }
     if rule == "dawid-skene":
         report["panel"]["confusion"] = {name: panel["confusion"][j].round(4).tolist()
@@ -73,6 +85,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
         gain = paired_bootstrap(right(table.codes[:, table.members.index(best)]), right(panel["panel"]),
                                 n_bootstrap, level, seed)
         report["panel_minus_best_member"] = {"best_member": best, **gain.as_dict()}
+        report["baselines"] = _baselines(table, panel["panel"], n_bootstrap, level, seed)
         if table.ratings is not None and table.ratings.shape[1] >= 2:
             report["ceiling"] = human_ceiling(table.ratings, panel["panel"], n_bootstrap=n_bootstrap,
                                               level=level, seed=seed)
@@ -94,6 +107,9 @@ def jury_rows(report: Mapping) -> list[tuple[str, str]]:
     gain = report.get("panel_minus_best_member")
     if gain:
         rows.append((f"panel − best member ({gain['best_member']}), agreement", _fmt(gain)))
+    from judge.metrics.baselines import baseline_rows
+
+    rows += [(k.replace("judge", "panel"), v) for k, v in baseline_rows(report.get("baselines"))]
     split = f", {p['splits']} split votes called a tie" if p.get("splits") else ""
     rows.append(("abstentions (member verdicts missing or unparsable)",
                  f"{p['abstentions']}{split}; {p['no_member_answered']} pairs with no member answering"))

@@ -30,10 +30,12 @@ _HOMES = {
     "load_llmfao": "judge.metrics.adapters",
     "load_members": "judge.metrics.jury_members",
     "load_pandalm": "judge.metrics.adapters",
+    "null_baselines": "judge.metrics.baselines",
     "panel_frame": "judge.metrics.jury_members",
     "panel_verdicts": "judge.metrics.jury",
     "position_bias_by_model": "judge.metrics.calibrate",
     "report_json": "judge.metrics.calibrate",
+    "score_calibration": "judge.metrics.temperature",
 }
 __all__ = sorted(_HOMES)
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

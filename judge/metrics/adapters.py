@@ -172,12 +172,21 @@ def load_alpaca(path: str | Path) -> pd.DataFrame:
     return pairs
 
 
-LAYOUTS = ("auto", "verdicts", "labels", "pandalm", "llmfao", "alpaca")
+LAYOUTS = ("auto", "verdicts", "scores", "labels", "pandalm", "llmfao", "alpaca", "judgebench", "rewardbench",
+           "rewardbench2")
 
 
 def _guess_layout(path: Path) -> str:
     """``auto``: a folder by the files it holds, a file by its name."""
     if not path.is_dir():
+        from judge.benchmarks.report import sniff_benchmark
+        from judge.verdicts.scores import is_scores_file
+
+        if is_scores_file(path):
+            return "scores"
+        published = sniff_benchmark(path)
+        if published:
+            return published
         return ("alpaca" if path.name.endswith((".json.gz", ".json")) else
                 "labels" if path.suffix == ".csv" else "verdicts")
     if (path / "testset-v1.json").exists():
@@ -205,13 +214,16 @@ def _load_alpaca_folder(path: Path, allow_mixed: bool) -> pd.DataFrame:
 
 
 def load_any(path: str | Path, layout: str = "auto", judge: str | None = None,
-             allow_mixed: bool = False) -> pd.DataFrame:
+             allow_mixed: bool = False, score_reading=None) -> pd.DataFrame:
     """Judge verdicts from ``path`` in any supported layout; ``auto`` guesses from the name and columns.
 
-    ``verdicts``: ``preflab judge run`` JSONL; ``labels``: the seed's ``judge_labels.csv``; ``pandalm`` /
+    ``verdicts``: ``preflab judge run`` JSONL (or a scores file); ``scores``: score rows
+    (:mod:`judge.verdicts.scores`, JSONL/CSV/Parquet); ``labels``: the seed's ``judge_labels.csv``; ``pandalm`` /
     ``llmfao``: the shared data folders (``judge`` picks gpt-3.5-turbo/pandalm-7b, gpt4/gpt3); ``alpaca``:
     one annotations file or a folder of them (one table, ``model_y`` per file). ``allow_mixed``: see
-    :func:`load_verdicts_jsonl`.
+    :func:`load_verdicts_jsonl`. ``score_reading`` (:class:`judge.verdicts.scores.ScoreReading`): how a scores
+    file's scores become verdicts (default T = 1, ties only on equal scores). ``judgebench``, ``rewardbench``,
+    ``rewardbench2``: published benchmark results labelled by correctness (:mod:`judge.benchmarks.pairs`).
     """
     path = Path(path)
     if layout not in LAYOUTS:
@@ -225,6 +237,16 @@ def load_any(path: str | Path, layout: str = "auto", judge: str | None = None,
         return _load_alpaca_folder(path, allow_mixed) if path.is_dir() else load_alpaca(path)
     if layout == "labels":
         return load_judge_labels(path)
+    if layout in ("judgebench", "rewardbench", "rewardbench2"):
+        from judge.benchmarks.pairs import benchmark_pairs
+        from judge.verdicts.scores import ScoreReading
+
+        return benchmark_pairs(path, layout, score_reading or ScoreReading())
+    if layout == "scores" or (layout == "verdicts" and score_reading is not None):
+        from judge.verdicts.scores import ScoreReading, is_scores_file, load_scores
+
+        if layout == "scores" or is_scores_file(path):
+            return load_scores(path, score_reading or ScoreReading(), allow_mixed=allow_mixed)
     return load_verdicts_jsonl(path, allow_mixed)
 
 

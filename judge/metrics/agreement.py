@@ -122,6 +122,12 @@ class KappaInterval(Interval):
         return {**super().as_dict(), "single_class_resamples": int(self.single_class_resamples)}
 
 
+#: Above this many resampled items (pairs × resamples) a bootstrap over pairs is drawn as multinomial counts over
+#: the distinct cells instead of item indices: the same distribution (resampling iid items with replacement is
+#: a multinomial draw of the cells' counts), in memory bounded by the cells, on a different random stream.
+MAX_DRAWS = 20_000_000
+
+
 def kappa_interval(judge: np.ndarray, human: np.ndarray, weights: str | None = None,
                    labels: Sequence[float] | None = None, n_bootstrap: int = 1000,
                    level: float = 0.95, seed: int = 0) -> KappaInterval:
@@ -148,9 +154,15 @@ def kappa_interval(judge: np.ndarray, human: np.ndarray, weights: str | None = N
     w = _weight_matrix(n_labels, weights)
     point = _kappa_from_confusion(np.bincount(cell, minlength=n_labels**2).reshape(n_labels, n_labels), w)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, cell.size, size=(n_bootstrap, cell.size))
-    flat = cell[idx] + (np.arange(n_bootstrap) * n_labels**2)[:, None]
-    confs = np.bincount(flat.ravel(), minlength=n_bootstrap * n_labels**2).reshape(n_bootstrap, n_labels, n_labels)
+    if cell.size * n_bootstrap > MAX_DRAWS:  # the same bootstrap as multinomial counts over the cells (bounded memory)
+        counts = np.bincount(cell, minlength=n_labels**2)
+        confs = rng.multinomial(cell.size, counts / cell.size, size=n_bootstrap).reshape(n_bootstrap, n_labels,
+                                                                                         n_labels)
+    else:
+        idx = rng.integers(0, cell.size, size=(n_bootstrap, cell.size))
+        flat = cell[idx] + (np.arange(n_bootstrap) * n_labels**2)[:, None]
+        confs = np.bincount(flat.ravel(), minlength=n_bootstrap * n_labels**2).reshape(n_bootstrap, n_labels,
+                                                                                       n_labels)
     boots = _kappa_from_confusion(confs, w)
     single = np.isnan(boots)  # only 0/0: one class on both sides, hence perfect agreement
     boots = np.where(single, 1.0, boots)
@@ -167,10 +179,11 @@ def confusion_matrix(judge: np.ndarray, human: np.ndarray) -> pd.DataFrame:
     keep = ~np.isnan(human)
     rows = [IDENTITY_NAMES[o] for o in OUTCOMES]
     cols = rows + [IDENTITY_NAMES[Outcome.UNPARSABLE]]
-    table = pd.DataFrame(0, index=pd.Index(rows, name="human"), columns=pd.Index(cols, name="judge"))
-    for h, j in zip(human[keep], judge[keep], strict=True):
-        table.loc[IDENTITY_NAMES[int(h)], IDENTITY_NAMES[int(j)]] += 1
-    return table
+    # one bincount over (human, judge) cells: codes 0..2 for humans, judge codes 0..2 and UNPARSABLE (-1) -> 3
+    h = human[keep].astype(int)
+    j = np.where(judge[keep] == Outcome.UNPARSABLE, len(OUTCOMES), judge[keep]).astype(int)
+    counts = np.bincount(h * len(cols) + j, minlength=len(rows) * len(cols)).reshape(len(rows), len(cols))
+    return pd.DataFrame(counts, index=pd.Index(rows, name="human"), columns=pd.Index(cols, name="judge"))
 
 
 def binary_rates(judge_pass: np.ndarray, human_pass: np.ndarray, level: float = 0.95) -> dict[str, dict]:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from judge.metrics import agreement as agr
+from judge.metrics.baselines import baseline_uses, null_baselines
 from judge.metrics.bias import (
     length_bias,
     one_order_position_bias,
@@ -35,6 +36,7 @@ from judge.metrics.probability import (
     expected_calibration_error,
     reliability_table,
 )
+from judge.metrics.temperature import score_calibration
 from judge.stats import wilson_interval
 from judge.verdicts.judged_pairs import annotator_columns, column, combine_order_codes, has, judge_single, p_x_single
 from preflab.outcomes import Outcome
@@ -157,6 +159,15 @@ def _corrected(judge: np.ndarray, human: np.ndarray, n_bootstrap: int, level: fl
     return res
 
 
+def _scores(pairs: pd.DataFrame, human: np.ndarray, n_bins: int, seed: int) -> dict | None:
+    """A scoring judge's reading (tolerance, ties) and its calibration at T = 1 and a cross-fitted T."""
+    if not pairs.attrs.get("scores"):
+        return None
+    margin = np.nanmean(np.vstack([column(pairs, "margin_xy"), column(pairs, "margin_yx")]), axis=0)
+    cal = score_calibration(margin, human, n_bins=n_bins, seed=seed) if np.any(~np.isnan(human)) else None
+    return {**pairs.attrs["scores"], "calibration": cal}
+
+
 def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, judge_family: str | None = None,
               length_threshold: float = 0.0, n_bootstrap: int = 1000, n_bins: int = 10,
               level: float = 0.95, seed: int = 0) -> dict:
@@ -181,7 +192,8 @@ def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, j
         "agreement": None, "agreement_without_ties": None, "agreement_averaged": None,
         "kappa": None, "tpr": None, "tnr": None, "per_class": None, "confusion": None,
         "humans": None, "length_bias": None, "self_preference": None, "calibration": None,
-        "corrected_win_rate": None,
+        "corrected_win_rate": None, "baselines": None,
+        "labels": pairs.attrs.get("label_source", "humans"), "scores": _scores(pairs, human, n_bins, seed),
     }
     if with_human:
         rates = agr.pass_rates(judge, human, level)
@@ -197,6 +209,7 @@ def calibrate(pairs: pd.DataFrame, *, family: Mapping[str, str] | None = None, j
             humans=_human_section(pairs, judge, level),
             calibration=_calibration(codes, human, n_bins, level),
             corrected_win_rate=_corrected(judge, human, n_bootstrap, level, seed),
+            baselines=null_baselines(pairs, judge, level, n_bootstrap, seed),
         )
         if report["humans"]:
             from judge.metrics.ceiling import human_ceiling
@@ -334,7 +347,7 @@ def _tie_uses(report: Mapping) -> Uses:
 
 
 #: The card's checks, in the order their lines are shown.
-USAGE_CHECKS = (_agreement_uses, _order_uses, _one_order_uses, _length_uses, _self_preference_uses,
+USAGE_CHECKS = (baseline_uses, _agreement_uses, _order_uses, _one_order_uses, _length_uses, _self_preference_uses,
                 _soft_label_uses, _tie_uses)
 
 

@@ -130,6 +130,15 @@ def attach_human(pairs: pd.DataFrame, path: str | Path) -> pd.DataFrame:
     """Join a human-label file onto ``pairs`` with :func:`join_human` (CSV or JSONL, e.g. the
     ``judge_labels.csv`` of ``preflab export-votes --as labels``: ``item_id, human, model_a, model_b``)."""
     source = str(path)
+    from judge.benchmarks.judgebench import read_judgebench
+    from judge.verdicts.judgebench_pairs import is_judgebench_pairs
+
+    if is_judgebench_pairs(path):  # JudgeBench's data/ pairs: the label is which answer is correct (A = x)
+        rows = read_judgebench(path, judged=False)
+        labels = pd.DataFrame({"item_id": rows["item_id"], "human": rows["label"].map({0.0: "A", 1.0: "B"})})
+        out = join_human(pairs, labels, source, first_line=1)
+        out.attrs["label_source"] = "correctness"
+        return out
     raw = read_table(path, "human labels")
     require_columns(raw, ["item_id", "human"], source)
     jsonl = Path(path).suffix in (".jsonl", ".json") or Path(path).name.endswith(".jsonl.gz")

@@ -47,6 +47,7 @@ class JuryTable:
     probs: np.ndarray
     human: np.ndarray
     ratings: np.ndarray | None
+    lengths: np.ndarray | None = None  # pairs × (len_x, len_y), from the first member table that has them
 
 
 def _member_columns(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +103,18 @@ def align_members(members: Mapping[str, pd.DataFrame]) -> JuryTable:
                 ratings = np.full((n, len(cols)), np.nan)
                 ratings[rows] = np.where(flipped[:, None], swap_sides(r), r)
             break
-    return JuryTable(pd.DataFrame(key_rows), names, codes, probs, human, ratings)
+    return JuryTable(pd.DataFrame(key_rows), names, codes, probs, human, ratings, _lengths(members, per_member, n))
+
+
+def _lengths(members: Mapping[str, pd.DataFrame], per_member: list, n: int) -> np.ndarray | None:
+    """Answer lengths (len_x, len_y) in the jury's orientation, from the first member table that has them."""
+    for pairs, (rows, flipped, _, _) in zip(members.values(), per_member, strict=True):
+        if "len_x" in pairs and "len_y" in pairs and pairs["len_x"].notna().any():
+            both = np.column_stack([column(pairs, "len_x"), column(pairs, "len_y")])
+            out = np.full((n, 2), np.nan)
+            out[rows] = np.where(flipped[:, None], both[:, ::-1], both)
+            return out
+    return None
 
 
 def majority_panel(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

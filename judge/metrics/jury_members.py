@@ -25,25 +25,29 @@ def panel_frame(table: JuryTable, rule: str = "majority", seed: int = 0):
     return table.keys.assign(winner=[IDENTITY_NAMES[int(c)] for c in panel], rule=rule, **members)
 
 
-def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False):
+def load_member(spec: str, human: str | Path | None = None, allow_mixed: bool = False,
+                lengths: str | Path | None = None):
     """One member's judged pairs from ``PATH`` (any :func:`judge.metrics.adapters.load_any` layout) or
-    ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels."""
+    ``PATH#JUDGE`` for a shared data folder with several judges (``llmfao#gpt3``); ``human`` joins labels,
+    ``lengths`` answer lengths (:func:`judge.metrics.human_join.attach_lengths`, for the longer-answer baseline)."""
     from judge.metrics.adapters import load_any
-    from judge.metrics.human_join import attach_human
+    from judge.metrics.human_join import attach_human, attach_lengths
 
     path, judge = spec, None
     if not Path(spec).exists() and "#" in spec:
         path, _, judge = spec.rpartition("#")
     pairs = load_any(path, "auto", judge, allow_mixed)
-    return attach_human(pairs, human) if human else pairs
+    pairs = attach_human(pairs, human) if human else pairs
+    return attach_lengths(pairs, lengths) if lengths else pairs
 
 
-def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False) -> dict:
+def load_members(specs, human: str | Path | None = None, allow_mixed: bool = False,
+                 lengths: str | Path | None = None) -> dict:
     """Each member's judged pairs (:func:`load_member`) by display name (:func:`member_name`, made distinct by
     :func:`distinct_name`)."""
     tables: dict = {}
     for k, spec in enumerate(specs, start=1):
-        pairs = load_member(spec, human, allow_mixed)
+        pairs = load_member(spec, human, allow_mixed, lengths)
         tables[distinct_name(member_name(spec, pairs), spec, k, tables)] = pairs
     return tables
 

@@ -10,6 +10,7 @@ from preflab.lazy import lazy_names
 _HOMES = {
     "RunConfig": "judge.runner.run",
     "RunResult": "judge.runner.run",
+    "ScoreRunConfig": "judge.runner.scoring",
     "batch_judge": "judge.runner.batch",
     "dry_run": "judge.runner.estimate",
     "failure_summary": "judge.runner.run",
@@ -17,6 +18,7 @@ _HOMES = {
     "run_judge": "judge.runner.run",
     "run_jury": "judge.runner.jury_run",
     "run_jury_panel": "judge.runner.jury_run",
+    "score_pairs": "judge.runner.scoring",
 }
 __all__ = sorted(_HOMES)
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

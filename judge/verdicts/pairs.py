@@ -52,7 +52,12 @@ def load_pairs(path: str | Path) -> list[Pair]:
     path = Path(path)
     pairs: list[Pair] = []
     seen: dict[tuple, int] = {}
-    for n, row in iter_jsonl(path, "Write one JSON object per line.", error=PairsError):
+    from judge.verdicts.judgebench_pairs import is_judgebench_pairs, judgebench_pair_rows
+
+    published = judgebench_pair_rows(path) if is_judgebench_pairs(path) else None  # JudgeBench's data/ layout
+    rows = enumerate(published, start=1) if published is not None else iter_jsonl(
+        path, "Write one JSON object per line.", error=PairsError)
+    for n, row in rows:
         for field in REQUIRED:
             if row.get(field) is None:
                 raise PairsError(str(path), n, field, "missing", f"Every line needs {', '.join(REQUIRED)}.")

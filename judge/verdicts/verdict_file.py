@@ -114,8 +114,13 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
 
     Rows whose judge, served model version or rubric text differ are refused (:class:`InputError` naming
     the values) unless ``allow_mixed``; then the mix is listed in the notes. ``attrs["provenance"]``
-    counts each provenance field's values.
+    counts each provenance field's values. A scores file (:mod:`judge.verdicts.scores`: ``score_x``,
+    ``score_y`` per pair; JSONL, CSV or Parquet) is read by :func:`judge.verdicts.scores.load_scores`.
     """
+    from judge.verdicts.scores import is_scores_file, load_scores
+
+    if is_scores_file(path):  # a reward model's (or any scoring judge's) rows: same table, read by its own rule
+        return load_scores(path, allow_mixed=allow_mixed)
     source = str(path)
     records: dict[tuple, dict] = {}
     counts, tally = _FileTally(), ProvenanceTally()

@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible HTTP server that injects faults, for tests, benchmarks and dry runs.
 
-Serves ``/v1/chat/completions``, ``/v1/completions`` and Anthropic's ``/v1/messages`` with deterministic
+Serves ``/v1/chat/completions``, ``/v1/completions``, Anthropic's ``/v1/messages`` and vLLM's ``/pooling`` (a
+reward model, :mod:`tests.judge.fake_vllm_pooling`) with deterministic
 answers (the label probabilities are a hash of the prompt) after ``delay`` seconds, and at set rates
 answers 429 with ``Retry-After``, 500, a response slower than any sane timeout, a dropped connection, or
 malformed JSON, or 401. With ``echo_key`` every error body repeats the API key the client sent (as careless
@@ -25,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from llm.calls.cache import prompt_hash
+from tests.judge.fake_vllm_pooling import SERVED, pooling_reply
 
 
 @dataclass
@@ -142,6 +144,9 @@ class FaultServer:
         """(status, extra headers, body bytes) of the answer to a request the fault ``fault`` was drawn for."""
         if fault == "malformed":
             return 200, {}, b'{"id": "x", "choices": [{"message": '
+        if fault not in ERROR_REPLIES and path.rstrip("/").endswith("/pooling"):  # a reward model (vLLM /pooling)
+            status, reply = pooling_reply(path, body, body.get("model") or SERVED)
+            return status, {}, json.dumps(reply).encode()
         if fault not in ERROR_REPLIES:
             return 200, {}, json.dumps(self._answer(path, body, key)).encode()
         status, error = ERROR_REPLIES[fault]

@@ -9,9 +9,10 @@ import pytest
 import typer.main
 
 from tests.preflab_cli.bad_cases import CASES, classify, run_case
+from tests.preflab_cli.bad_score_cases import SCORE_CASES
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES + SCORE_CASES, ids=[c.name for c in CASES + SCORE_CASES])
 def test_bad_input_is_one_clear_error(case, tmp_path):
     res = run_case(case, tmp_path)
     text = " ".join(res.err.split())
