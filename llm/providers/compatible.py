@@ -34,6 +34,24 @@ from llm.providers.generation import Generation, GenerationRequest, finish_reaso
 THINKING_MIN_TOKENS = 2048  # a model that thinks aloud first (<think>...</think>) needs room to finish
 
 
+async def send(transport: httpx.AsyncBaseTransport, req: httpx.Request, read: bool = True) -> httpx.Response:
+    """Send one request on a transport (the body read and the response closed with ``read``); a timeout or a
+    lost connection is a retryable :class:`ProviderError` (every httpx provider sends this way)."""
+    try:
+        resp = await transport.handle_async_request(req)
+        if read:
+            try:
+                await resp.aread()
+            finally:
+                await resp.aclose()
+        return resp
+    except httpx.TimeoutException as e:
+        raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
+    except httpx.TransportError as e:  # connection refused/reset, server disconnected
+        raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
+                            kind="connection") from None
+
+
 def _unfinished_thinking(text: str) -> bool:
     head = text.lstrip()
     return head.startswith("<think>") and "</think>" not in head
@@ -113,17 +131,7 @@ class CompatibleProvider(LearnsCapabilities):
         req = httpx.Request("POST", self.base_url + path, content=json.dumps(body).encode(), headers=self._headers,
                             extensions=self._timeout)
         t0 = time.perf_counter()
-        try:
-            resp = await next(self._next).handle_async_request(req)
-            try:
-                await resp.aread()
-            finally:
-                await resp.aclose()
-        except httpx.TimeoutException as e:
-            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-        except httpx.TransportError as e:  # connection refused/reset, server disconnected
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                                kind="connection") from None
+        resp = await send(next(self._next), req)
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, resp.text)
         try:
@@ -161,13 +169,7 @@ class CompatibleProvider(LearnsCapabilities):
         return httpx.URL(self.base_url + "/chat/completions")  # parsed once, not once per call
 
     async def _send(self, req: httpx.Request) -> httpx.Response:
-        try:
-            return await next(self._next).handle_async_request(req)
-        except httpx.TimeoutException as e:
-            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-        except httpx.TransportError as e:
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                                kind="connection") from None
+        return await send(next(self._next), req, read=False)
 
     async def _check(self, resp: httpx.Response) -> None:
         if resp.status_code != 200:
