@@ -48,7 +48,8 @@ def battle_app(model_fields: str, **server_options) -> Iterator[tuple[str, Engin
                                   f"{model_fields}\n\n" for i, u in enumerate((u1, u2))))
         url = f"sqlite:///{tmp}/votes.db"
         engine = open_battles(open_store(url))
-        os.environ.update(PREFLAB_ARENA=str(roster), PREFLAB_ACCESS="invite", PREFLAB_ARENA_PER_MINUTE="100")
+        os.environ.update(PREFLAB_ARENA=str(roster), PREFLAB_ACCESS="invite", PREFLAB_ARENA_PER_MINUTE="100",
+                          PREFLAB_ARENA_PER_ADDRESS="1000", PREFLAB_MIN_SECONDS="0")  # one address; timing the vote
         port = free_port()
         proc = start_server(url, ROOT, port)
         try:
@@ -74,7 +75,8 @@ def main() -> None:
                 page.locator("textarea").fill(f"Tell me about the number {k} in three sentences.")
                 page.evaluate(OBSERVE)
                 page.get_by_role("button", name="Send").click()
-                page.wait_for_function("""() => { const b = document.querySelector('.st-key-battle_tie button');
+                page.wait_for_function("""() => {
+                    const b = document.querySelector('[class*=st-key-battle_tie_] button');
                     return b && !b.closest("[data-stale='true']"); }""")
                 seen = [(t / 1000, n) for t, n in page.evaluate("window.__pfSeen") if n > 0]
                 with engine.connect() as conn:

@@ -25,7 +25,7 @@ from voting.store import load_votes
 
 VOTERS = int(os.environ.get("BENCH_VOTERS", "10"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
-FRESH_BAR = """() => { const b = document.querySelector('.st-key-battle_tie button');
+FRESH_BAR = """() => { const b = document.querySelector('[class*=st-key-battle_tie_] button');
   return b && !b.closest("[data-stale='true']"); }"""
 
 

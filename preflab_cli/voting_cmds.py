@@ -58,10 +58,14 @@ def app_cmd(
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
            "PREFLAB_REVEAL": "1" if reveal else "0", "PREFLAB_ACCESS": access}
     if arena is not None:
+        from voting.arena_guard import arena_settings, start_lines
         from voting.battles import load_arena
 
         env["PREFLAB_ARENA"] = str(arena.resolve())
-        console.print(f"Battle page: {len(load_arena(str(arena)))} models from {arena}")
+        roster = load_arena(str(arena))
+        console.print(f"Battle page: {len(roster)} models from {arena}")
+        for line in start_lines(arena_settings(str(arena), roster)):  # the limits, and any unknown price
+            (err if line.startswith("warning") else console).print(line, highlight=False, markup=False)
         if arena_prompts is not None:
             from answering.model_specs import load_prompts
 

@@ -83,14 +83,32 @@ def guest_voter(token: str) -> str:
     return GUEST_PREFIX + token_hash(token)[:10]
 
 
-def issue_guest(engine: Engine) -> str:
-    """A new open-voting token, recorded in the store (only such tokens sign in: :func:`issued_guest`)."""
+class GuestLimit(Exception):
+    """No new guest id: the client address was issued its limit of guest ids in the last hour."""
+
+
+def issue_guest(engine: Engine, address: str | None = None, per_hour: int | None = None) -> str:
+    """A new open-voting token, recorded in the store (only such tokens sign in: :func:`issued_guest`).
+
+    With ``address`` and ``per_hour``, at most ``per_hour`` ids are issued to that client address an hour,
+    counted in the store in the same transaction (every app process shares the count); else
+    :class:`GuestLimit`. A new browser context therefore gets no fresh guest id past the limit."""
+    from voting.limits import address_key
+    from voting.writes import VoteChecks, VoteRefused, check_rate, serialise
+
     token = secrets.token_urlsafe(18)
+    rate = ((address_key("guest-ids", address), per_hour),) if address is not None and per_hour is not None else ()
 
     def attempt() -> None:
         with writing(engine) as conn:
+            now = time.time()
+            serialise(conn, *(k for k, _ in rate))
+            try:
+                check_rate(conn, VoteChecks(rate=rate, rate_window_s=3600.0), now)
+            except VoteRefused:
+                raise GuestLimit(f"{per_hour} guest ids issued to this address in the last hour") from None
             conn.execute(guests_t.insert().values(token_hash=token_hash(token), voter=guest_voter(token),
-                                                  created_at=time.time()))
+                                                  created_at=now))
 
     retry(attempt)
     return token

@@ -19,7 +19,8 @@ from sqlalchemy.engine import Engine
 
 from answering.model_specs import ModelSpec
 from llm.providers import make_provider
-from voting.battles import ArenaLimits, save_turn, stream_pair
+from voting.arena_guard import ArenaSettings, settle_turn
+from voting.battles import save_turn, stream_pair
 
 _runs: dict[str, TurnRun] = {}
 _runs_lock = threading.Lock()
@@ -78,21 +79,26 @@ def live_run(battle_id: str) -> TurnRun | None:
 
 
 def start_run(engine: Engine, battle: dict, specs: dict[str, ModelSpec], prompt: str,
-              limits: ArenaLimits) -> TurnRun:
-    """Answer ``prompt`` (the next turn of ``battle``, already ``answering``) on the battle loop, which
-    stores the turn when both sides finished (:func:`voting.battles.save_turn`)."""
+              settings: ArenaSettings, identity: tuple[str, ...] = ()) -> TurnRun:
+    """Answer ``prompt`` (the next turn of ``battle``, claimed by :func:`voting.arena_guard.claim_turn`) on
+    the battle loop, which stores the turn when both sides finished (:func:`voting.battles.save_turn`, the
+    answers matched against the ``identity`` words) and settles its cost (:func:`settle_turn`)."""
     run = TurnRun(battle["id"], prompt)
     convs = {"a": battle["conversation_a"] + [{"role": "user", "content": prompt}],
              "b": battle["conversation_b"] + [{"role": "user", "content": prompt}]}
+    asked = {side: list(conv) for side, conv in convs.items()}
 
     async def answer() -> None:
         try:
             gens = {side: _generator(spec) for side, spec in specs.items()}
-            results = await stream_pair(specs, convs, limits, run._update, gens)
+            results = await stream_pair(specs, convs, settings.limits, run._update, gens)
             for side, res in results.items():
                 final = getattr(res, "text", run.texts[side])
                 convs[side].append({"role": "assistant", "content": final})
-            run.ok = await asyncio.to_thread(save_turn, engine, battle["id"], convs["a"], convs["b"], results)
+            run.ok = await asyncio.to_thread(save_turn, engine, battle["id"], convs["a"], convs["b"], results,
+                                             identity)
+            await asyncio.to_thread(settle_turn, engine, battle["id"], battle["turns"] + 1, specs, asked, results,
+                                    settings)
         finally:
             with _runs_lock:
                 _runs.pop(battle["id"], None)

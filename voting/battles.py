@@ -16,6 +16,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import sqlalchemy as sa
@@ -25,12 +26,34 @@ from answering.model_specs import ModelSpec, load_roster
 from answering.stream import stream_answers
 from llm.providers.base import ProviderError
 from llm.providers.generation import Generation
-from voting.config import ArenaLimits
 from voting.tables import BATTLE_SOURCE, battles_t, votes_t
 from voting.votes import style_meta
-from voting.writes import DuplicateVote, Vote, vote_row
+from voting.writes import DuplicateVote, Vote, VoteChecks, VoteRefused, check_rate, serialise, vote_row
 
 BATTLE_DATASET = "battle"
+
+
+@dataclass(frozen=True)
+class ArenaLimits:
+    """What one voter, one client address and one conversation may ask, and what the arena may spend.
+
+    ``battles_per_minute``: prompts (a new battle or a follow-up turn) per voter per minute;
+    ``per_address_per_minute``: the same from one client address, all its guest ids together;
+    ``max_turns`` and ``max_conversation_chars``: one battle's length (a side's prompts and answers so far
+    plus the new prompt: what one request carries); ``usd_per_day`` (UTC day) and ``usd_total``: the
+    arena's spend caps (None: no cap);
+    ``tokens_per_day``: a cap on the tokens reserved per day, which also holds models with no known price."""
+
+    max_prompt_chars: int = 4000
+    battles_per_minute: int = 6
+    max_tokens: int = 1024
+    per_address_per_minute: int = 20
+    max_turns: int = 10
+    max_conversation_chars: int = 40_000
+    usd_per_day: float | None = None
+    usd_total: float | None = None
+    tokens_per_day: int | None = None
+
 
 def open_battles(engine: Engine) -> Engine:
     """The engine, unchanged: the battles table is part of the store's schema (:func:`voting.engine.open_store`
@@ -96,22 +119,18 @@ def draw_pair(roster: Sequence[ModelSpec], counts: dict[frozenset, int], rng: np
     return (x, y) if rng.random() < 0.5 else (y, x)
 
 
-def recent_battles(engine: Engine, voter: str, seconds: float = 60.0) -> int:
-    """Battles this voter started in the last ``seconds`` (the rate limit, shared by every app process)."""
-    q = sa.select(sa.func.count()).select_from(battles_t).where(
-        battles_t.c.voter == voter, battles_t.c.created_at >= time.time() - seconds)
-    with engine.connect() as conn:
-        return int(conn.execute(q).scalar_one())
+def new_battle_row(battle_id: str, voter: str, model_a: str, model_b: str, now: float) -> dict:
+    """The stored row of a battle just started (``answering``, no turn yet)."""
+    return dict(id=battle_id, voter=voter, model_a=model_a, model_b=model_b, status="answering", turns=0,
+                conversation_a="[]", conversation_b="[]", answer_meta="[]", created_at=now, updated_at=now)
 
 
 def start_battle(engine: Engine, voter: str, model_a: str, model_b: str) -> str:
-    """Store a new battle (``answering``); returns its id."""
-    bid, now = secrets.token_hex(12), time.time()
+    """Store a new battle (``answering``) with no limit checked; returns its id. The Battle page starts its
+    battles with :func:`voting.arena_guard.claim_turn`, which checks the limits in the same transaction."""
+    bid = secrets.token_hex(12)
     with engine.connect().execution_options(write=True) as conn, conn.begin():
-        conn.execute(battles_t.insert().values(id=bid, voter=voter, model_a=model_a, model_b=model_b,
-                                               status="answering", turns=0, conversation_a="[]",
-                                               conversation_b="[]", answer_meta="[]", created_at=now,
-                                               updated_at=now))
+        conn.execute(battles_t.insert().values(**new_battle_row(bid, voter, model_a, model_b, time.time())))
     return bid
 
 
@@ -132,14 +151,6 @@ def _assistant_text(conversation: list[dict]) -> str:
     return "\n\n".join(m["content"] for m in conversation if m["role"] == "assistant")
 
 
-def begin_turn(engine: Engine, battle_id: str) -> bool:
-    """Mark an answered battle ``answering`` again for a follow-up turn (no vote is taken until it is
-    answered); True when it was answered."""
-    with engine.connect().execution_options(write=True) as conn, conn.begin():
-        return bool(conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answered")
-                                 .values(status="answering", updated_at=time.time())).rowcount)
-
-
 def abandon(engine: Engine, battle_id: str) -> None:
     """A battle left while answering (a reload, a click mid-stream) is marked ``abandoned``: never counted."""
     with engine.connect().execution_options(write=True) as conn, conn.begin():
@@ -148,9 +159,11 @@ def abandon(engine: Engine, battle_id: str) -> None:
 
 
 def save_turn(engine: Engine, battle_id: str, conv_a: list[dict], conv_b: list[dict],
-              results: dict[str, Generation | Exception]) -> bool:
+              results: dict[str, Generation | Exception], identity: Sequence[str] = ()) -> bool:
     """Store a finished turn: both conversations and each answer's tokens, latency and finish reason; a
-    failed side marks the battle ``failed`` (it will never count). True when both answers arrived."""
+    failed side marks the battle ``failed`` (it will never count). The answers so far are matched against the
+    ``identity`` words (:func:`voting.identity.said_identity`): what they said is kept in ``identity_leak``.
+    True when both answers arrived."""
     battle = load_battle(engine, battle_id)
     if battle is None or battle["status"] != "answering":
         return False
@@ -170,18 +183,29 @@ def save_turn(engine: Engine, battle_id: str, conv_a: list[dict], conv_b: list[d
                   error="; ".join(errors) or None, updated_at=time.time())
     if ok:
         values["style"] = json.dumps(style_meta(_assistant_text(conv_a), _assistant_text(conv_b)))
+        from voting.identity import said_identity
+
+        said = said_identity(_assistant_text(conv_a) + "\n\n" + _assistant_text(conv_b), identity)
+        values["identity_leak"] = json.dumps(said) if said else None
     with engine.connect().execution_options(write=True) as conn, conn.begin():
         conn.execute(battles_t.update().where(battles_t.c.id == battle_id).values(**values))
     return ok
 
 
-def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
+def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str, turns: int | None = None,
+                checks: VoteChecks | None = None) -> int:
     """Store the vote on an answered battle as an app vote (style counts included) and mark it ``voted``;
-    returns the vote id. Raises :class:`voting.store.DuplicateVote` on a second vote, ValueError when the
-    battle is not this voter's or not answered."""
+    returns the vote id. ``turns``: the turn the buttons were drawn under (a vote for an earlier turn is
+    refused); ``checks``: the open-voting rate keys and the least time from both answers finishing
+    (``min_seconds``), checked and counted in the vote's transaction as the Vote page's are.
+    Raises :class:`voting.store.DuplicateVote` on a second vote, :class:`voting.store.VoteRefused` ("stale",
+    "fast", "rate"), ValueError when the battle is not this voter's or not answered."""
+    checks = checks or VoteChecks()
     battle = load_battle(engine, battle_id)
     if battle is None or battle["voter"] != voter:
         raise ValueError("no such battle for this voter")
+    if turns is not None and battle["turns"] != turns and battle["status"] != "voted":
+        raise VoteRefused("stale", f"battle {battle_id} is at turn {battle['turns']}, not {turns}")
     if battle["status"] == "voted":
         raise DuplicateVote(f"battle {battle_id} was already voted on")
     if battle["status"] != "answered":
@@ -192,12 +216,17 @@ def vote_battle(engine: Engine, battle_id: str, voter: str, choice: str) -> int:
     # time on the pair: from both answers of the last turn finishing (the battle's last update) to the vote
     row["seconds_on_pair"] = max(0.0, row["voted_at"] - battle["updated_at"])
     with engine.connect().execution_options(write=True) as conn, conn.begin():  # one transaction: claim + vote
+        serialise(conn, *(k for k, _ in checks.rate))
+        if checks.min_seconds > 0 and (on_pair := time.time() - battle["updated_at"]) < checks.min_seconds:
+            raise VoteRefused("fast", f"{on_pair:.2f} s after the answers (at least {checks.min_seconds:g} s)",
+                              checks.min_seconds - on_pair)
         b = battles_t.c
         claimed = conn.execute(battles_t.update().where(  # the turn read above, still unvoted
             b.id == battle_id, b.status == "answered", b.updated_at == battle["updated_at"])
                                .values(status="voted", choice=choice, updated_at=row["voted_at"])).rowcount
         if not claimed:
             raise DuplicateVote(f"battle {battle_id} was already voted on")
+        check_rate(conn, checks, row["voted_at"])
         vote_id = int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
         conn.execute(battles_t.update().where(battles_t.c.id == battle_id).values(vote_id=vote_id))
     return vote_id

@@ -1,4 +1,4 @@
-"""The app's settings in one place: the default store URL, the access modes, the Battle page's limits and
+"""The app's settings in one place: the default store URL, the access modes and
 :class:`AppConfig` (every ``PREFLAB_*`` variable the app reads, :func:`config_from_env`). Light on purpose
 (no Streamlit, no SQLAlchemy): the command line reads its defaults and checks here before starting the app.
 """
@@ -23,15 +23,6 @@ def check_access(access: str, shown: str) -> str:
 
 
 @dataclass(frozen=True)
-class ArenaLimits:
-    """What one voter may ask: prompt length, battles started per minute, and a cap on answer tokens."""
-
-    max_prompt_chars: int = 4000
-    battles_per_minute: int = 6
-    max_tokens: int = 1024
-
-
-@dataclass(frozen=True)
 class AppConfig:
     """App settings, read from ``PREFLAB_*`` environment variables (see :func:`config_from_env`)."""
 
@@ -47,20 +38,23 @@ class AppConfig:
     open_rate: int = 30  # most votes per minute one open-voting guest id may cast
     open_rate_per_address: int = 120  # most open-voting votes per minute from one client address, all guests
     min_seconds: float = 1.0  # least time from drawing a pair to a vote on it (server clocks)
+    guests_per_address: int = 20  # most open-voting ids issued to one client address an hour
     trust_proxy: bool = False  # the client address is the last X-Forwarded-For entry (behind your own proxy)
     data_dir: str = "data"  # the only folder admin pages (calibration, leaderboard) may open files from
     arena: str = ""  # the live Battle page's roster (``preflab app --arena FILE``); "" = no Battle page
     arena_prompts: str = ""  # prompts a Battle voter may draw from (``--arena-prompts FILE``)
-    arena_limits: ArenaLimits = ArenaLimits()
+    arena_prompt_cap: int | None = None  # battle votes kept per repeated prompt on the anonymous board
 
 
 def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
     """Read ``PREFLAB_DB``, ``PREFLAB_PASSCODE``, ``PREFLAB_ADMIN_PASSCODE``, ``PREFLAB_REVEAL`` (1/0),
     ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS``, ``PREFLAB_ROUND``, ``PREFLAB_ACCESS``
     (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute per guest), ``PREFLAB_OPEN_RATE_PER_ADDRESS``,
-    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_TRUST_PROXY`` (1/0), ``PREFLAB_DATA_DIR``, and
-    the Battle page's ``PREFLAB_ARENA``, ``PREFLAB_ARENA_PROMPTS``, ``PREFLAB_ARENA_MAX_PROMPT``,
-    ``PREFLAB_ARENA_PER_MINUTE`` and ``PREFLAB_ARENA_MAX_TOKENS``."""
+    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_GUESTS_PER_ADDRESS`` (open-voting ids issued
+    to one client address an hour), ``PREFLAB_TRUST_PROXY`` (1/0), ``PREFLAB_DATA_DIR``, and the Battle page's
+    roster, prompt set and repeated-prompt cap, ``PREFLAB_ARENA``, ``PREFLAB_ARENA_PROMPTS`` and
+    ``PREFLAB_ARENA_PROMPT_CAP`` (its limits and caps are the roster's
+    ``[arena]`` table with the ``PREFLAB_ARENA_*`` overrides: :func:`voting.arena_guard.arena_settings`)."""
     env = dict(os.environ if env is None else env)
     strategy = env.get("PREFLAB_STRATEGY", "balanced")
     if strategy not in ("uniform", "balanced", "active"):
@@ -79,11 +73,10 @@ def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
         open_rate=int(env.get("PREFLAB_OPEN_RATE", "30")),
         open_rate_per_address=int(env.get("PREFLAB_OPEN_RATE_PER_ADDRESS", "120")),
         min_seconds=float(env.get("PREFLAB_MIN_SECONDS", "1")),
+        guests_per_address=int(env.get("PREFLAB_GUESTS_PER_ADDRESS", "20")),
         trust_proxy=env.get("PREFLAB_TRUST_PROXY", "0").lower() in ("1", "true", "yes"),
         data_dir=env.get("PREFLAB_DATA_DIR", "data"),
         arena=env.get("PREFLAB_ARENA", ""),
         arena_prompts=env.get("PREFLAB_ARENA_PROMPTS", ""),
-        arena_limits=ArenaLimits(int(env.get("PREFLAB_ARENA_MAX_PROMPT", "4000")),
-                                 int(env.get("PREFLAB_ARENA_PER_MINUTE", "6")),
-                                 int(env.get("PREFLAB_ARENA_MAX_TOKENS", "1024"))),
+        arena_prompt_cap=int(env["PREFLAB_ARENA_PROMPT_CAP"]) if env.get("PREFLAB_ARENA_PROMPT_CAP") else None,
     )

@@ -61,19 +61,20 @@ def export_kind(kind: str) -> str:
 
 def attach_conversations(engine: Engine, votes: pd.DataFrame) -> pd.DataFrame:
     """``votes`` with ``conversation_a``/``conversation_b`` (Chatbot Arena's message lists, left = a) for the
-    live battles among them, so an export carries what was asked and answered; other votes get None."""
+    live battles among them, so an export carries what was asked and answered, and ``identity_leak`` (the
+    roster words an answer said, else None: such a vote is not anonymous); other votes get None."""
     out = votes.copy()
     mine = out["source"].eq(BATTLE_SOURCE) if "source" in out else pd.Series(False, index=out.index)
     convs: dict[str, tuple] = {}
     if mine.any():
         ids = out.loc[mine, "item_id"].astype(str).unique().tolist()
-        q = sa.select(battles_t.c.id, battles_t.c.conversation_a, battles_t.c.conversation_b).where(
-            battles_t.c.id.in_(ids))
+        b = battles_t.c
+        q = sa.select(b.id, b.conversation_a, b.conversation_b, b.identity_leak).where(b.id.in_(ids))
         with engine.connect() as conn:
-            convs = {i: (json.loads(a), json.loads(b)) for i, a, b in conn.execute(q)}
-    for k, side in ((0, "conversation_a"), (1, "conversation_b")):
-        out[side] = [convs[i][k] if m and i in convs else None
-                     for i, m in zip(out["item_id"].astype(str), mine, strict=True)]
+            convs = {i: (json.loads(a), json.loads(c), json.loads(w) if w else None) for i, a, c, w in conn.execute(q)}
+    for k, column in ((0, "conversation_a"), (1, "conversation_b"), (2, "identity_leak")):
+        out[column] = [convs[i][k] if m and i in convs else None
+                       for i, m in zip(out["item_id"].astype(str), mine, strict=True)]
     return out
 
 

@@ -178,6 +178,24 @@ battles_t = sa.Table(
     sa.Column("vote_id", sa.Integer),
     sa.Column("created_at", sa.Float, nullable=False, index=True),
     sa.Column("updated_at", sa.Float, nullable=False),
+    # JSON list of the roster words an answer said (a model, provider, family or persona): the voter may have
+    # learnt who answered, so its vote is kept out of the anonymous leaderboard (NULL: none said)
+    sa.Column("identity_leak", sa.Text),
+)
+# What each battle turn may cost, reserved before its calls (so concurrent turns cannot overshoot the arena's
+# cap) and settled from the reported tokens after them (:mod:`voting.arena_guard`). ``usd`` NULL: a model with
+# no known price (its tokens still count against the token cap); where tokens were not reported the
+# reservation stays.
+spend_t = sa.Table(
+    "arena_spend", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("battle_id", sa.String(40), nullable=False, index=True),
+    sa.Column("turn", sa.Integer, nullable=False),
+    sa.Column("day", sa.String(10), nullable=False, index=True),  # UTC date of the reservation
+    sa.Column("usd", sa.Float),
+    sa.Column("tokens", sa.Integer, nullable=False),
+    sa.Column("settled", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("at", sa.Float, nullable=False),
 )
 # Deleting a dataset (:mod:`voting.archive`) moves its votes here, and a row in ``archived_datasets`` says what
 # went and when.

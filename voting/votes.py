@@ -27,12 +27,15 @@ def vote_codes(votes: pd.DataFrame) -> np.ndarray:
 
 
 def votes_to_battles(votes: pd.DataFrame, source: str = "<votes>") -> Battles:
-    """Stored votes as Chatbot Arena battles: left side = ``model_a``, ``judge`` = voter, ``question_id`` = item."""
+    """Stored votes as Chatbot Arena battles: left side = ``model_a``, ``judge`` = voter, ``question_id`` = item;
+    ``anony`` is false for a live battle whose answer named a model (``identity_leak``, when attached:
+    :func:`voting.exports.attach_conversations`), so ``rank --filter anony`` leaves it out."""
     winner = np.asarray(BATTLE_LABELS, dtype=object)[vote_codes(votes)]
+    anony = votes["identity_leak"].isna().to_numpy() if "identity_leak" in votes else True
     df = pd.DataFrame({
         "model_a": votes["model_left"], "model_b": votes["model_right"], "winner": winner,
         "judge": votes["voter"], "question_id": votes["item_id"], "tstamp": votes["voted_at"].astype(float),
-        "anony": True, "dataset": votes["dataset"], "vote_id": votes["id"],
+        "anony": anony, "dataset": votes["dataset"], "vote_id": votes["id"],
     })
     if "category" in votes and votes["category"].notna().any():
         df["category"] = votes["category"]

@@ -131,7 +131,7 @@ def _use_round(conn: sa.Connection, round_id: str, voter: str, dataset: str, ite
     return now, on_pair
 
 
-def _check_rate(conn: sa.Connection, checks: VoteChecks, now: float) -> None:
+def check_rate(conn: sa.Connection, checks: VoteChecks, now: float) -> None:
     """Refuse when a rate key already has its limit of events in the window; else count this one for each."""
     if not checks.rate:
         return
@@ -146,7 +146,7 @@ def _check_rate(conn: sa.Connection, checks: VoteChecks, now: float) -> None:
     conn.execute(events_t.insert(), [dict(key=k, at=now) for k in keys])
 
 
-def _serialise(conn: sa.Connection, *keys: str) -> None:
+def serialise(conn: sa.Connection, *keys: str) -> None:
     """PostgreSQL: hold a transaction lock per key, taken in one order (SQLite's ``BEGIN IMMEDIATE`` already
     runs one writer at a time). Under READ COMMITTED a vote's "seen" check could miss an undo committing
     meanwhile, and two votes could both pass a rate count; with the lock the second waits and reads the
@@ -201,14 +201,14 @@ def record_vote(engine: Engine, vote: Vote, checks: VoteChecks | None = None) ->
 
     def attempt() -> int:
         with _writing_once(engine, row) as conn:
-            _serialise(conn, _item_key(vote.voter, vote.dataset, vote.item_id), *(k for k, _ in checks.rate))
+            serialise(conn, _item_key(vote.voter, vote.dataset, vote.item_id), *(k for k, _ in checks.rate))
             if checks.round_id is not None:
                 row["voted_at"], row["seconds_on_pair"] = _use_round(
                     conn, checks.round_id, vote.voter, vote.dataset, vote.item_id,
                     (vote.model_left, vote.model_right), checks.min_seconds)
             if _seen_before(conn, vote.voter, vote.dataset, vote.item_id, vote.round):
                 raise _duplicate(row)
-            _check_rate(conn, checks, time.time())
+            check_rate(conn, checks, time.time())
             return int(conn.execute(votes_t.insert().values(**row)).inserted_primary_key[0])
 
     return retry(attempt)
@@ -242,7 +242,7 @@ def undo_vote(engine: Engine, vote_id: int, voter: str, window_s: float = 30.0, 
             ).mappings().first()
             if row is None:
                 return False
-            _serialise(conn, _item_key(voter, row["dataset"], row["item_id"]))
+            serialise(conn, _item_key(voter, row["dataset"], row["item_id"]))
             if conn.execute(votes_t.delete().where(votes_t.c.id == vote_id)).rowcount != 1:
                 return False  # another process took it back meanwhile
             conn.execute(undone_t.insert().values(**row, undone_at=time.time(), revealed=revealed))

@@ -2,7 +2,7 @@
 
 Category, language, excluded models, anonymous-only (Chatbot Arena ranks anonymous battles only, so that
 a voter who saw the names cannot sway the board), a per-voter daily cap (one heavy voter should not
-dominate), and de-duplication of repeated identical votes.
+dominate), de-duplication of repeated identical votes, and a cap on battles per repeated prompt.
 """
 
 from __future__ import annotations
@@ -101,6 +101,30 @@ def deduplicate(battles: Battles) -> tuple[Battles, str]:
                          "(otherwise every repeated pairing would look like a duplicate)")
     mask = ~df[keys].astype("string").duplicated(keep="first").to_numpy(bool)
     return _subset(battles, mask), _report("dedup", len(df), int(mask.sum()), "on " + ", ".join(keys))
+
+
+def repeat_cap(counts: Sequence[int] | np.ndarray, quantile: float = 0.9999) -> int:
+    """The most battles one prompt may bring: the ``quantile`` of the per-prompt counts, rounded up (lmarena
+    caps repeated prompts at the 99.99th percentile of these counts; Chiang et al. 2024, "Chatbot Arena",
+    and lmarena's de-duplication notes)."""
+    arr = np.asarray(counts, dtype=float)
+    return max(1, int(np.ceil(np.quantile(arr, quantile)))) if arr.size else 1
+
+
+def cap_repeated_prompts(battles: Battles, cap: int | None = None, column: str = "prompt") -> tuple[Battles, str]:
+    """Keep each prompt's first ``cap`` battles (by ``tstamp`` when present, else in order); ``cap`` None:
+    :func:`repeat_cap` of the data's own per-prompt counts. A prompt pasted many times (a bot, a class
+    exercise) then weighs no more than the cap."""
+    df = battles.df
+    _need(df, column, "repeated-prompt", battles.source)
+    key = df[column].astype("string")
+    cap = repeat_cap(key.value_counts().to_numpy()) if cap is None else cap
+    if cap < 1:
+        raise ValueError(f"the repeated-prompt cap must be at least 1, not {cap}")
+    order = df["tstamp"] if "tstamp" in df else pd.Series(np.arange(len(df)), index=df.index)
+    rank = pd.DataFrame({"k": key, "t": order}).sort_values("t", kind="stable").groupby("k", dropna=False).cumcount()
+    mask = (rank.reindex(df.index).to_numpy() < cap)
+    return _subset(battles, mask), _report("repeated prompts", len(df), int(mask.sum()), f"cap {cap} per prompt")
 
 
 def apply_filters(battles: Battles, filters: Filters) -> tuple[Battles, list[str]]:

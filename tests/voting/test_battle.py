@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from answering.model_specs import ModelSpec
 from llm.providers.generation import Generation
 from tests.judge.conftest import llama_url  # noqa: F401  (the real llama.cpp server fixture)
+from tests.voting.test_battle_limits import vote_button
 from tests.voting.test_vote_page import login
 from voting.battles import (
     BATTLE_DATASET,
@@ -139,7 +140,7 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
     assert battle["turns"] == 2 and len(battle["conversation_a"]) == 4
     assert at.session_state["battle"]["id"] == state["id"]
     assert not any(s in _everything(at) for s in (*NAMES, llama_url, second_llama_url))
-    at.button(key="battle_A").click().run()
+    vote_button(at, "A").click().run()
     shown = _everything(at)
     assert battle["model_a"] in shown and battle["model_b"] in shown  # the reveal
     votes = load_votes(engine, BATTLE_DATASET)
@@ -219,7 +220,7 @@ def test_battle_votes_rank_with_style_control_as_their_export_does(sqlite_url, t
 
 @pytest.mark.parametrize(("env", "said"), [
     ({"PREFLAB_ARENA_MAX_PROMPT": "10"}, "the limit is 10"),
-    ({"PREFLAB_ARENA_PER_MINUTE": "0"}, "You can start 0 battles a minute"),
+    ({"PREFLAB_ARENA_PER_MINUTE": "0"}, "You can send 0 prompts a minute"),
 ])
 def test_prompt_cap_and_rate_limit_refuse_before_any_call(monkeypatch, tmp_path, sqlite_url, env, said):
     for k, v in env.items():
@@ -359,13 +360,13 @@ def test_a_battle_vote_stores_its_time_on_the_pair_and_a_second_tab_cannot_recas
     roster = _roster("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
     tabs = [_page(monkeypatch, tmp_path, sqlite_url, roster) for _ in range(2)]
     for tab in tabs:
-        tab.session_state["battle"] = {"id": bid, "token": "t1"}
+        tab.session_state["battle"] = {"id": bid}
         tab.run()
-        assert tab.button(key="battle_A").value is False  # both tabs show the vote bar
+        assert vote_button(tab, "A").value is False  # both tabs show the vote bar
     time.sleep(0.3)
-    tabs[0].button(key="battle_B").click().run()
+    vote_button(tabs[0], "B").click().run()
     assert "Vote saved: B is better" in "\n".join(s.value for s in tabs[0].success)
-    tabs[1].button(key="battle_A").click().run()  # after the reveal in the other tab
+    vote_button(tabs[1], "A").click().run()  # after the reveal in the other tab
     assert "already voted" in "\n".join(i.value for i in tabs[1].info)
     votes = load_votes(engine, BATTLE_DATASET)
     assert len(votes) == 1 and votes["winner_model"].iat[0] == NAMES[1]

@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from voting.config import DEFAULT_STORE_URL, ArenaLimits, check_access, config_from_env
+from voting.config import DEFAULT_STORE_URL, check_access, config_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_battle_pages_settings_are_on_the_app_config():
-    cfg = config_from_env({"PREFLAB_ARENA": "/r/roster.toml", "PREFLAB_ARENA_PROMPTS": "/r/prompts.jsonl",
-                           "PREFLAB_ARENA_MAX_PROMPT": "100", "PREFLAB_ARENA_PER_MINUTE": "2",
-                           "PREFLAB_ARENA_MAX_TOKENS": "64"})
+    """The roster and the prompt set (read in the app's navigation and on the Battle page) come from AppConfig;
+    the arena's limits and caps from the roster's [arena] table and PREFLAB_ARENA_* (voting.arena_guard)."""
+    cfg = config_from_env({"PREFLAB_ARENA": "/r/roster.toml", "PREFLAB_ARENA_PROMPTS": "/r/prompts.jsonl"})
     assert (cfg.arena, cfg.arena_prompts) == ("/r/roster.toml", "/r/prompts.jsonl")
-    assert cfg.arena_limits == ArenaLimits(max_prompt_chars=100, battles_per_minute=2, max_tokens=64)
-    assert config_from_env({}).arena == "" and config_from_env({}).arena_limits == ArenaLimits()
+    assert (config_from_env({}).arena, config_from_env({}).arena_prompts) == ("", "")
+    pages = [p for p in (ROOT / "voting").rglob("*.py") if p.name not in ("config.py", "arena_guard.py")]
+    assert [str(p.relative_to(ROOT)) for p in pages if "os.environ" in p.read_text(encoding="utf-8")] == []
 
 
 def test_the_default_store_url_is_written_once():

@@ -32,9 +32,13 @@ def _votes(url: str) -> None:
     q1, q2 = {"role": "user", "content": "A haiku?"}, {"role": "user", "content": "Shorter?"}
     assert save_turn(engine, bid, [q1, {"role": "assistant", "content": "Leaves."}],
                      [q1, {"role": "assistant", "content": "Snow."}], turn)
-    from voting.battles import begin_turn
+    from answering.model_specs import ModelSpec
+    from voting.arena_guard import ArenaSettings, claim_turn
+    from voting.battles import load_battle
 
-    assert begin_turn(engine, bid)
+    specs = {s: ModelSpec(n, f"local:http://127.0.0.1:9/v1#{n}") for s, n in (("a", "zephyrine-7b"),
+                                                                                ("b", "quokka-13b"))}
+    assert claim_turn(engine, "ann", None, "Shorter?", specs, ArenaSettings(), load_battle(engine, bid))  # turn 2
     assert save_turn(engine, bid, [q1, {"role": "assistant", "content": "Leaves."}, q2,
                                    {"role": "assistant", "content": "Leaf."}],
                      [q1, {"role": "assistant", "content": "Snow."}, q2, {"role": "assistant", "content": "Sn."}],

@@ -101,8 +101,12 @@ def models_of(cells: pd.DataFrame) -> list[str]:
     return sorted(set(cells["model_left"]) | set(cells["model_right"]))
 
 
-def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Votes on the chosen categories (all when empty), without battles that show an excluded model."""
+def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
+         drop: tuple[int, ...] = ()) -> pd.DataFrame:
+    """Votes on the chosen categories (all when empty), without battles that show an excluded model, and
+    without the votes whose ids are in ``drop`` (battle votes the anonymous board leaves out)."""
+    if drop:
+        votes = votes[~votes["id"].isin(drop)]
     if categories:
         votes = votes[votes["category"].isin(categories)]
     return without_models(votes, exclude)
@@ -111,7 +115,7 @@ def keep(votes: pd.DataFrame, categories: tuple[str, ...] = (), exclude: tuple[s
 @st.cache_data(show_spinner="Fitting the leaderboard ...", max_entries=32)
 def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: float | None, until: float | None,
               style: tuple[str, ...], n_bootstrap: int, stamp: tuple, categories: tuple[str, ...] = (),
-              exclude: tuple[str, ...] = (), cells: pd.DataFrame | None = None) -> dict:
+              exclude: tuple[str, ...] = (), cells: pd.DataFrame | None = None, drop: tuple[int, ...] = ()) -> dict:
     """Fit once per filter set and vote-table state (``stamp`` changes when votes arrive): the page's counted
     ``cells`` (already filtered, so not counted twice), or with ``style`` the filtered votes themselves."""
     from arena.leaderboard import fit_leaderboard
@@ -119,7 +123,7 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
 
     engine = get_engine()
     if style:  # style control needs each vote's answer lengths
-        votes = keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude)
+        votes = keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude, drop)
         data = votes_to_battles(votes, "votes")
     else:
         if cells is None:
@@ -135,6 +139,10 @@ def fit_table(url: str, dataset: str | None, voters: tuple[str, ...], since: flo
 def _filters(engine) -> tuple[str | None, tuple[str, ...], float | None, float | None, tuple[str, ...]]:  # noqa: ANN001
     """Sidebar filters; the date window is None while it spans every vote (the unfiltered counts serve it)."""
     datasets = list_datasets(engine)  # one dataset by default: pooling unrelated ones is a choice, with a banner
+    from voting.battles import BATTLE_DATASET
+
+    if BATTLE_DATASET not in datasets and vote_summary(engine, BATTLE_DATASET)["first"] is not None:
+        datasets.append(BATTLE_DATASET)  # live battles have votes but no imported items
     dataset = st.sidebar.selectbox("Dataset", [*datasets, ALL], key="lb_dataset")
     dataset = None if dataset == ALL else dataset
     summary = vote_summary(engine, dataset)
@@ -170,6 +178,33 @@ def _date_range(lo: dt.date, hi: dt.date):  # noqa: ANN202 - what st.date_input 
     return st.sidebar.date_input("Dates", min_value=lo, max_value=hi, key="lb_dates")
 
 
+def _anonymous_battles(engine, cells: pd.DataFrame, dataset: str | None, voters: tuple[str, ...],  # noqa: ANN001
+                       since: float | None, until: float | None) -> tuple[pd.DataFrame, tuple[int, ...]]:
+    """Leave out the battle votes that were not anonymous or repeat a prompt past the cap (unless the admin
+    counts them), saying how many; returns the cells and the ids of the votes left out."""
+    from voting.battle_board import left_out_votes, minus_votes
+    from voting.battles import BATTLE_DATASET
+
+    if dataset not in (BATTLE_DATASET, None):
+        return cells, ()
+    if path := get_config().arena:  # the arena's spend against its caps (admins only see this page)
+        from voting.arena_guard import arena_settings, spend_lines
+        from voting.battles import load_arena
+
+        for line in spend_lines(engine, arena_settings(path, load_arena(path))):
+            st.caption(line)
+    out, notes = left_out_votes(engine, list(voters) or None, since, until)
+    if not notes:
+        return cells, ()
+    if st.sidebar.checkbox("Count every battle vote", key="lb_battle_all",
+                           help="Also count battles whose answer named a model and prompts repeated past the cap."):
+        st.caption("Counting every battle vote: " + " ".join(notes))
+        return cells, ()
+    for note in notes:
+        st.caption(note)
+    return minus_votes(cells, out), tuple(int(i) for i in out["id"])
+
+
 def render() -> None:
     """The page."""
     st.title("Leaderboard")
@@ -178,6 +213,7 @@ def render() -> None:
     engine, cfg = get_engine(), get_config()
     dataset, voters, since, until, categories = _filters(engine)
     cells = pair_outcome_counts(engine, dataset, list(voters), since, until, list(categories))
+    cells, drop = _anonymous_battles(engine, cells, dataset, voters, since, until)
     models = sorted(set(cells["model_left"]) | set(cells["model_right"]))
     exclude = tuple(st.multiselect("Exclude models", models, key="lb_exclude", placeholder="none",
                                    help="Leave these models out: their battles are dropped before the fit."))
@@ -199,7 +235,7 @@ def render() -> None:
     stamp = (votes_stamp(engine), n_votes)
     try:
         fit = fit_table(cfg.db_url, dataset, voters, since, until, style, n_boot, stamp, categories, exclude,
-                        None if style else cells.reset_index(drop=True))
+                        None if style else cells.reset_index(drop=True), drop)
     except (ImportError, ValueError) as e:
         st.error(f"Could not fit the leaderboard: {app_words(str(e))}")
         return
@@ -230,7 +266,7 @@ def render() -> None:
     if fit["style"] is not None:
         st.markdown("**Style coefficients**")
         st.dataframe(fit["style"], width="stretch")
-    judge_vs_human(lambda: keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude),
+    judge_vs_human(lambda: keep(load_votes(engine, dataset, list(voters), since, until), categories, exclude, drop),
                    table, n_boot)
     sharpen_with_judge((cfg.db_url, dataset, voters, since, until, categories, exclude, stamp), n_boot)
 

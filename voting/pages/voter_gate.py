@@ -7,7 +7,7 @@ import time
 
 import streamlit as st
 
-from voting.access import invite_voter, issue_guest, issued_guest
+from voting.access import GuestLimit, invite_voter, issue_guest, issued_guest
 from voting.limits import address_key
 from voting.pages.common import AppConfig, client_address, get_engine, passcode_ok
 
@@ -105,7 +105,13 @@ def _submit(cfg: AppConfig, code: str, secret: str) -> None:
         token = state.get("guest_token")
         voter = issued_guest(get_engine(), token) if token else None
         if voter is None:
-            token = state["guest_token"] = issue_guest(get_engine())
+            try:
+                token = issue_guest(get_engine(), client_address(cfg), cfg.guests_per_address)
+            except GuestLimit:
+                st.error("Many anonymous voters have started from your network in the last hour; try again later, "
+                         "or ask the study's organiser for an invite code.")
+                return
+            state["guest_token"] = token
             voter = issued_guest(get_engine(), token)
         _sign_in(voter, "guest", "guest", token)
     st.rerun()
