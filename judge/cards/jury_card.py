@@ -65,7 +65,7 @@ def jury_report(table: JuryTable, rule: str = "majority", n_bootstrap: int = 100
                                                          n_bootstrap=n_bootstrap, level=level,
                                                          seed=seed).as_dict()})
     report: dict = {
-        "rule": rule, "members": members, "n_pairs": len(table.keys), "pairwise": pairwise,
+        "rule": rule, "members": members, "n_pairs": len(table.keys), "pairwise": pairwise, "labels": table.labels,
         "panel": {"counts": {IDENTITY_NAMES[c]: int(np.sum(panel["panel"] == c))
                              for c in (*OUTCOMES, Outcome.UNPARSABLE)},
                   "splits": panel.get("splits"), "abstentions": panel["abstentions"],
@@ -97,19 +97,21 @@ def jury_rows(report: Mapping) -> list[tuple[str, str]]:
     rows = [("pairs", str(report["n_pairs"])), ("panel rule", report["rule"])]
     for name, r in report["members"].items():
         if "agreement" in r:
-            rows.append((f"member {name}: agreement / kappa vs humans",
+            rows.append((f"member {name}: agreement / kappa vs {report.get('labels', 'humans')}",
                          f"{_fmt(r['agreement'])} / {_fmt(r['kappa'])} ({r['no_verdict']} without a verdict)"))
         else:
             rows.append((f"member {name}", f"answered {r['answered']} of {report['n_pairs']} pairs"))
     p = report["panel"]
     if "agreement" in p:
-        rows.append(("panel: agreement / kappa vs humans", f"{_fmt(p['agreement'])} / {_fmt(p['kappa'])}"))
+        rows.append((f"panel: agreement / kappa vs {report.get('labels', 'humans')}",
+                     f"{_fmt(p['agreement'])} / {_fmt(p['kappa'])}"))
     gain = report.get("panel_minus_best_member")
     if gain:
         rows.append((f"panel − best member ({gain['best_member']}), agreement", _fmt(gain)))
     from judge.metrics.baselines import baseline_rows
 
-    rows += [(k.replace("judge", "panel"), v) for k, v in baseline_rows(report.get("baselines"))]
+    baselines = baseline_rows(report.get("baselines"), report.get("labels") or "humans")
+    rows += [(k.replace("judge", "panel"), v) for k, v in baselines]
     split = f", {p['splits']} split votes called a tie" if p.get("splits") else ""
     rows.append(("abstentions (member verdicts missing or unparsable)",
                  f"{p['abstentions']}{split}; {p['no_member_answered']} pairs with no member answering"))

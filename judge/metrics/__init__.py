@@ -1,7 +1,8 @@
 """Measuring a judge: agreement, biases, probability scores, the human ceiling, calibration, drift, juries
 (``agreement``, ``bias``, ``probability``, ``ceiling``, ``calibrate``, ``drift``, ``jury``), a jury's members and
-panel table (``jury_members``) and the dataset adapters and human-label join (``datasets``). Over
-:mod:`judge.verdicts` and :mod:`judge.stats`; below the runner; no JAX.
+panel table (``jury_members``), the null baselines (``baselines``), a scoring judge's temperature
+(``temperature``), the file adapters (``adapters``) and the human-label, length and vote joins (``human_join``).
+Over :mod:`judge.verdicts`, :mod:`judge.benchmarks` and :mod:`judge.stats`; below the runner; no JAX.
 
 The names below load on first use (``calibrate``, whose module has the same name, is :data:`judge.calibrate`).
 """

@@ -259,18 +259,21 @@ def _agreement_uses(report: Mapping) -> Uses:
         return [], ["any claim of agreement with humans: no human labels were given"]
     use, avoid = [], []
     shown = f"kappa {kappa['value']:.2f} [{kappa['lower']:.2f}, {kappa['upper']:.2f}]"
+    by_humans = report.get("labels", "humans") == "humans"  # else objective labels: "correctness"
     if kappa["lower"] >= 0.6:
-        use.append(f"replacing human pairwise labels on this kind of data (kappa {kappa['value']:.2f}, "
-                   f"lower bound {kappa['lower']:.2f} ≥ 0.6)")
+        use.append(f"replacing {'human pairwise' if by_humans else 'correctness'} labels on this kind of data "
+                   f"(kappa {kappa['value']:.2f}, lower bound {kappa['lower']:.2f} ≥ 0.6)")
     elif kappa["lower"] >= 0.4:
         use.append(f"aggregate win rates and rankings, corrected with its TPR/TNR ({shown}, lower bound ≥ 0.4)")
-        avoid.append("per-item decisions: it disagrees with humans on "
+        avoid.append(f"per-item decisions: it disagrees with {'humans' if by_humans else 'the correctness labels'} on "
                      f"{1 - report['agreement']['value']:.0%} of pairs")
     elif kappa["lower"] <= 0:
-        avoid.append(f"anything that needs information about the humans' choices: {shown} does not exclude "
+        whose = "the humans' choices" if by_humans else "which answer is correct"
+        avoid.append(f"anything that needs information about {whose}: {shown} does not exclude "
                      "0 (no better than chance)")
     else:
-        avoid.append(f"replacing humans: {shown} is not above moderate agreement (lower bound < 0.4)")
+        avoid.append(f"replacing {'humans' if by_humans else 'the correctness labels'}: {shown} is not above "
+                     "moderate agreement (lower bound < 0.4)")
     loo = humans.get("leave_one_out")
     if loo and _ok(loo["judge"]) and _ok(loo["human"]) and loo["judge"]["upper"] < loo["human"]["lower"]:
         avoid.append(f"claims of human-level agreement (leave-one-out {loo['judge']['value']:.2f} vs "

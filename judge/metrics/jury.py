@@ -48,6 +48,7 @@ class JuryTable:
     human: np.ndarray
     ratings: np.ndarray | None
     lengths: np.ndarray | None = None  # pairs × (len_x, len_y), from the first member table that has them
+    labels: str = "humans"  # what the labels are: "humans", or "correctness" (objective labels)
 
 
 def _member_columns(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +104,9 @@ def align_members(members: Mapping[str, pd.DataFrame]) -> JuryTable:
                 ratings = np.full((n, len(cols)), np.nan)
                 ratings[rows] = np.where(flipped[:, None], swap_sides(r), r)
             break
-    return JuryTable(pd.DataFrame(key_rows), names, codes, probs, human, ratings, _lengths(members, per_member, n))
+    kinds = [p.attrs.get("label_source") for p in members.values() if "human" in p and p["human"].notna().any()]
+    return JuryTable(pd.DataFrame(key_rows), names, codes, probs, human, ratings, _lengths(members, per_member, n),
+                     next((k for k in kinds if k), "humans"))
 
 
 def _lengths(members: Mapping[str, pd.DataFrame], per_member: list, n: int) -> np.ndarray | None:

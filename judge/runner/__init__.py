@@ -1,6 +1,6 @@
 """Running a judge: the runner in both orders with retries and the cache (``run``), the batch APIs (``batch``),
-a jury of several judges and its panel (``jury_run``) and the dry run's plan (``estimate``). Over
-:mod:`judge.metrics`, :mod:`judge.verdicts` and :mod:`llm`.
+a jury of several judges and its panel (``jury_run``), the dry run's plan (``estimate``) and a reward model's
+scores (``scoring``). Over :mod:`judge.metrics`, :mod:`judge.verdicts` and :mod:`llm`.
 
 The names below load on first use.
 """

@@ -1,7 +1,8 @@
 """What a verdict is and where it comes from: rubrics (``rubrics``), reading a verdict from text or logprobs
 (``parsing``) and locating it in a reply (``locate``), the input pairs and the two orders (``pairs``), the
-judged-pairs table with both orders combined (``judged_pairs``), provenance (``provenance``) and the verdict file
-(``verdict_file``). The bottom room of judge: it imports no other room (only :mod:`judge.stats`).
+judged-pairs table with both orders combined (``judged_pairs``), provenance (``provenance``), the verdict file
+(``verdict_file``) and scores read as verdicts (``scores``, its column checks in ``score_cells``). The bottom
+room of judge: it imports no other room (only :mod:`judge.stats`).
 
 The names below load on first use.
 """

@@ -36,7 +36,7 @@ from preflab.outcomes import Outcome
 __all__ = ["HINT", "LABEL_SOURCES", "METHOD", "REQUIRED", "ScoreReading", "is_scores_file", "load_scores",
            "score_codes", "score_probability", "score_row", "scores_table"]
 
-#: The ``method`` of a score row (the verdict methods of :mod:`judge.verdicts` read text or logprobs).
+#: The ``method`` of a score row (the verdict methods of :mod:`judge.verdicts.parsing` read text or logprobs).
 METHOD = "score"
 
 

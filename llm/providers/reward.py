@@ -80,8 +80,12 @@ class RewardProvider:
         self._timeout = {"timeout": httpx.Timeout(timeout).as_dict()}
         per = max(1, min(connections_per_pool, max_connections))  # several small pools: see CompatibleProvider
         limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
-        self._transports = [transport] if transport is not None else [
-            httpx.AsyncHTTPTransport(limits=limits) for _ in range(max(1, max_connections // per))]
+        if transport is not None:
+            self._transports = [transport]
+        else:
+            ssl_context = httpx.create_ssl_context()  # loaded once (each load reads the CA bundle), not per pool
+            self._transports = [httpx.AsyncHTTPTransport(limits=limits, verify=ssl_context)
+                                for _ in range(max(1, max_connections // per))]
         self._next = itertools.cycle(self._transports)
 
     @property

@@ -101,3 +101,13 @@ def test_rank_judge_battles_takes_scores_as_ppi_judge_labels(tmp_path, capsys):
     body = json.loads(out_path.read_text())
     assert body["meta"]["n_judge_items"] == 2000
     assert body["leaderboard"][0]["model"] == "alpha"
+
+
+def test_objective_labels_name_the_reference_side_on_the_jury_card(tmp_path, capsys):
+    frame = rm_frame(120, seed=11).assign(label_source="correctness")
+    a = write_scores(tmp_path / "a.jsonl", frame.assign(judge="rm-a"))
+    b = write_scores(tmp_path / "b.jsonl", frame.assign(judge="rm-b", score_y=frame["score_y"] + 0.3))
+    code, out, err = preflab(capsys, "judge", "jury", str(a), str(b), "--bootstrap", "20")
+    assert code == 0, err
+    assert "panel: agreement / kappa vs correctness" in out
+    assert "null baseline: majority class (agreement with correctness)" in out

@@ -65,6 +65,11 @@ def test_objective_labels_are_named_correctness_on_the_report(tmp_path):
     frame = rm_frame(60, seed=1).assign(label_source="correctness")
     report = calibrate(load_scores(write_scores(tmp_path / "s.jsonl", frame)), n_bootstrap=20)
     assert report["labels"] == "correctness"
+    from judge.cards.card import summary_rows
+
+    rows = dict(summary_rows(report))
+    assert rows["labels"] == "correctness" and "agreement with correctness" in rows
+    assert not any("human" in line for line in report["verdict"]["usable_for"] + report["verdict"]["do_not_use_for"])
     assert scores_table(rm_frame(60, seed=1), "<frame>", label_source="correctness").attrs["label_source"] == \
         "correctness"
 
