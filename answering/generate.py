@@ -27,7 +27,7 @@ from llm.calls.estimate import RunEstimate
 from llm.calls.retry import CallStats, RateLimiter, call_with_retries, run_pool
 from llm.calls.spend import SpendMeter, estimated_input_tokens, per_token, spec_price
 from llm.providers import make_provider
-from llm.providers.base import ProviderError, parse_spec
+from llm.providers.base import ProviderError, ServerUnreachable, parse_spec
 from llm.providers.generation import Generation, GenerationRequest
 from preflab.redact import redact, redact_any
 
@@ -170,6 +170,8 @@ class _Answering:
                 self.meter.check()
             got = await call_with_retries(lambda: gen.generate(job.request), est, self.config,
                                           self.limiters[endpoint(job.spec)], self.stats, self.rng)
+        except ServerUnreachable:
+            raise  # no server at the URL: every other call would be refused too; stop the run
         except ProviderError as e:
             self.results[job.key] = e
             return

@@ -1,4 +1,5 @@
-"""Leaderboard figures: a forest plot of ratings with intervals and a win-rate heatmap, as PNG or HTML.
+"""Leaderboard figures: a forest plot of ratings with intervals, a win-rate heatmap and ratings over time, as PNG
+or HTML.
 
 HTML output embeds the PNG and a table; every model name is escaped (names are user data, never markup).
 """
@@ -95,3 +96,28 @@ def forest_plot(table: pd.DataFrame, path: str | Path, title: str = "Leaderboard
 def win_rate_heatmap(matrix: pd.DataFrame, path: str | Path, title: str = "Win rate (row beats column)") -> Path:
     """Heatmap of a win-rate matrix (observed or predicted), as PNG or HTML."""
     return save_figure(heatmap_figure(matrix, title), path, title, matrix)
+
+
+def over_time_figure(res: pd.DataFrame, title: str = "Ratings over time"):
+    """One line per model through its window ratings (at each window's start), with the interval as a band."""
+    fig = Figure(figsize=(8, 4.5))
+    ax = fig.subplots()
+    for model, rows in res.sort_values("window_start").groupby("model", sort=True, observed=True):
+        when = pd.to_datetime(rows["window_start"]).dt.tz_localize(None)
+        line = ax.plot(when, rows["rating"], marker="o", ms=3, label=str(model))[0]
+        ax.fill_between(when, rows["lower"], rows["upper"], color=line.get_color(), alpha=0.15, linewidth=0)
+    level = res.attrs.get("level", 0.95)
+    ax.set_ylabel(f"rating ({level:.0%} interval)")
+    ax.set_xlabel("window start (UTC)" + (", cumulative" if res.attrs.get("cumulative") else ""))
+    ax.set_title(f"{title} (window {res.attrs.get('window', '')})")
+    ax.grid(alpha=0.3)
+    if res["model"].nunique() <= 15:
+        ax.legend(fontsize=7, loc="best")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    return fig
+
+
+def over_time_plot(res: pd.DataFrame, path: str | Path, title: str = "Ratings over time") -> Path:
+    """Ratings refitted by date window (:func:`arena.over_time.ratings_over_time`), as PNG or HTML."""
+    return save_figure(over_time_figure(res, title), path, title, res.set_index(["window_start", "model"]))

@@ -70,6 +70,7 @@ _HOMES = {
     "score_pairs": "judge.runner.scoring",
     "summary_rows": "judge.cards.card",
     "swap_sides": "judge.verdicts.judged_pairs",
+    "verdict_lines": "judge.cards.card",
     "write_card": "judge.cards.card",
     "write_gate_report": "judge.cards.compare_card",
     "write_jury_card": "judge.cards.jury_card",

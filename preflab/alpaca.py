@@ -7,6 +7,7 @@ AlpacaEval shows each pair once, in an order chosen per instruction by a seeded 
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ from preflab.errors import InputError
 from preflab.io import json_type, load_json_records, require_rows
 
 
+@lru_cache(maxsize=4096)  # every model's file repeats the same 805 instructions: one coin each
 def is_switched(instruction: str, seed: int = 0) -> bool:
     """True when the judge saw ``output_2`` (the model) first, i.e. the outputs were switched for display."""
     return random.Random("is_switched_outputs" + instruction + str(seed)).choices([False, True])[0]

@@ -26,6 +26,9 @@ from preflab_cli.common import (
     report_console,
 )
 
+#: The exit status of a gate whose guard's judge fails its own checks (docs/compare.md, "Exit codes").
+NO_VERDICT_EXIT = 3
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -87,15 +90,24 @@ def print_report(report: dict, out) -> None:
                           highlight=False, soft_wrap=True)
     for note in report.get("notes", []):
         out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
-    g = report["gate"]
-    if g["checked"]:
-        if g["passed"]:
-            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})"
-                      + (f"; but the judge is not usable on {', '.join(g['unreliable'])} (flip rate above the limit)"
-                         if g.get("unreliable") else ""), markup=False, soft_wrap=True)
-        else:
-            out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
-                      soft_wrap=True)
+    _print_gate(report["gate"], out)
+
+
+def _print_gate(g: dict, out) -> None:  # noqa: ANN001 - a rich Console
+    """The gate's line: passed, FAILED (exit 1) or no verdict (exit 3: a guard's judge is not usable)."""
+    from rich.markup import escape
+
+    if not g["checked"]:
+        return
+    if g.get("no_verdict"):
+        out.print(f"[red]gate: no verdict[/red]: the judge is not usable on guard {escape(', '.join(g['unreliable']))}"
+                  " (its two orders disagree above the flip limit): judge again with a better judge", soft_wrap=True)
+    elif g["passed"]:
+        out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})", markup=False,
+                  soft_wrap=True)
+    else:
+        out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
+                  soft_wrap=True)
 
 
 def _print_plan(items: Path | None, rubrics: int, judge: str | None, alpha: float, tie_rate: float,
@@ -150,7 +162,7 @@ def _print_dry_run(request: CompareRequest, out: Console) -> None:
 
 
 @app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "
-                             "--guard is significantly worse.")  # one line in `preflab --help`
+                             "--guard is significantly worse, 3 with no verdict.")  # one line in `preflab --help`
 def compare_cmd(
     items: Annotated[Path | None, typer.Argument(help="The two versions' answers: JSONL item_id, prompt, model, "
                                                  "answer (or the pairs layout).")] = None,
@@ -198,6 +210,7 @@ def compare_cmd(
                               "otherwise; the notes list the mix).")] = False,
 ) -> None:
     from judge import CompareRequest, GateSettings, SequentialSettings, run_compare
+    from llm.providers.base import ServerUnreachable
     from preflab.errors import InputError
 
     out = report_console(json_out if is_stdout(json_out) else report_path)
@@ -230,9 +243,11 @@ def compare_cmd(
         if verdicts and (judge or rubric):
             report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "
                                    "rubric and no judge is called")
-    except (InputError, ValueError) as e:
+    except (InputError, ValueError, ServerUnreachable) as e:
         fail(e)
     print_report(report, out)
     _write_outputs(report, json_out, report_path, out)
+    if report["gate"].get("no_verdict"):
+        raise typer.Exit(NO_VERDICT_EXIT)
     if not report["gate"]["passed"]:
         raise typer.Exit(1)

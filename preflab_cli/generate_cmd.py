@@ -53,6 +53,7 @@ def generate_cmd(
     reason length) are kept, counted and reported. Exits 1 when answers failed (see --allow-failures)."""
     from answering.generate import GenerateConfig, pairs_table, run_generate
     from answering.model_specs import load_prompts, load_roster, parse_model_spec, unique_names
+    from llm.providers.base import ServerUnreachable
     from preflab.io import write_table
 
     specs = (load_roster(roster) if roster else []) + [parse_model_spec(m) for m in model or []]
@@ -68,7 +69,7 @@ def generate_cmd(
         if max_cost is not None and max_cost <= 0:
             raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
         result = run_generate(table, specs, config, cache=None if no_cache else cache)
-    except ValueError as e:
+    except (ValueError, ServerUnreachable) as e:
         fail(e)
     to_stderr = is_stdout(output) or is_stdout(pairs)
 

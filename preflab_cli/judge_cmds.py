@@ -105,9 +105,13 @@ def run_cmd(
     say = err.print if is_stdout(output) or is_stdout(combined) else typer.echo
     say(f"{len(pairs)} pairs, {len(df)} verdicts -> {'stdout' if is_stdout(output) else output}")
     say(result.stats.summary())
-    say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
-    if both_orders:
-        _report_orders(df, combine, combined, say)
+    answered = df[df["error"].isna()] if "error" in df else df  # a failed call is no verdict: never counted as one
+    if len(answered):
+        say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in answered["verdict"].value_counts(
+            dropna=False).items()) + (f"; {len(df) - len(answered)} failed (no verdict)" if len(answered) < len(df)
+                                      else ""))
+        if both_orders:
+            _report_orders(answered, combine, combined, say)
     _exit_for_failures(df, result.stats.failed, output, max_cost, allow_failures, err)
 
 
@@ -224,6 +228,7 @@ def calibrate_cmd(
         position_bias_by_model,
         report_json,
         summary_rows,
+        verdict_lines,
         write_card,
     )
     from preflab.errors import InputError
@@ -248,10 +253,8 @@ def calibrate_cmd(
     for k, v in summary_rows(res):
         table.add_row(escape(k), escape(v))
     out.print(table)
-    for line in res["verdict"]["usable_for"]:
-        out.print(f"[green]usable for[/green]: {escape(line)}", highlight=False)
-    for line in res["verdict"]["do_not_use_for"]:
-        out.print(f"[red]do not use for[/red]: {escape(line)}", highlight=False)
+    for kind, line in verdict_lines(res):
+        out.print(f"[{'green' if kind == 'usable for' else 'red'}]{kind}[/]: {escape(line)}", highlight=False)
     for note in res["notes"]:
         out.print(f"note: {note}", highlight=False, markup=False)
     by_model = position_bias_by_model(pairs) if "model_y" in pairs and pairs["model_y"].nunique() > 1 else None

@@ -11,25 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from preflab.errors import InputError
 from preflab.io import is_stdout
-from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
-from preflab_cli.common import app, err, fail, report_console
+from preflab_cli.arena_cmds import ColumnsOpt, LayoutOpt, SkipOpt, WinnerMapOpt, battle_layout, load_or_exit
+from preflab_cli.common import app, cli_words, err, fail, report_console
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from arena.leaderboard import Leaderboard
-
-
-def cli_words(note: str) -> str:
-    """A library message with its Python argument names replaced by this command's flags."""
-    import re
-
-    note = re.sub(r"style_features=(\w+(?:,\w+)*)", r"--style-features \1", note)
-    note = note.replace("rank without style control", "rank without --style-control")
-    for word, flag in (("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01")):
-        note = note.replace(word, flag)
-    return note
 
 
 def _columns_needed(style_columns: tuple[str, ...], style_control: bool, unit: str,
@@ -62,6 +52,35 @@ def _write_plots(lb: Leaderboard, plot: Path | None, heatmap: Path | None) -> No
             err.print(f"wrote {forest_plot(lb.table, plot)}")
         if heatmap:
             err.print(f"wrote {win_rate_heatmap(lb.observed_win_rates(), heatmap)}")
+
+
+def _rank_over_time(battles, window: str, intervals, *, ties: str, scale, anchor: str | None,
+                    output: Path | None, plot: Path | None) -> None:
+    """``rank --over-time``: one board per date window, printed as one row per window and model."""
+    from arena.over_time import ratings_over_time
+    from preflab.io import write_table
+
+    try:
+        res = ratings_over_time(battles, window, intervals=intervals, ties=ties, scale=scale, anchor=anchor)
+    except ValueError as e:
+        fail(cli_words(str(e)).replace("window ", "--over-time "))
+    if res.attrs["skipped_no_tstamp"]:
+        err.print(f"skipped {res.attrs['skipped_no_tstamp']} battle(s) without a tstamp", highlight=False)
+    show = report_console(output if is_stdout(output) else plot)
+    shown = res.assign(window_start=res["window_start"].dt.strftime("%Y-%m-%d %H:%M"),
+                       interval=[f"{lo - r:+.1f} / {hi - r:+.1f}" for r, lo, hi in
+                                 zip(res["rating"], res["lower"], res["upper"], strict=True)],
+                       rating=res["rating"].map("{:.1f}".format), battles=res["battles"].map("{:.0f}".format))
+    show.print(f"ratings by {res.attrs['window']} window of tstamp (UTC), {intervals.level:.0%} {intervals.ci} "
+               "intervals; each window is centred on its own models", highlight=False, soft_wrap=True)
+    show.print(shown[["window_start", "model", "rating", "interval", "battles"]].to_string(index=False),
+               highlight=False, soft_wrap=True)
+    if output:
+        err.print(f"wrote {write_table(res, output, meta_key='ratings_over_time')}")
+    if plot:
+        from arena.plots import over_time_plot
+
+        err.print(f"wrote {over_time_plot(res, plot)}")
 
 
 @app.command()
@@ -102,6 +121,11 @@ def rank(
                                               "versions or rubric texts differ (refused otherwise).")] = False,
     unit: Annotated[str, typer.Option("--unit", help="Sampling unit of the intervals: item (question_id x model "
                                       "pair, when one repeats; else battle) | battle.")] = "item",
+    over_time: Annotated[str | None, typer.Option("--over-time", help="Refit on each date window of tstamp "
+                                                  "(e.g. 7D, 30D, 12h): ratings over time; --plot draws them.")]
+    = None,
+    columns: ColumnsOpt = None,
+    winner_map: WinnerMapOpt = None,
 ) -> None:
     """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
 
@@ -120,8 +144,16 @@ def rank(
 
     text = ("conversation_a", "conversation_b") if style_control else ()  # style totals from text, if no metadata
     need = _columns_needed(STYLE_COLUMNS, style_control, unit, bool(filters) or judge_battles is not None)
+    if over_time is not None and need is not None:
+        need = (*need, "tstamp")
+    from preflab_cli.progress import step_status
+
     try:
-        battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
+        with step_status(f"reading {path.name}"):
+            battles = load_or_exit(path, battle_layout(layout, columns, winner_map), skip_bad_rows, lean=True,
+                                   keep=(*text, "item_id"), need=need)
+    except InputError as e:
+        fail(e)
     finally:  # also on bad input: no exit while a thread is still importing
         timings.lap("read")
         jax_imported.join()
@@ -133,6 +165,9 @@ def rank(
 
     arena.jax_setup.STORE_PROGRAMS = True  # a warm run loads its programs instead of tracing them
     timings.lap("imports")
+    if over_time is not None:
+        return _rank_over_time(battles, over_time, IntervalOptions(ci, level, bootstrap, seed, unit, weights),
+                               ties=ties, scale=EloScale(scale, base, init), anchor=anchor, output=output, plot=plot)
     if judge_battles is not None:  # judge-assisted leaderboard (PPI++)
         from preflab_cli.judge_assist import rank_with_judge
 

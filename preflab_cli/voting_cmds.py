@@ -40,6 +40,9 @@ def app_cmd(
                                                     "(one [[model]] table each; keys from the environment).")] = None,
     arena_prompts: Annotated[Path | None, typer.Option(help="Prompts (item_id, prompt) a Battle voter may draw "
                                                             "from instead of typing one.")] = None,
+    arena_check: Annotated[bool, typer.Option("--arena-check/--no-arena-check",
+                                              help="Ask every roster model for one token before serving; "
+                                                   "refuse to start when one does not answer.")] = True,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -50,7 +53,7 @@ def app_cmd(
     open_store(db).dispose()  # create the schema now, and fail here with a clear error on a bad URL
     import voting.app
 
-    script = voting.app.__file__  # ships with the package: the app runs from any folder
+    script = voting.app.SCRIPT  # ships with the package: the app runs from any folder
     try:
         check_access(access, "--access {!r}")
     except ValueError as e:
@@ -63,6 +66,8 @@ def app_cmd(
 
         env["PREFLAB_ARENA"] = str(arena.resolve())
         roster = load_arena(str(arena))
+        if arena_check:
+            _check_arena(arena, roster)
         console.print(f"Battle page: {len(roster)} models from {arena}")
         for line in start_lines(arena_settings(str(arena), roster)):  # the limits, and any unknown price
             (err if line.startswith("warning") else console).print(line, highlight=False, markup=False)
@@ -71,7 +76,8 @@ def app_cmd(
 
             load_prompts(arena_prompts)  # a bad file fails here, with its line
             env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())
-    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
+    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)",
+                  soft_wrap=True, highlight=False)  # one line whatever the width: scripts read it (`head -1 app.log`)
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "
                   "are open to anyone who can reach this server (they show a banner saying so)", highlight=False)
@@ -79,6 +85,21 @@ def app_cmd(
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *STREAMLIT_FLAGS,
            "--server.address", host, "--server.port", str(port)]
     os.execve(sys.executable, cmd, env)  # become the server: signals reach it, no orphan on exit
+
+
+def _check_arena(path: Path, roster: list) -> None:
+    """Refuse (exit 2) a roster with a model that does not answer one token now: every battle it drew would
+    fail after the voter typed a prompt."""
+    from voting.battle_runs import check_roster
+
+    console.print(f"Checking the {len(roster)} roster models (one token each) ...")
+    dead = check_roster(roster)
+    for name, why in dead.items():
+        err.print(f"error: {path}: model {name!r} did not answer: {why}", highlight=False, markup=False)
+    if dead:
+        err.print("fix its spec or endpoint, or remove it from the roster (--no-arena-check serves anyway)",
+                  highlight=False)
+        raise typer.Exit(2)
 
 
 @app.command("demo-seed")
@@ -124,7 +145,12 @@ def export_votes(
     fmt = "parquet" if out.suffix.lower() in (".parquet", ".pq") else "jsonl"
     if kind == "pairs" and not is_stdout(out) and out.suffix.lower() not in (".jsonl", ".parquet", ".pq"):
         fail(f"{out}: --as pairs writes .jsonl or .parquet; name the file with one of those suffixes")
-    done = export_votes(open_store(db), kind, dataset, fmt)
+    try:
+        engine = open_store(db, create=False)
+    except InputError as e:
+        fail(InputError(db, None, "--db", e.problem, "check the --db URL: export-votes reads a store and never "
+                        "creates one (`preflab demo-seed`, `preflab import` or `preflab app` create it)"))
+    done = export_votes(engine, kind, dataset, fmt)
     where = write_output(out, done.data)
     show = err if is_stdout(out) else console
     what = (f"{done.rows} {EXPORTS[kind]} from {done.votes} votes" if kind == "pairs"

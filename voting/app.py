@@ -13,6 +13,8 @@ from pathlib import Path
 from voting.config import config_from_env
 
 PAGES = Path(__file__).resolve().parent / "pages"
+#: the script ``preflab app`` serves: in a folder with no ``pages/`` beside it (see :mod:`voting.serve`)
+SCRIPT = Path(__file__).resolve().parent / "serve" / "app.py"
 _warm = threading.Lock()
 warm_thread: threading.Thread | None = None
 

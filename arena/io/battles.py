@@ -111,10 +111,21 @@ def _format_of(path: Path, fmt: str | None) -> str:
     ext = suffixes[-1] if suffixes else ""
     known = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
              ".pq": "parquet"}
+    if path.is_dir():
+        inside = sorted((p.name for p in path.iterdir() if _is_table_file(p, known)),
+                        key=lambda n: ("battle" not in n, n))  # a battles file first
+        raise InputError(str(path), None, None, "is a folder, not a battles file",
+                         "pass one file inside it" + (f", e.g. {path / inside[0]}" if inside else "")
+                         + " (.json, .jsonl, .csv or .parquet)")
     if ext not in known:
         raise InputError(str(path), None, None, f"unknown file type '{ext or path.name}'",
-                              "use .json, .jsonl, .csv or .parquet, or pass fmt=")
+                         "use .json, .jsonl, .csv or .parquet, or pass fmt=")
     return known[ext]
+
+
+def _is_table_file(path: Path, known: dict[str, str]) -> bool:
+    """A file whose extension a battles reader takes."""
+    return path.is_file() and path.suffix.lower() in known
 
 
 def read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:
@@ -129,14 +140,14 @@ def read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Le
             return chunked
         df = read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         df["line"] = np.arange(len(df)) + 2  # line 1 is the header
-        return parse_conv_metadata(df, path)
+        return parse_conv_metadata(_unread_metadata_dropped(df, lean), path)
     if kind == "parquet":
         batched = readers.read_parquet_batches(path, lean)
         if batched is not None:
             return batched
-        df = read_parquet(path)
+        df = read_parquet(path, **_columns_read(path, lean))
         df["line"] = np.arange(len(df)) + 1
-        return parse_conv_metadata(df, path)
+        return parse_conv_metadata(_unread_metadata_dropped(df, lean), path)
     if kind == "json" and _head_text(path).lstrip().startswith("["):
         records = parse_json(read_text(path), str(path), hint="fix the file")
         if not isinstance(records, list):  # e.g. "[1] [2]" is caught by the parser; keep the type honest
@@ -144,6 +155,28 @@ def read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Le
         lines = list(range(1, len(records) + 1))  # record number within the array
         return _records_frame(records, lines, str(path), on_error, "record")
     return _read_jsonl(path, on_error, lean)
+
+
+def _unread_metadata_dropped(df: pd.DataFrame, lean: lean_load.Lean | None) -> pd.DataFrame:
+    """A tabular file's frame without ``conv_metadata`` when a lean load keeps no style total (the chunked
+    readers do not read it then; the whole-file fallback must not report it either)."""
+    if lean is not None and not lean.reads_metadata and "conv_metadata" in df:
+        return df.drop(columns="conv_metadata")
+    return df
+
+
+def _columns_read(path: Path, lean: lean_load.Lean | None) -> dict:
+    """``read_parquet``'s ``columns`` leaving out ``conv_metadata`` when a lean load keeps no style total (as the
+    batch reader does: a corrupt page there is then no error of the load); no argument otherwise."""
+    if lean is None or lean.reads_metadata:
+        return {}
+    try:
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(path).names
+    except Exception:  # noqa: BLE001  (unreadable: read_parquet names the problem)
+        return {}
+    return {"columns": [n for n in names if n != "conv_metadata" and not n.startswith("__index_level_")]}
 
 
 def _head_text(path: Path) -> str:

@@ -44,6 +44,13 @@ class Lean:
     checked: frozenset[str] = field(default=frozenset())
     saw_metadata: bool = field(default=False)
 
+    @property
+    def reads_metadata(self) -> bool:
+        """Whether ``conv_metadata`` is read at all: only when a style total is kept (style control, ``info``).
+        Otherwise the column is neither decoded nor parsed, nor are its totals checked: on Chatbot Arena's
+        files it is most of a read's time (Parquet 7.2 s with it, 1.9 s without, 1M battles)."""
+        return bool(self.keep & set(STYLE_COLUMNS))
+
     def canonical(self, col: object) -> object:
         return self.renames.get(col, col)  # type: ignore[call-overload]
 
@@ -97,6 +104,8 @@ def shrink(chunk: pd.DataFrame, lean: Lean | None, categorize: bool = True, text
     if lean is None:
         return chunk
     attrs = chunk.attrs  # before pandas copies them (deeply): the JSONL reader appends to its list later
+    if "conv_metadata" in chunk and not lean.reads_metadata:
+        chunk = chunk.drop(columns="conv_metadata")
     if "conv_metadata" in chunk:
         lean.saw_metadata = True
         meta = chunk["conv_metadata"]

@@ -114,7 +114,9 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
             schema.empty_table().to_pandas()  # to the whole-file reader too, which names it (cheap: no rows)
         names = [n for n in schema.names if not n.startswith("__index_level_")]
         kept = names
-        if lean is not None:  # every column is still decoded (a corrupt page is an error), then dropped
+        if lean is not None:  # every column read is still decoded (a corrupt page is an error), then dropped
+            if not lean.reads_metadata:  # not read at all when no style total is kept
+                names = [n for n in names if n != "conv_metadata"]
             kept = [n for n in names if n == "conv_metadata" or lean.kept(n) or lean.canonical(n) in lean.checked]
             text = text_kept(lean)
             dictionary = [n for n in names if lean.canonical(n) in text and (
@@ -226,7 +228,7 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
         if lean is not None and name != "conv_metadata" and not lean.kept(name):
             _check_dropped(lean, name, col)  # never read downstream (checked for NaN by the table's reader)
         elif name == "conv_metadata" and lean is not None and _holds_metadata(col):
-            totals += _metadata_totals(col, lean, flat)
+            totals += _metadata_totals(col, lean, flat) if lean.reads_metadata else []
         elif (series := _arrow_series(name, col)) is not None:
             columns[name] = series
         else:

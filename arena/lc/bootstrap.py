@@ -81,7 +81,8 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     """Both stages under instruction weights (ones = the data; counts = a bootstrap replicate).
 
     ``warm``: ``start`` is near the optimum (a bootstrap warm start), so the joint fit takes chord-Newton
-    steps (:func:`arena.lc.fit.chord_difficulty`) instead of damped Newton; ``joint_ok`` says if that converged.
+    steps, refactored twice (:func:`arena.lc.fit.chord_difficulty`, 3 rounds of 6), instead of damped Newton;
+    ``joint_ok`` says if that converged.
 
     The joint fit also sees the baseline judged against itself (:func:`arena.lc.fit.with_baseline_row`).
     Returns ``lc``, ``raw``, ``params`` (models), ``grad_norm`` (stage 2, per model), ``joint`` (theta; beta,
@@ -94,8 +95,10 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     joint_grid = with_baseline_row(grid, instr_weight)
     gamed_grid = lc_grid(gamed, gamed.mask * instr_weight[None, :])
     ridge = hyper.instruction * jnp.where(instr_weight > 0, instr_weight, 1.0)
-    solve = chord_difficulty if warm else solve_difficulty
-    a, gamma, gnorm = solve(joint_grid, ridge, start.joint, start.gamma, fixed_gamma)
+    if warm:
+        a, gamma, gnorm = chord_difficulty(joint_grid, ridge, start.joint, start.gamma, fixed_gamma, 6, 3)
+    else:
+        a, gamma, gnorm = solve_difficulty(joint_grid, ridge, start.joint, start.gamma, fixed_gamma)
     joint_beta = a[n + 1:2 * n + 1]
     prior = stage2_prior(hyper, joint_beta)
     res = fit_all_models(grid, w, gamma, gamed_grid, hyper.gamed_weight, prior, start.params, n_iter)

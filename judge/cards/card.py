@@ -206,7 +206,7 @@ def _human_rows(report: Mapping) -> Rows:
     loo = humans["leave_one_out"]
     rows = [("humans among themselves", f"Fleiss' kappa {humans['fleiss_kappa']:.3f}, Krippendorff's "
              f"alpha {humans['krippendorff_alpha']:.3f}" + (", pairwise kappa " + ", ".join(
-                 f"{k}: {v:.3f}" for k, v in pk.items()) if pk else "")),
+                 f"{k}: {'—' if v is None or v != v else f'{v:.3f}'}" for k, v in pk.items()) if pk else "")),
             ("leave-one-out vs human majority", f"judge {_fmt(loo['judge'])}, humans {_fmt(loo['human'])}")]
     if humans.get("ceiling"):
         from judge.metrics.ceiling import ceiling_rows
@@ -262,6 +262,18 @@ def summary_rows(report: Mapping) -> Rows:
     return [row for section in SUMMARY_SECTIONS for row in section(report)]
 
 
+#: What the verdict says when no check vouches for any use of the judge.
+NOTHING_USABLE = "nothing these checks can vouch for (see below)"
+
+
+def verdict_lines(report: Mapping) -> Rows:
+    """The card's verdict as (``"usable for"`` | ``"do not use for"``, text) lines, usable first; a judge that
+    passes no check says so (:data:`NOTHING_USABLE`). The CLI, the card and the app's page lead with these."""
+    verdict = report.get("verdict") or {"usable_for": [], "do_not_use_for": []}
+    use = list(verdict["usable_for"]) or [NOTHING_USABLE]
+    return [("usable for", u) for u in use] + [("do not use for", a) for a in verdict["do_not_use_for"]]
+
+
 def render_card(report: Mapping, pairs: pd.DataFrame | None = None, settings: Mapping[str, object] | None = None,
                 title: str = "Judge card", by_model: pd.DataFrame | None = None) -> str:
     """The judge card as one HTML string (self-contained: charts inlined, no scripts)."""
@@ -269,7 +281,8 @@ def render_card(report: Mapping, pairs: pd.DataFrame | None = None, settings: Ma
 
     settings = dict(settings or {})
     settings.setdefault("orders", report.get("orders"))
-    verdict = report.get("verdict") or {"usable_for": [], "do_not_use_for": []}
+    lines = verdict_lines(report)
+    verdict = {kind: [text for k, text in lines if k == kind] for kind in ("usable for", "do not use for")}
     charts = [("Position bias", position_chart(report, by_model)),
               ("Length bias", length_chart(pairs, judge_codes(pairs)["conservative"]) if pairs is not None else None),
               ("Reliability diagram", reliability_chart(report)),
@@ -293,8 +306,8 @@ th{{width:40%;font-weight:500}} .figs{{display:flex;flex-wrap:wrap;gap:1em}} fig
 li.missing{{color:#a00}} figcaption{{font-weight:600}}
 </style></head><body>
 <h1>{escape(title)}</h1><p>{escape(str(report.get('source', '')))}</p>
-<section class="verdict"><div class="use"><h2>Usable for</h2><ul>{li(verdict['usable_for'])}</ul></div>
-<div class="avoid"><h2>Do not use for</h2><ul>{li(verdict['do_not_use_for'])}</ul></div></section>
+<section class="verdict"><div class="use"><h2>Usable for</h2><ul>{li(verdict['usable for'])}</ul></div>
+<div class="avoid"><h2>Do not use for</h2><ul>{li(verdict['do not use for'])}</ul></div></section>
 <h2>Numbers (95% intervals)</h2><table>{table}</table>
 <div class="figs">{figs}</div>
 <h2>Settings checklist</h2><ul>{checklist}</ul>

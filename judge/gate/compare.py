@@ -227,7 +227,9 @@ def gate(rows: Sequence[dict], settings: GateSettings) -> dict:
     failed = [r["dimension"] for r in rows if r["dimension"] in settings.guards and r["verdict"] == "worse"]
     unreliable = [r["dimension"] for r in rows if r["dimension"] in settings.guards
                   and r["flip_rate"] is not None and r["flip_rate"] > settings.flip_warning]
-    return {"checked": list(settings.guards), "failed": failed, "passed": not failed, "unreliable": unreliable}
+    # A guard whose judge fails its own flip check says nothing: the gate can neither pass nor fail on it.
+    return {"checked": list(settings.guards), "failed": failed, "passed": not failed and not unreliable,
+            "unreliable": unreliable, "no_verdict": bool(unreliable) and not failed}
 
 
 def outcome_table(codes: pd.DataFrame) -> pd.DataFrame:

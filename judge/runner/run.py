@@ -37,6 +37,7 @@ from llm.providers.base import (
     LogprobsUnsupported,
     Provider,
     ProviderError,
+    ServerUnreachable,
 )
 from preflab.io import write_output
 from preflab.redact import redact
@@ -163,6 +164,8 @@ async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cac
                 cache.put(c.key, comp, provider=provider.provider, model=provider.model, rubric=rubric,
                           p_hash=c.p_hash, order=c.order, params={**c.request.sampling_params(), "sample": c.sample})
             results[c.key] = comp
+        except ServerUnreachable:
+            raise  # no server at the URL: every other call would be refused too; stop the run
         except ProviderError as e:
             results[c.key] = e
 

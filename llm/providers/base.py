@@ -119,6 +119,34 @@ class ProviderError(Exception):
         self.refusal = refusal  # (parameter the API refused, largest value it allows or None)
 
 
+class ServerUnreachable(ProviderError):
+    """The connection was refused before any byte was sent: no server listens at the URL. The runner tries
+    :data:`REFUSED_TRIES` times, quickly, then stops the whole run with this error (every other call would
+    be refused too); nothing was sent, so nothing was charged."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(f"{url}: connection refused ({detail}): no server is listening there; start it, or fix "
+                         "the URL", retryable=True, kind="refused")
+        self.url = url
+
+
+#: Tries of a call whose connection is refused, and the most seconds between two: a server that is starting
+#: gets a moment, one that is down costs about a second, not a run of backoffs.
+REFUSED_TRIES, REFUSED_WAIT_CAP = 3, 0.5
+
+
+def transport_error(error: Exception, url: str) -> ProviderError:
+    """An ``httpx`` transport failure as a :class:`ProviderError`: a refused connection is
+    :class:`ServerUnreachable`, a timeout and any other transport error (reset, disconnected) retryable."""
+    import httpx
+
+    if isinstance(error, httpx.ConnectError):
+        return ServerUnreachable(url, f"{type(error).__name__}: {error}")
+    if isinstance(error, httpx.TimeoutException):
+        return ProviderError(f"timeout: {type(error).__name__}", retryable=True, kind="timeout")
+    return ProviderError(f"connection error: {type(error).__name__}: {error}", retryable=True, kind="connection")
+
+
 class LogprobsUnsupported(ProviderError):
     """The model refuses logprobs (e.g. reasoning models); the runner switches to the K-sample fallback."""
 
@@ -328,6 +356,10 @@ def sdk_errors(sdk: ModuleType) -> Iterator[None]:
     except sdk.APITimeoutError:
         raise ProviderError("timeout", retryable=True, kind="timeout") from None
     except sdk.APIConnectionError as e:
+        import httpx
+
+        if isinstance(e.__cause__, httpx.ConnectError):  # refused before any byte was sent
+            raise ServerUnreachable(str(getattr(e.request, "url", "the API")), str(e.__cause__)) from None
         raise ProviderError(f"connection error: {e}", retryable=True, kind="connection") from None
     except (sdk.APIResponseValidationError, ValueError) as e:
         raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True,

@@ -28,15 +28,17 @@ from llm.providers.base import (
     learn,
     logprob_content,
     status_error,
+    transport_error,
 )
 from llm.providers.generation import Generation, GenerationRequest, finish_reason, int_or_none, sampling
 
 THINKING_MIN_TOKENS = 2048  # a model that thinks aloud first (<think>...</think>) needs room to finish
 
 
-async def send(transport: httpx.AsyncBaseTransport, req: httpx.Request, read: bool = True) -> httpx.Response:
-    """Send one request on a transport (the body read and the response closed with ``read``); a timeout or a
-    lost connection is a retryable :class:`ProviderError` (every httpx provider sends this way)."""
+async def send(transport: httpx.AsyncBaseTransport, req: httpx.Request, url: str, read: bool = True) -> httpx.Response:
+    """Send one request on a transport (the body read and the response closed with ``read``); a transport
+    failure is :func:`llm.providers.base.transport_error` of the server's ``url`` (a refused connection:
+    :class:`ServerUnreachable`; a timeout or a lost connection: retryable). Every httpx provider sends this way."""
     try:
         resp = await transport.handle_async_request(req)
         if read:
@@ -45,11 +47,8 @@ async def send(transport: httpx.AsyncBaseTransport, req: httpx.Request, read: bo
             finally:
                 await resp.aclose()
         return resp
-    except httpx.TimeoutException as e:
-        raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-    except httpx.TransportError as e:  # connection refused/reset, server disconnected
-        raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                            kind="connection") from None
+    except httpx.TransportError as e:  # refused (no server), timeout, reset, server disconnected
+        raise transport_error(e, url) from None
 
 
 def _unfinished_thinking(text: str) -> bool:
@@ -131,7 +130,7 @@ class CompatibleProvider(LearnsCapabilities):
         req = httpx.Request("POST", self.base_url + path, content=json.dumps(body).encode(), headers=self._headers,
                             extensions=self._timeout)
         t0 = time.perf_counter()
-        resp = await send(next(self._next), req)
+        resp = await send(next(self._next), req, self.base_url)
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, resp.text)
         try:
@@ -169,7 +168,7 @@ class CompatibleProvider(LearnsCapabilities):
         return httpx.URL(self.base_url + "/chat/completions")  # parsed once, not once per call
 
     async def _send(self, req: httpx.Request) -> httpx.Response:
-        return await send(next(self._next), req, read=False)
+        return await send(next(self._next), req, self.base_url, read=False)
 
     async def _check(self, resp: httpx.Response) -> None:
         if resp.status_code != 200:

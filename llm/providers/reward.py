@@ -102,7 +102,7 @@ class RewardProvider:
         req = httpx.Request("POST", self.base_url + PATH, content=json.dumps(self.body(messages)).encode(),
                             headers=self._headers, extensions=self._timeout)
         t0 = time.perf_counter()
-        resp = await send(next(self._next), req)
+        resp = await send(next(self._next), req, self.base_url)
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, error_detail(resp.text))
         try:

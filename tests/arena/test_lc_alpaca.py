@@ -17,13 +17,17 @@ import os
 import subprocess
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
 from arena.lc.board import lc_leaderboard
-from arena.lc.data import load_alpaca_table
+from arena.lc.bootstrap import LCStart, _run_chunks, bootstrap_counts, cold_start, fit_lc_jit, hyper_from_penalty
+from arena.lc.data import load_alpaca_table, table_to_grid
+from arena.lc.fit import LCData, LCPenalty
 
 FAMILIES = ("alpaca-7b", "gpt-3.5-turbo-1106", "claude-2.1")
 JUDGE = "weighted_alpaca_eval_gpt4_turbo"
@@ -146,3 +150,25 @@ def test_lc_on_the_published_results_folder_agrees_with_official_lc(published):
     assert rho >= 0.987
     assert float(diff.abs().mean()) <= 0.55
     assert abs(float(diff.mean())) <= 0.45
+
+
+def test_bootstrap_warm_refits_converge_without_fallback_and_equal_exact_refits(shared_data):
+    """The 15 files include adversarial outputs (NullModel, gpt4_gamed). Before, the warm joint fit (8 chord
+    steps on one factorisation) left 100 of 100 replicates unconverged, each refitted by damped Newton (81 s for
+    10 results-folder files at 100 refits, over 600 s for 58 at 1000). Now the warm path converges on nearly
+    all of them, and its numbers equal the damped-Newton refits of the same resamples to 1e-6."""
+    files = sorted((shared_data / "alpaca_eval" / "annotations").glob("*.json.gz"))
+    models, instructions, arr = table_to_grid(load_alpaca_table(files))
+    data = LCData(*(jnp.asarray(arr[k]) for k in ("y", "model_len", "baseline_len", "mask")))
+    gamed = LCData(*(jnp.zeros((0, len(instructions))),) * 4)
+    hyper = hyper_from_penalty(LCPenalty())
+    full = fit_lc_jit(data, gamed, jnp.ones(len(instructions)), hyper,
+                      cold_start(len(models), len(instructions), hyper))
+    start = LCStart(full["joint"], full["gamma"], full["params"])
+    counts = bootstrap_counts(jax.random.PRNGKey(0), 20, len(instructions))
+    warm = _run_chunks(data, gamed, hyper, start, counts, 20, False, 4, True)
+    exact = _run_chunks(data, gamed, hyper, start, counts, 20, False, 25, False)
+    assert warm["converged"].sum() >= 18  # was 0 of 20
+    assert exact["converged"].all()
+    ok = warm["converged"]
+    np.testing.assert_allclose(warm["lc"][ok], exact["lc"][ok], atol=1e-6, rtol=0)

@@ -164,3 +164,24 @@ def test_parquet_corrupt_dictionary_page_of_a_dropped_column_is_an_input_error(t
     for lean, need in ((False, None), (True, None), (True, ())):
         with pytest.raises(InputError, match="not a readable Parquet file"):
             data.load_battles(path, lean=lean, need=need)
+
+
+@pytest.mark.parametrize("name", ["b.parquet", "b.csv", "b.jsonl"])
+def test_conv_metadata_is_parsed_only_when_a_style_total_is_kept(tmp_path, name, monkeypatch):
+    """Issue 37: a 1M-battle Parquet file with ``conv_metadata`` took 7.2 s to rank (1.9 s without the column):
+    every lean load parsed it to check style totals that ``rank`` without style control never reads. Now it
+    is read only when a style total is kept (style control, ``info``); the names and outcomes are the same."""
+    from arena.io import lean_load
+    from arena.io.battles import STYLE_COLUMNS
+
+    path = write(arena_records(40), tmp_path / name)
+    calls = []
+    for module in (lean_load, readers):
+        real = module.style_from_metadata
+        monkeypatch.setattr(module, "style_from_metadata", lambda cells, real=real: calls.append(1) or real(cells))
+    slim = data.load_battles(path, lean=True, need=())
+    assert calls == [] and not set(STYLE_COLUMNS) & set(slim.df.columns)
+    styled = data.load_battles(path, lean=True, need=STYLE_COLUMNS)
+    assert calls and set(STYLE_COLUMNS) <= set(styled.df.columns)
+    names = ["model_a", "model_b", "winner"]
+    pd.testing.assert_frame_equal(slim.df[names], styled.df[names])

@@ -180,3 +180,15 @@ def test_cli_on_judge_run_jsonl_with_human_lengths_and_family(tmp_path):
     assert data["length_bias"]["judge_prefers_longer"]["n"] > 0 and data["length_bias"]["human_prefers_longer"]
     assert data["self_preference"]["n"] == 120 and data["self_preference"]["judge_family"] == "openai"
     assert card.read_text().count("data:image/png;base64,") == 4  # all four charts
+
+
+def test_an_undefined_pairwise_kappa_is_a_dash_not_nan():
+    """Two voters who share no decided pair have no kappa: the row said ``1-8: nan`` (the app's calibration page)."""
+    from judge.cards.card import summary_rows
+
+    humans = {"fleiss_kappa": 0.011, "krippendorff_alpha": 0.019, "pairwise_kappa": {"1-2": 0.045, "1-8": float("nan")},
+              "leave_one_out": {"judge": None, "human": None}}
+    report = {"n_pairs": 3, "orders": "both", "conservative": {"a": 1, "b": 1, "tie": 1, "unparsable": 0},
+              "humans": humans}
+    row = dict(summary_rows(report))["humans among themselves"]
+    assert "1-2: 0.045, 1-8: —" in row and "nan" not in row

@@ -78,6 +78,38 @@ def test_a_guard_that_is_significantly_worse_exits_1_and_says_which(tmp_path, ca
     assert code == 2 and "'safety' is not a dimension" in err
 
 
+def test_a_guard_whose_judge_flips_on_every_pair_has_no_verdict_and_exits_3(tmp_path, capsys) -> None:
+    """The judge's two orders disagree on all 40 pairs: the gate can neither pass nor fail on its verdicts."""
+    path = verdict_file(tmp_path / "abt.jsonl", counts_specs(0, 0, flips=40), "abt")
+    html = tmp_path / "gate.html"
+    code, out, _ = preflab(capsys, "compare", "--base", "old", "--candidate", "new", "--verdicts", str(path),
+                           "--guard", "abt", "--report", str(html))
+    assert code == 3
+    assert "gate: no verdict: the judge is not usable on guard abt" in out and "passed" not in out
+    page = html.read_text()
+    assert "<p class='noverdict'>No verdict: the judge is not usable on guard abt" in page
+    assert "Gate passed" not in page and "class='pass'" not in page
+    ok = verdict_file(tmp_path / "ok.jsonl", counts_specs(28, 12, flips=2), "abt")  # 5% flips: a usable judge
+    assert preflab(capsys, "compare", "--base", "old", "--candidate", "new", "--verdicts", str(ok),
+                   "--guard", "abt")[0] == 0
+
+
+def test_compare_prints_no_note_about_brier_or_ece_it_never_computes(tmp_path, capsys) -> None:
+    """The demo's SmolLM2 file has low-label-mass rows: calibrate leaves them out of Brier/ECE; compare has none."""
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    rows = [line for line in (demo / "verdicts-smollm2.jsonl").read_text().splitlines()
+            if '"model_x":"atlas-terse","model_y":"beacon-verbose"' in line]
+    path = tmp_path / "tvv.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    assert load_verdicts_jsonl(path).attrs["probability_notes"]  # the file does have such rows
+    code, out, err = preflab(capsys, "compare", str(demo / "items.jsonl"), "--base", "beacon-verbose",
+                             "--candidate", "atlas-terse", "--verdicts", str(path))
+    assert code == 0, err
+    assert "Brier" not in out + err and "ECE" not in out + err
+
+
 def test_the_three_checks(tmp_path) -> None:
     # 10 pairs: the candidate's answers are longer and win every decisive pair; 2 pairs are identical answers
     answers = {f"q{i:03d}": ("a much longer answer with many words" if i >= 2 else "Same answer.",

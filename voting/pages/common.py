@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hmac
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -49,14 +50,25 @@ def get_engine() -> Engine:
     return _engine(get_config().db_url)
 
 
-def code_span(text: str) -> str:
-    """``text`` as a Markdown code span that no backtick in it can close (CommonMark: fence with one
-    backtick more than its longest run, padded with spaces)."""
-    import re
+_LINE_ENDS = re.compile(r"\r\n|\r|\n")
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark 2.4)
 
+
+def code_span(text: str) -> str:
+    """``text`` (a name: dataset, model, voter, item) as a Markdown code span that no backtick in it can close
+    (CommonMark: fence with one backtick more than its longest run, padded with spaces) and no line ending can
+    end (a blank line would close the paragraph and the span with it): line endings become spaces."""
+    text = _LINE_ENDS.sub(" ", str(text))
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     fence = "`" * (longest + 1)
     return f"{fence} {text} {fence}" if longest else f"`{text}`"
+
+
+def plain(text: str) -> str:
+    """``text`` (an error message, a banner, anything that may quote a name) for ``st.markdown``, captions,
+    alerts and widget labels as plain text: every ASCII punctuation character backslash-escaped (so no image,
+    link, emphasis, HTML or math), line endings made spaces."""
+    return _PUNCTUATION.sub(r"\\\1", _LINE_ENDS.sub(" ", str(text)))
 
 
 def passcode_ok(given: str, expected: str) -> bool:
@@ -233,7 +245,7 @@ def choose_data_file(key: str, upload_label: str, lister: Callable[[str], list[s
         try:  # checked again when opened: the link may have changed since it was listed
             return str(inside_data_dir(picked, data_dir))
         except InputError as e:
-            st.error(f"Cannot open that file: {e}")
+            st.error(f"Cannot open that file: {plain(e)}")
             return None
     typed = st.text_input(f"Path on the server (inside {data_dir}/)", key=f"{key}_path")
     if not typed:
@@ -241,5 +253,5 @@ def choose_data_file(key: str, upload_label: str, lister: Callable[[str], list[s
     try:
         return str(inside_data_dir(typed, data_dir))
     except InputError as e:
-        st.error(f"Cannot open that file: {e}")
+        st.error(f"Cannot open that file: {plain(e)}")
         return None

@@ -56,6 +56,7 @@ BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is bette
            ("tie", "Tie", "3", ":material/drag_handle:"), ("bothbad", "Both are bad", "4", ":material/thumb_down:"))
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
 KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
+BOUND = (*(f"vote_{choice}" for choice, *_ in BUTTONS), "skip")  # their buttons' keys end in "-<round id>"
 HELP = [(key, label) for _, label, key, _ in BUTTONS] + [("S", "Skip this pair"), ("U", "Undo the vote (after it)"),
                                                           ("N", "Next pair (after the vote)"), ("?", "This help")]
 ANSWER_HEIGHT = 300  # px at most: equal boxes that scroll, shorter on short screens (the vote bar stays on screen)
@@ -302,7 +303,7 @@ def _bar(cfg: AppConfig) -> None:
     state = st.session_state
     shown = state["last_vote"]["round"] if state.get("last_vote") else state.get("round")
     # here: its run marker must change on every run that redraws the buttons; a key acts on its pair only
-    keyboard_queue(KEYS, shown["round_id"] if shown else "")
+    keyboard_queue(KEYS, shown["round_id"] if shown else "", BOUND)
     if last := state.get("last_vote"):
         _after_vote(cfg, last)
     elif rnd := state.get("round"):

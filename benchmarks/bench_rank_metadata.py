@@ -1,0 +1,74 @@
+"""Benchmark: ``preflab rank --ci both`` on 1,000,000 battles in Chatbot Arena's layout with ``conv_metadata``.
+
+The file comes from ``preflab simulate`` (100 models, nested ``conv_metadata`` per row), as Parquet; the same
+battles without the column are the baseline the issue named (a rank that needs no style totals should cost
+what it costs without them), and ``pandas.read_parquet`` of the file is the peer reading it whole. Each CLI
+time is the median of 3 warm runs, with its ``read`` part (``PREFLAB_TIMINGS``) and peak memory (``ru_maxrss``
+of each child). Run: ``.venv/bin/python -m benchmarks.bench_rank_metadata``; writes
+``benchmarks/results/bench_rank_metadata.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from benchmarks.bench_rank import _cli, _env, cli_timings
+from benchmarks.common import write_table
+
+N = 1_000_000
+
+
+def run_rank(path: Path, runs: int = 3) -> tuple[float, float, float]:
+    """Median wall time, median read part and the largest peak RSS (MB) of ``preflab rank PATH --ci both``."""
+    cmd = _cli(["rank", str(path), "--ci", "both"])
+    subprocess.run(cmd, check=True, capture_output=True, env=_env())  # warm: compiled programs stored
+    walls, reads, peak = [], [], 0.0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=dict(_env(), PREFLAB_TIMINGS="1"))
+        err = proc.stderr.read()  # type: ignore[union-attr]
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not the simulation's
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        walls.append(time.perf_counter() - t0)
+        reads.append(cli_timings(err)["read"][0])
+        peak = max(peak, usage.ru_maxrss / 1024)
+    return statistics.median(walls), statistics.median(reads), peak
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        meta = Path(tmp) / "arena_1m.parquet"
+        subprocess.run(_cli(["simulate", "-n", str(N), "-k", "100", "--seed", "0", "-o", str(meta)]), check=True,
+                       capture_output=True, env=_env())
+        bare = Path(tmp) / "arena_1m_bare.parquet"
+        pd.read_parquet(meta).drop(columns="conv_metadata").to_parquet(bare)
+        t0 = time.perf_counter()
+        pd.read_parquet(meta)
+        t_pandas = time.perf_counter() - t0
+        with_meta, without = run_rank(meta), run_rank(bare)
+    load = os.getloadavg()[0]
+    rows = [
+        ["preflab rank --ci both, Parquet with conv_metadata", f"{with_meta[0]:.2f}", f"{with_meta[1]:.2f}",
+         f"{with_meta[2]:.0f}", f"{with_meta[0] / without[0]:.2f}x"],
+        ["preflab rank --ci both, the same battles without conv_metadata (baseline)", f"{without[0]:.2f}",
+         f"{without[1]:.2f}", f"{without[2]:.0f}", "1.00x"],
+        ["pandas.read_parquet of the file with conv_metadata (read only)", f"{t_pandas:.2f}", f"{t_pandas:.2f}", "",
+         f"read {with_meta[1] / t_pandas:.2f}x of pandas"],
+    ]
+    write_table("bench_rank_metadata", f"{N:,} battles in Chatbot Arena's layout, 100 models: rank --ci both",
+                ["what", "wall (s, median of 3)", "read part (s)", "peak memory of any run (MB)", "ratio"], rows,
+                notes=f"Machine: {os.cpu_count()} CPU cores shared with other jobs, load average {load:.1f} at the "
+                      f"end. Targets: Parquet <= 2.5 s, peak <= 1 GB. Python {sys.version.split()[0]}.")
+
+
+if __name__ == "__main__":
+    main()
