@@ -335,7 +335,7 @@ def arena_hard_cmd(
 
     def load(weight: float) -> pd.DataFrame:
         if verdicts:
-            from judge.metrics.datasets import load_verdicts_jsonl
+            from judge import load_verdicts_jsonl
 
             parts = [arenahard_files.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments]
             out = pd.concat(parts, ignore_index=True)

@@ -105,6 +105,15 @@ def fail(error: object, status: int = 2) -> NoReturn:
     raise typer.Exit(status)
 
 
+def print_lines(lines: list[str], console: Console | None = None) -> None:
+    """Plain lines (no markup, no highlighting) on ``console``, or on stdout: the dry runs' printer."""
+    for line in lines:
+        if console is None:
+            typer.echo(line)
+        else:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def report_console(output: str | Path | None) -> Console:
     """Where a command prints its human-readable report: stderr when its data goes to stdout (``-``)."""
     return err if is_stdout(output) else console

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judge.report_text import format_interval
+from judge import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import (
     JUDGE_CACHE,
@@ -22,6 +22,7 @@ from preflab_cli.common import (
     TpmOpt,
     app,
     fail,
+    print_lines,
     report_console,
 )
 
@@ -31,8 +32,7 @@ NO_VERDICT_EXIT = 3
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from judge.gate.compare_run import CompareRequest
-    from judge.runner.run import RunConfig
+    from judge import CompareRequest, RunConfig
 
 
 def _plain_table(out, header, cells) -> None:
@@ -47,7 +47,7 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
-    from judge.gate.compare import check_lines
+    from judge import check_lines
 
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
@@ -138,7 +138,7 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
         if not is_stdout(json_out):
             out.print(f"report -> {where}", markup=False)
     if report_path:
-        from judge.cards.compare_card import write_gate_report
+        from judge import write_gate_report
 
         write_gate_report(report_path, report)
         if not is_stdout(report_path):
@@ -147,23 +147,18 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
 
 def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
     """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
-    from judge.runner.run import RunConfig
-    from judge.verdicts.rubrics import load_rubric
+    from judge import RunConfig, load_rubric
 
     return RunConfig(load_rubric(rubric), **settings)
 
 
 def _print_dry_run(request: CompareRequest, out: Console) -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
-    from judge.gate.compare_run import dry_run_compare
-    from llm.calls.estimate import total_summary
+    from judge import dry_run_compare
+    from llm.calls.estimate import dry_run_lines
 
-    estimates = dry_run_compare(request)
-    if not estimates:
-        out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
-                  markup=False, highlight=False, soft_wrap=True)
-    for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    print_lines(dry_run_lines(dry_run_compare(request), nothing="dry run: no judge is called (verdict files and "
+                                                                "lm-eval logs are read); nothing to send"), out)
 
 
 @app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "
@@ -214,9 +209,7 @@ def compare_cmd(
         "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
                               "otherwise; the notes list the mix).")] = False,
 ) -> None:
-    from judge.gate.compare import GateSettings
-    from judge.gate.compare_run import CompareRequest, run_compare
-    from judge.gate.sequential import SequentialSettings
+    from judge import CompareRequest, GateSettings, SequentialSettings, run_compare
     from llm.providers.base import ServerUnreachable
     from preflab.errors import InputError
 

@@ -11,6 +11,7 @@ import typer
 from preflab.errors import InputError
 from preflab.io import is_stdout, write_output
 from preflab_cli.common import DEMO_DIR, app, console, err, fail
+from voting.config import DEFAULT_STORE_URL, check_access
 
 #: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
 #: no forced full garbage collection after every rerun (56% of a vote's server CPU in a profile), no "magic"
@@ -27,7 +28,7 @@ DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path
 
 @app.command("app")
 def app_cmd(
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     strategy: Annotated[str, typer.Option(help="Next pair: uniform, balanced or active.")] = "balanced",
@@ -53,8 +54,10 @@ def app_cmd(
     import voting.app
 
     script = voting.app.SCRIPT  # ships with the package: the app runs from any folder
-    if access not in ("open", "invite"):
-        fail(f"--access {access!r}: use open or invite")
+    try:
+        check_access(access, "--access {!r}")
+    except ValueError as e:
+        fail(e)
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
            "PREFLAB_REVEAL": "1" if reveal else "0", "PREFLAB_ACCESS": access}
     if arena is not None:
@@ -101,7 +104,7 @@ def _check_arena(path: Path, roster: list) -> None:
 
 @app.command("demo-seed")
 def demo_seed(
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     items: Annotated[Path, typer.Option(help="Items JSONL/CSV (item_id, prompt, model, answer).")] = DEMO_DIR
     / "items.jsonl",
     battles: Annotated[Path, typer.Option(help="Battles in the Chatbot Arena layout.")] = DEMO_DIR
@@ -125,7 +128,7 @@ def demo_seed(
 @app.command("export-votes")
 def export_votes(
     out: Annotated[Path, typer.Argument(help="File to write (- for stdout).")],
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     kind: Annotated[str, typer.Option("--as", help="battles (Chatbot Arena JSON), votes (CSV), labels "
                                                    "(judge_labels.csv) or pairs (alias dpo: prompt, chosen, "
                                                    "rejected for TRL; .jsonl, or .parquet by suffix).")] = "battles",
@@ -160,7 +163,7 @@ def export_votes(
 @app.command("invite")
 def invite(
     voters: Annotated[list[str], typer.Argument(help="Voter names, one invite each (a new one replaces the old).")],
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     base_url: Annotated[str, typer.Option(help="The app's address, for the links.")] = "http://127.0.0.1:8501",
 ) -> None:
     """Issue invite links: one per voter, printed once (the store keeps only a hash of each)."""
@@ -177,7 +180,7 @@ def import_cmd(
     items: Annotated[Path, typer.Argument(help="Items (JSONL/JSON/CSV/Parquet): item_id, prompt, model, answer, "
                                                "optional category; or the pairs layout.")],
     dataset: Annotated[str, typer.Option(help="Dataset name in the store.")],
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
 ) -> None:
     """Add your own prompts and model answers as a dataset to vote on (no votes are added)."""
     from voting.items import load_items

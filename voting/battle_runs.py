@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 
 from answering.model_specs import ModelSpec
-from llm.providers.generators import make_generator
+from llm.providers import make_provider
 from voting.arena_guard import ArenaSettings, settle_turn
 from voting.battles import save_turn, stream_pair
 
@@ -44,7 +44,7 @@ def _battle_loop() -> asyncio.AbstractEventLoop:
 def _generator(spec: ModelSpec) -> object:
     key = (spec.spec, spec.timeout)
     if key not in _generators:
-        _generators[key] = make_generator(spec.spec, timeout=spec.timeout)
+        _generators[key] = make_provider(spec.spec, timeout=spec.timeout)
     return _generators[key]
 
 
@@ -134,7 +134,7 @@ async def _probe(spec: ModelSpec) -> str | None:
     from llm.providers.base import ProviderError
     from preflab.redact import redact
 
-    gen = make_generator(spec.spec, timeout=spec.timeout)
+    gen = make_provider(spec.spec, timeout=spec.timeout)
     request = spec.request([{"role": "user", "content": "Reply with OK."}])
     request = type(request)(request.messages, 1, request.temperature, request.top_p, request.seed)
     try:

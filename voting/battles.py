@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 BATTLE_DATASET = "battle"
 
+
 @dataclass(frozen=True)
 class ArenaLimits:
     """What one voter, one client address and one conversation may ask, and what the arena may spend.

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
+from voting.config import DEFAULT_STORE_URL
 from voting.migrations import migrate
 
 T = TypeVar("T")
@@ -29,7 +30,7 @@ def resolve_url(url: str) -> str:
     return url
 
 
-def open_store(url: str = "sqlite:///data/preflab.db", *, busy_timeout_ms: int = 10_000,
+def open_store(url: str = DEFAULT_STORE_URL, *, busy_timeout_ms: int = 10_000,
                create: bool = True) -> Engine:
     """An engine for ``url`` with the schema created/migrated. SQLite gets WAL and ``busy_timeout``.
     ``create=False`` (a reader: exports) refuses a SQLite file that does not exist instead of creating an

@@ -6,9 +6,7 @@ Charts are matplotlib PNGs embedded as base64; every piece of text goes through 
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import io
 from collections.abc import Mapping
 from html import escape
 from pathlib import Path
@@ -17,8 +15,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
+from judge.cards.figures import png
 from judge.metrics.baselines import baseline_rows
 from judge.metrics.temperature import score_rows
+from judge.report_text import format_interval as _fmt
 from judge.verdicts.judged_pairs import column
 from preflab.io import write_output
 from preflab.outcomes import Outcome
@@ -26,19 +26,6 @@ from preflab.outcomes import Outcome
 SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "verdict methods", "price", "date")
 # Provenance of the verdicts (judge.verdicts.provenance.CARD_FIELDS): what the API served and which rubric text.
 SETTINGS += ("model version", "system fingerprint", "rubric hash", "method", "preflab version")
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _fmt(d: Mapping | None, pct: bool = False) -> str:
-    if not d or d.get("value") is None or np.isnan(d["value"]):
-        return "—"
-    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:.3f}")
-    return f"{f(d['value'])} [{f(d['lower'])}, {f(d['upper'])}]"
 
 
 def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str | None:
@@ -53,7 +40,7 @@ def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str
         ax.set_yticks(ypos, [str(m) for m in by_model["model"]])
         ax.set_xlabel("P(win | shown first) − P(win | shown second)")
         ax.set_title("Position bias by model (one order, randomised)")
-        return _png(fig)
+        return png(fig)
     pos, one = report.get("position"), report.get("one_order_position")
     if pos:
         first = pos["first_position_rate"]
@@ -79,7 +66,7 @@ def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str
     ax.axhline(chance, color="grey", ls="--", lw=1)
     ax.set_ylim(0, 1)
     ax.set_title(title, fontsize=10)
-    return _png(fig)
+    return png(fig)
 
 
 def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str | None:
@@ -112,7 +99,7 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
     ax.set_ylabel("P(x wins | decisive)")
     ax.set_ylim(0, 1)
     ax.legend()
-    return _png(fig)
+    return png(fig)
 
 
 def reliability_chart(report: Mapping) -> str | None:
@@ -134,7 +121,7 @@ def reliability_chart(report: Mapping) -> str | None:
     ax.set_xlabel("judge P(x wins | not a tie) = p_x / (p_x + p_y)")
     ax.set_ylabel("humans: share x wins (decided pairs)")
     ax.set_title(f"Reliability (3-class Brier {cal['brier']:.3f}, ECE {cal['ece']:.3f})", fontsize=10)
-    return _png(fig)
+    return png(fig)
 
 
 def confusion_chart(report: Mapping) -> str | None:
@@ -152,7 +139,7 @@ def confusion_chart(report: Mapping) -> str | None:
     ax.set_ylabel("human")
     for (i, j), v in np.ndenumerate(counts):
         ax.text(j, i, str(v), ha="center", va="center", color="white" if v > counts.max() / 2 else "black")
-    return _png(fig)
+    return png(fig)
 
 
 Rows = list[tuple[str, str]]

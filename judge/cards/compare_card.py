@@ -7,8 +7,6 @@ Charts are matplotlib PNGs as on the judge card; all text goes through :func:`ht
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 from collections.abc import Mapping
 from html import escape
@@ -17,16 +15,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from judge.cards.figures import png
 from judge.gate.compare import check_lines
 from judge.report_text import format_interval
 from preflab.io import write_output
-
-
-def png(fig: Figure) -> str:
-    """A figure as a base64 PNG data URL (as on the judge card)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def forest_plot(rows: list[Mapping], key: str, label: str, null: float, xlabel: str) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.metrics.datasets import load_verdicts_jsonl
+from judge.metrics.adapters import load_verdicts_jsonl
 from judge.verdicts.judged_pairs import swap_sides
 from judge.verdicts.pairs import Pair
 from preflab.errors import InputError

@@ -1,7 +1,7 @@
 """The verdict file of ``preflab judge run`` (JSONL, one row per pair and order) read into the judged-pairs
 table of :mod:`judge.verdicts.judged_pairs`, with its provenance checked (:mod:`judge.verdicts.provenance`).
 Every verdict-file reader (``judge calibrate``, ``rank --judge-battles``, ``compare``, ``judge jury``, the app's
-pages) calls :func:`load_verdicts_jsonl`; :mod:`judge.metrics.datasets` re-exports it beside the other adapters.
+pages) calls :func:`load_verdicts_jsonl`; :mod:`judge.metrics.adapters` re-exports it beside the other adapters.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from tqdm import tqdm
@@ -34,8 +35,27 @@ class RetrySettings(Protocol):
     backoff_cap: float
 
 
+@dataclass
+class CallStats:
+    """What a run of calls did, judging or answering alike: calls sent, cache hits, retries (counted by
+    :func:`call_with_retries`, with their reasons and waits), failures, tokens and cost (None: the price is
+    unknown). The judge's :class:`judge.runner.run.RunStats` and ``generate``'s
+    :class:`answering.generate.GenerateStats` add what only they count."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = 0.0  # None: the price is unknown
+    wall_s: float = 0.0
+    retry_reasons: Counter = field(default_factory=Counter)  # "429", "500", "timeout", "connection", "malformed"
+    waits: list[float] = field(default_factory=list, repr=False)
+
+
 class RetryCounts(Protocol):
-    """Where the loop counts its retries (``RunStats`` and its subclasses)."""
+    """Where the loop counts its retries (:class:`CallStats`)."""
 
     retries: int
     retry_reasons: Counter

@@ -98,6 +98,12 @@ def merge_samples(comps: list[Completion]) -> Completion:
                       max(c.latency for c in comps), comps[0].raw, [t for c in comps for t in c.texts])
 
 
+#: :attr:`ProviderError.kind` of a reply cut by ``max_tokens`` before it said anything usable (raise --max-tokens).
+CUT_BY_MAX_TOKENS = "max_tokens"
+#: :attr:`ProviderError.kind` of a call never sent because the run's --max-cost was reached.
+NOT_SENT_COST_CAP = "cost_cap"
+
+
 class ProviderError(Exception):
     """A failed call. ``retryable`` calls are retried by the runner, waiting at least ``retry_after`` s."""
 
@@ -108,7 +114,8 @@ class ProviderError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
-        self.kind = kind or (str(status) if status else "error")  # "429", "500", "timeout", "connection", ...
+        # "429", "500", "timeout", "connection", "malformed", CUT_BY_MAX_TOKENS, NOT_SENT_COST_CAP, ...
+        self.kind = kind or (str(status) if status else "error")
         self.refusal = refusal  # (parameter the API refused, largest value it allows or None)
 
 
@@ -238,6 +245,21 @@ def learn(capabilities: dict, refusal: tuple[str, int | None]) -> bool:
     else:
         capabilities[param] = False
     return capabilities != before
+
+
+class SdkClient:
+    """A provider over an official SDK client (``self._client``): the client for the batch APIs, and closing it."""
+
+    _client: Any
+
+    @property
+    def client(self) -> Any:
+        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.runner.batch`)."""
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client."""
+        await self._client.close()
 
 
 class LearnsCapabilities:

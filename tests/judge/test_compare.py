@@ -9,7 +9,7 @@ import pytest
 
 from judge.gate.compare import GateSettings, compare_dimensions
 from judge.gate.compare_inputs import candidate_codes
-from judge.metrics.datasets import load_verdicts_jsonl
+from judge.metrics.adapters import load_verdicts_jsonl
 from judge.stats import holm_adjust
 from tests.judge.compare_files import counts_specs, items_file, preflab, verdict_file, write_jsonl
 
@@ -237,3 +237,16 @@ def test_console_and_gate_report_print_the_same_check_lines(tmp_path, capsys) ->
     assert lines[0].startswith("length: mean words base 4.0, candidate 1.0") and "concise 23.1% [" in lines[0]
     page = html.read_text()
     assert all(line in out and escape(line) in page for line in lines)
+
+
+def test_the_length_check_counts_words_as_the_vote_page_does() -> None:
+    """One rule for "words": the gate's length check and the vote page's length label count the same words
+    (a Markdown table's bars and rules are not words)."""
+    from judge.gate.compare import length_check
+    from judge.gate.compare_inputs import Answers
+    from voting.pages.reading import length_label
+
+    table = "| Model | 50.0 |\n|---|---|\n| a | **bold** |"
+    answers = Answers("items.jsonl", {"q": "?"}, {"q": {"old": table, "new": "one two three"}}, {}, {})
+    words = length_check(answers, "old", "new", {})["mean_words"]
+    assert words == {"base": 4.0, "candidate": 3.0} and length_label(table) == "4 words"

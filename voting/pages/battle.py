@@ -15,7 +15,6 @@ the battle; after the vote, New round clears the page. The roster comes from ``P
 
 from __future__ import annotations
 
-import os
 import secrets
 
 import numpy as np
@@ -298,7 +297,7 @@ def _current_battle(engine, path: str, voter: str) -> tuple[dict | None, str | N
 
 def render() -> None:
     cfg = get_config()
-    path = os.environ.get("PREFLAB_ARENA")
+    path = cfg.arena
     st.title("Battle")
     if not path:
         st.info("No arena roster: start the app with `preflab app --arena roster.toml`.")
@@ -316,7 +315,7 @@ def render() -> None:
     if (kept := state.pop("restore_prompt", None)) is not None and run is None:
         state["battle_text"] = kept  # the form cleared it on Send; the prompt was not answered
     following = status == "answered" or (run is not None and battle["turns"] > 0)
-    if (prompt_set := os.environ.get("PREFLAB_ARENA_PROMPTS")) and not following and run is None:
+    if (prompt_set := cfg.arena_prompts) and not following and run is None:
         st.button("Draw a prompt", on_click=_draw_prompt, args=(prompt_set,), key="battle_draw",
                   icon=":material/casino:")
     with st.form("battle_prompt", clear_on_submit=True, border=False):

@@ -20,23 +20,20 @@ from voting.pages.common import (
     verdict_files,
 )
 from voting.store import list_datasets, load_answers, load_votes
-from voting.votes import attach_votes
+from voting.votes import vote_labels
 
 __all__ = ["inside_data_dir", "judged_pairs", "render", "verdict_files"]  # the data-folder rule: common
 
 
 def judged_pairs(engine: Engine, dataset: str, verdicts_path: str | Path) -> pd.DataFrame:
-    """Verdicts joined with this dataset's votes (``human``, ``human_k``) and answer lengths (characters)."""
-    from judge.metrics.datasets import load_verdicts_jsonl
+    """Verdicts joined with this dataset's votes (``human``, ``human_k``) and answer lengths (characters): the
+    store's votes and answers through the library's join (:func:`judge.metrics.human_join.join_votes`)."""
+    from judge import join_votes, load_verdicts_jsonl
 
     verdicts = load_verdicts_jsonl(verdicts_path)
-    pairs = attach_votes(verdicts, load_votes(engine, dataset))
-    pairs.attrs["settings"] = verdicts.attrs.get("settings", {})
-    lengths = {item: {m: len(a) for m, a in load_answers(engine, dataset, item).items()}
-               for item in pairs["item_id"].astype(str).unique()}
-    pairs["len_x"] = [lengths[i].get(x, float("nan")) for i, x in zip(pairs["item_id"], pairs["model_x"], strict=True)]
-    pairs["len_y"] = [lengths[i].get(y, float("nan")) for i, y in zip(pairs["item_id"], pairs["model_y"], strict=True)]
-    return pairs
+    answers = {(item, model): text for item in verdicts["item_id"].astype(str).unique()
+               for model, text in load_answers(engine, dataset, item).items()}
+    return join_votes(verdicts, vote_labels(load_votes(engine, dataset)), answers)
 
 
 def lead(lines: list[tuple[str, str]]) -> None:
@@ -75,7 +72,7 @@ def render() -> None:
     except (InputError, OSError, ValueError) as e:
         st.error(f"Could not read the verdicts: {plain(public_message(e))}")
         return
-    from judge.cards.card import render_card, summary_rows, verdict_lines
+    from judge import render_card, summary_rows, verdict_lines
     from judge_arena.assist import calibration_report
 
     report = calibration_report(pairs, n_bootstrap=500)

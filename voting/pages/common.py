@@ -5,19 +5,17 @@ from __future__ import annotations
 import functools
 import hmac
 import logging
-import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from voting.config import AppConfig, config_from_env
 from voting.store import open_store
 
-DEFAULT_DB = "sqlite:///data/preflab.db"
 log = logging.getLogger("preflab.app")
 F = TypeVar("F", bound=Callable)
 OOPS = "Something went wrong on our side and nothing was changed. Please try again; the organisers can see " \
@@ -36,59 +34,6 @@ def guarded(fn: F) -> F:
             st.error(OOPS)
             return None
     return wrapper  # type: ignore[return-value]
-
-
-@dataclass(frozen=True)
-class AppConfig:
-    """App settings, read from ``PREFLAB_*`` environment variables (see :func:`config_from_env`)."""
-
-    db_url: str = DEFAULT_DB
-    passcode: str = ""  # voters must enter it when set
-    admin_passcode: str = ""  # gates leaderboard, data and calibration pages when set
-    reveal: bool = True  # show model names after each vote
-    strategy: str = "balanced"  # uniform | balanced | active
-    overlap: int = 0  # votes wanted per item (0 = no limit)
-    undo_seconds: float = 30.0
-    round: int = 1
-    access: str = "open"  # open (anonymous ids, labelled, rate-limited) | invite (admin-issued links only)
-    open_rate: int = 30  # most votes per minute one open-voting guest id may cast
-    open_rate_per_address: int = 120  # most open-voting votes per minute from one client address, all guests
-    min_seconds: float = 1.0  # least time from drawing a pair to a vote on it (server clocks)
-    guests_per_address: int = 20  # most open-voting ids issued to one client address an hour
-    trust_proxy: bool = False  # the client address is the last X-Forwarded-For entry (behind your own proxy)
-    data_dir: str = "data"  # the only folder admin pages (calibration, leaderboard) may open files from
-
-
-def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
-    """Read ``PREFLAB_DB``, ``PREFLAB_PASSCODE``, ``PREFLAB_ADMIN_PASSCODE``, ``PREFLAB_REVEAL`` (1/0),
-    ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS``, ``PREFLAB_ROUND``, ``PREFLAB_ACCESS``
-    (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute per guest), ``PREFLAB_OPEN_RATE_PER_ADDRESS``,
-    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_GUESTS_PER_ADDRESS`` (open-voting ids
-    issued to one client address an hour), ``PREFLAB_TRUST_PROXY`` (1/0) and ``PREFLAB_DATA_DIR``."""
-    env = dict(os.environ if env is None else env)
-    strategy = env.get("PREFLAB_STRATEGY", "balanced")
-    if strategy not in ("uniform", "balanced", "active"):
-        raise ValueError(f"PREFLAB_STRATEGY={strategy!r}: use uniform, balanced or active")
-    access = env.get("PREFLAB_ACCESS", "open")
-    if access not in ("open", "invite"):
-        raise ValueError(f"PREFLAB_ACCESS={access!r}: use open or invite")
-    return AppConfig(
-        db_url=env.get("PREFLAB_DB", DEFAULT_DB),
-        passcode=env.get("PREFLAB_PASSCODE", ""),
-        admin_passcode=env.get("PREFLAB_ADMIN_PASSCODE", ""),
-        reveal=env.get("PREFLAB_REVEAL", "1").lower() not in ("0", "false", "no"),
-        strategy=strategy,
-        overlap=int(env.get("PREFLAB_OVERLAP", "0")),
-        undo_seconds=float(env.get("PREFLAB_UNDO_SECONDS", "30")),
-        round=int(env.get("PREFLAB_ROUND", "1")),
-        access=access,
-        open_rate=int(env.get("PREFLAB_OPEN_RATE", "30")),
-        open_rate_per_address=int(env.get("PREFLAB_OPEN_RATE_PER_ADDRESS", "120")),
-        min_seconds=float(env.get("PREFLAB_MIN_SECONDS", "1")),
-        guests_per_address=int(env.get("PREFLAB_GUESTS_PER_ADDRESS", "20")),
-        trust_proxy=env.get("PREFLAB_TRUST_PROXY", "0").lower() in ("1", "true", "yes"),
-        data_dir=env.get("PREFLAB_DATA_DIR", "data"),
-    )
 
 
 @st.cache_resource(show_spinner=False)

@@ -10,7 +10,6 @@ judge-vs-human view, once a verdict file is picked, load the votes themselves.""
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 import pandas as pd
 import streamlit as st
@@ -196,7 +195,7 @@ def _anonymous_battles(engine, cells: pd.DataFrame, dataset: str | None, voters:
 
     if dataset not in (BATTLE_DATASET, None):
         return cells, ()
-    if path := os.environ.get("PREFLAB_ARENA"):  # the arena's spend against its caps (admins only see this page)
+    if path := get_config().arena:  # the arena's spend against its caps (admins only see this page)
         from voting.arena_guard import arena_settings, spend_lines
         from voting.battles import load_arena
 
@@ -293,8 +292,8 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
     path = st.selectbox("Verdict file", ["(none)", *files], key="lb_verdicts")
     if path == "(none)":
         return
-    from judge.metrics.datasets import load_verdicts_jsonl
-    from judge_arena.battles import verdict_battles
+    from judge import load_verdicts_jsonl
+    from judge_arena.battles_from_verdicts import verdict_battles
     from judge_arena.versus_human import as_battles, compare, shared_items
     from preflab.errors import InputError
 
