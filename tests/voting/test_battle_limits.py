@@ -18,6 +18,7 @@ from answering.model_specs import ModelSpec
 from llm.prices import Price
 from llm.providers.generation import Generation
 from tests.judge.api_fakes import ApiFake
+from tests.voting.conftest import settle
 from tests.voting.test_vote_page import login
 from voting.access import GuestLimit, issue_guest
 from voting.arena_guard import (
@@ -214,7 +215,7 @@ def _page(monkeypatch, tmp_path: Path, url: str, api_url: str, guest: bool = Fal
 
 def _ask(at: AppTest, text: str) -> AppTest:
     at.text_area(key="battle_text").input(text)
-    return at.button(key=SEND).click().run()
+    return settle(at.button(key=SEND).click().run())
 
 
 def vote_button(at: AppTest, choice: str):  # noqa: ANN201
