@@ -1,0 +1,163 @@
+"""A JSON array of battle objects (Chatbot Arena's ``clean_battle_*.json``) read as a stream, in bounded memory.
+
+The array's text is read a block at a time; its top-level structure is found with array operations on the
+block's bytes (quotes not escaped, brackets and commas outside strings: never one Python object per byte or
+per record), each block's complete records are rewritten as one record per line (JSON text holds no raw
+newline inside a string, so every newline is whitespace) and parsed by Arrow's JSONL reader, and each block's
+table is cut at once to the columns the load keeps (``conv_metadata`` only when a style total is kept). The
+frame is then built as for JSONL (:func:`arena.io.readers.table_frame`), record numbers as ``line``.
+
+Like the other fast readers it returns None on anything unusual (not UTF-8, a record that is not an object,
+NaN, mixed types, text after the array...): :func:`arena.io.battles.read_file` then parses the file whole and
+names the problem as it always did.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from arena.io.lean_load import Decline, Lean, checks_kept
+from arena.io.readers import has_nonfinite, release_memory, table_frame
+
+BLOCK_BYTES = 16 << 20
+"""Bytes of array text read at a time (a block's records are parsed together, then cut to the kept columns)."""
+
+_QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
+_OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+
+
+class _NotPlain(Exception):  # noqa: N818
+    """The text is not a plain array of objects: the whole-file reader names the problem."""
+
+
+def read_json_array(path: Path, lean: Lean | None = None, block_bytes: int | None = None) -> pd.DataFrame | None:
+    """The frame of a JSON array file as the whole-file reader gives it (``line`` = record number), read
+    ``block_bytes`` (default :data:`BLOCK_BYTES`) at a time; None when the exact reader must read it (it names
+    any problem)."""
+    block_bytes = block_bytes or BLOCK_BYTES
+    try:
+        try:
+            return table_frame(_array_table(path, lean, block_bytes), lean)
+        except Decline:
+            full = checks_kept(lean)  # type: ignore[arg-type]
+            return table_frame(_array_table(path, full, block_bytes), full)
+    except (_NotPlain, Decline):
+        return None
+
+
+def _array_table(path: Path, lean: Lean | None, block_bytes: int):  # noqa: ANN202  (pyarrow.Table)
+    import pyarrow as pa
+    from pyarrow import json as pa_json
+
+    if path.suffix.lower() == ".gz":
+        raise _NotPlain("gzip")
+    tables = []
+    for lines, count in record_lines(path, block_bytes):
+        try:
+            table = pa_json.read_json(io.BytesIO(lines), read_options=pa_json.ReadOptions(block_size=len(lines) + 1))
+        except (pa.ArrowException, ValueError) as e:
+            raise _NotPlain(str(e)) from None
+        if table.num_rows != count or any(has_nonfinite(col) for col in table.columns):
+            raise _NotPlain("records")
+        tables.append(table.select([n for n in table.column_names if _read(n, lean)]))
+        del table
+        release_memory()
+    if not tables:
+        raise _NotPlain("empty")
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")  # absent: null; ints widen as in one read
+    except (pa.ArrowException, ValueError):  # a column's type differs between blocks
+        raise _NotPlain("types") from None
+
+
+def _read(name: str, lean: Lean | None) -> bool:
+    """Whether a block's column is kept: every one in a full read; a lean read's kept and checked columns, and
+    ``conv_metadata`` when a style total is kept."""
+    if lean is None:
+        return True
+    if name == "conv_metadata":
+        return lean.reads_metadata
+    return lean.kept(name) or lean.canonical(name) in lean.checked
+
+
+def record_lines(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """The array's records, a block at a time, as JSONL bytes (one record per line) and their number."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    rest, first, done = b"", True, False
+    with open(path, "rb") as fh:
+        while not done:
+            block = fh.read(block_bytes)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError:
+                raise _NotPlain("utf-8") from None
+            text = rest + block
+            if first:
+                text = text.lstrip()
+                if not text.startswith(b"["):
+                    raise _NotPlain("not an array")
+                text, first = text[1:], False
+            cut, end = _top_level(text)
+            if end is not None:  # the array's closing bracket: only whitespace may follow
+                if text[end + 1:].strip() or fh.read(1):
+                    raise _NotPlain("text after the array")
+                body, rest, done = text[:end], b"", True
+                if not body.strip() and not cut.size:
+                    return
+                cut = np.append(cut, end)
+            elif not block:
+                raise _NotPlain("unterminated array")
+            elif not cut.size:  # one record longer than a block: read on
+                rest = text
+                continue
+            else:
+                body, rest = text[:cut[-1]], text[cut[-1] + 1:]
+            yield _as_lines(body, cut[:-1]), len(cut)
+
+
+def _as_lines(body: bytes, commas: np.ndarray) -> bytes:
+    arr = np.frombuffer(body, np.uint8).copy()
+    arr[(arr == 10) | (arr == 13)] = 32
+    arr[commas] = 10
+    return arr.tobytes()
+
+
+def _top_level(text: bytes) -> tuple[np.ndarray, int | None]:
+    """The positions of the commas between the array's records in ``text`` (which starts inside the array,
+    outside any record) and of the array's closing bracket (None if not in ``text``)."""
+    arr = np.frombuffer(text, np.uint8)
+    quotes = np.flatnonzero(arr == _QUOTE)
+    escaped = quotes[(quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
+    if escaped.size:
+        quotes = np.setdiff1d(quotes, [q for q in escaped.tolist() if _escaped(arr, q)])
+    opens, closes = np.flatnonzero(np.isin(arr, _OPEN)), np.flatnonzero(np.isin(arr, _CLOSE))
+    brackets = np.concatenate([opens, closes])
+    order = np.argsort(brackets, kind="stable")
+    brackets = brackets[order]
+    step = np.concatenate([np.ones(len(opens), np.int64), -np.ones(len(closes), np.int64)])[order]
+    outside = np.searchsorted(quotes, brackets) % 2 == 0  # an even number of quotes before: outside strings
+    brackets, step = brackets[outside], step[outside]
+    depth = np.cumsum(step)
+    ends = np.flatnonzero(depth < 0)
+    end = int(brackets[ends[0]]) if ends.size else None
+    commas = np.flatnonzero(arr == _COMMA)
+    commas = commas[np.searchsorted(quotes, commas) % 2 == 0]
+    before = np.searchsorted(brackets, commas) - 1  # the depth after the last bracket before each comma
+    top = commas[np.where(before >= 0, depth[np.maximum(before, 0)] if depth.size else 0, 0) == 0]
+    if end is not None:
+        top = top[top < end]
+    return top, end
+
+
+def _escaped(arr: np.ndarray, q: int) -> bool:
+    """Whether the quote at ``q`` follows an odd run of backslashes."""
+    n = 0
+    while q - n - 1 >= 0 and arr[q - n - 1] == _BACKSLASH:
+        n += 1
+    return n % 2 == 1
