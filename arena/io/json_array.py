@@ -28,8 +28,9 @@ from arena.io.readers import has_nonfinite, release_memory, table_frame
 BLOCK_BYTES = 16 << 20
 """Bytes of array text read at a time (a block's records are parsed together, then cut to the kept columns)."""
 
-_QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
-_OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+_QUOTE_EVENT, _BACKSLASH_EVENT, _OPEN_EVENT, _CLOSE_EVENT, _COMMA_EVENT = 1, 2, 3, 4, 5
+_EVENTS = bytes(dict(zip(b'"\\[{]},', (1, 2, 3, 3, 4, 4, 5), strict=True)).get(b, 0) for b in range(256))
+_NEWLINES_AS_SPACES = bytes.maketrans(b"\r\n", b"  ")
 
 
 class _NotPlain(Exception):  # noqa: N818
@@ -121,43 +122,42 @@ def record_lines(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
             yield _as_lines(body, cut[:-1]), len(cut)
 
 
-def _as_lines(body: bytes, commas: np.ndarray) -> bytes:
-    arr = np.frombuffer(body, np.uint8).copy()
-    arr[(arr == 10) | (arr == 13)] = 32
-    arr[commas] = 10
-    return arr.tobytes()
+def _as_lines(body: bytes, commas: np.ndarray) -> bytearray:
+    lines = bytearray(body.translate(_NEWLINES_AS_SPACES))
+    np.frombuffer(lines, np.uint8)[commas] = 10
+    return lines
 
 
 def _top_level(text: bytes) -> tuple[np.ndarray, int | None]:
     """The positions of the commas between the array's records in ``text`` (which starts inside the array,
-    outside any record) and of the array's closing bracket (None if not in ``text``)."""
-    arr = np.frombuffer(text, np.uint8)
-    quotes = np.flatnonzero(arr == _QUOTE)
-    escaped = quotes[(quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
-    if escaped.size:
-        quotes = np.setdiff1d(quotes, [q for q in escaped.tolist() if _escaped(arr, q)])
-    opens, closes = np.flatnonzero(np.isin(arr, _OPEN)), np.flatnonzero(np.isin(arr, _CLOSE))
-    brackets = np.concatenate([opens, closes])
-    order = np.argsort(brackets, kind="stable")
-    brackets = brackets[order]
-    step = np.concatenate([np.ones(len(opens), np.int64), -np.ones(len(closes), np.int64)])[order]
-    outside = np.searchsorted(quotes, brackets) % 2 == 0  # an even number of quotes before: outside strings
-    brackets, step = brackets[outside], step[outside]
-    depth = np.cumsum(step)
+    outside any record) and of the array's closing bracket (None if not in ``text``). The bytes that matter
+    (quotes, backslashes, brackets, commas) are found in one pass; the rest is arithmetic on their positions."""
+    codes = np.frombuffer(text.translate(_EVENTS), np.uint8)
+    pos = np.flatnonzero(codes)
+    kind = codes[pos]
+    if (kind == _BACKSLASH_EVENT).any():  # a quote right after a backslash may be escaped
+        quotes = np.flatnonzero(kind == _QUOTE_EVENT)
+        quotes = quotes[quotes > 0]
+        after = quotes[(kind[quotes - 1] == _BACKSLASH_EVENT) & (pos[quotes - 1] == pos[quotes] - 1)]
+        kind = kind.copy()
+        for q in after.tolist():
+            if _escaped(codes, int(pos[q])):
+                kind[q] = 0
+    quote = kind == _QUOTE_EVENT
+    outside = (np.cumsum(quote, dtype=np.int32) - quote) % 2 == 0  # an even number of quotes before
+    step = np.where(outside & (kind == _OPEN_EVENT), 1, 0) - np.where(outside & (kind == _CLOSE_EVENT), 1, 0)
+    depth = np.cumsum(step, dtype=np.int32)  # nesting after each event, 0 between records, -1: the array ended
     ends = np.flatnonzero(depth < 0)
-    end = int(brackets[ends[0]]) if ends.size else None
-    commas = np.flatnonzero(arr == _COMMA)
-    commas = commas[np.searchsorted(quotes, commas) % 2 == 0]
-    before = np.searchsorted(brackets, commas) - 1  # the depth after the last bracket before each comma
-    top = commas[np.where(before >= 0, depth[np.maximum(before, 0)] if depth.size else 0, 0) == 0]
+    end = int(pos[ends[0]]) if ends.size else None
+    top = pos[outside & (kind == _COMMA_EVENT) & (depth == 0)]
     if end is not None:
         top = top[top < end]
     return top, end
 
 
 def _escaped(arr: np.ndarray, q: int) -> bool:
-    """Whether the quote at ``q`` follows an odd run of backslashes."""
+    """Whether the quote at ``q`` follows an odd run of backslashes (``arr``: the bytes as event codes)."""
     n = 0
-    while q - n - 1 >= 0 and arr[q - n - 1] == _BACKSLASH:
+    while q - n - 1 >= 0 and arr[q - n - 1] == _BACKSLASH_EVENT:
         n += 1
     return n % 2 == 1
