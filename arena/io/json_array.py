@@ -54,19 +54,18 @@ def read_json_array(path: Path, lean: Lean | None = None, block_bytes: int | Non
 
 def _array_table(path: Path, lean: Lean | None, block_bytes: int):  # noqa: ANN202  (pyarrow.Table)
     import pyarrow as pa
-    from pyarrow import json as pa_json
 
     if path.suffix.lower() == ".gz":
         raise _NotPlain("gzip")
-    tables = []
+    tables, schema = [], None
     for lines, count in record_lines(path, block_bytes):
-        try:
-            table = pa_json.read_json(io.BytesIO(lines), read_options=pa_json.ReadOptions(block_size=len(lines) + 1))
-        except (pa.ArrowException, ValueError) as e:
-            raise _NotPlain(str(e)) from None
+        table = _block_table(lines, schema if schema is not None and _known(lines, schema, lean) else None)
         if table.num_rows != count or any(has_nonfinite(col) for col in table.columns):
             raise _NotPlain("records")
-        tables.append(table.select([n for n in table.column_names if _read(n, lean)]))
+        tables.append(table.select([n for n in table.column_names if _read(n, lean) and not (
+            schema is not None and n not in tables[0].schema.names and table[n].null_count == len(table))]))
+        if lean is not None and not lean.reads_metadata and schema is None:  # later blocks: only these fields
+            schema = _lean_schema(tables[0].schema, lean)
         del table
         release_memory()
     if not tables:
@@ -75,6 +74,43 @@ def _array_table(path: Path, lean: Lean | None, block_bytes: int):  # noqa: ANN2
         return pa.concat_tables(tables, promote_options="permissive")  # absent: null; ints widen as in one read
     except (pa.ArrowException, ValueError):  # a column's type differs between blocks
         raise _NotPlain("types") from None
+
+
+def _block_table(lines: bytearray, schema):  # noqa: ANN001, ANN202  (pyarrow.Schema | None -> pyarrow.Table)
+    """One block's records parsed by Arrow; with ``schema`` (a lean read's columns, typed as in the first block)
+    every other field is skipped, not built (``conv_metadata``: half the parse), and a block whose values do
+    not fit those types is parsed again with types inferred."""
+    import pyarrow as pa
+    from pyarrow import json as pa_json
+
+    options = pa_json.ReadOptions(block_size=len(lines) + 1)
+    if schema is not None:
+        try:
+            return pa_json.read_json(io.BytesIO(lines), read_options=options, parse_options=pa_json.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"))
+        except (pa.ArrowException, ValueError):
+            pass
+    try:
+        return pa_json.read_json(io.BytesIO(lines), read_options=options)
+    except (pa.ArrowException, ValueError) as e:
+        raise _NotPlain(str(e)) from None
+
+
+def _lean_schema(first, lean: Lean):  # noqa: ANN001, ANN202  (pyarrow.Schema)
+    """The fields later blocks build: the first block's, and the checked numbers it lacked (as float64: such a
+    column is only checked, so an all-null one, i.e. absent, is dropped again)."""
+    import pyarrow as pa
+
+    checked = {n for n, c in lean.renames.items() if c in lean.checked} | set(lean.checked)
+    return pa.schema([*first, *(pa.field(n, pa.float64()) for n in sorted(checked - set(first.names)))])
+
+
+def _known(lines: bytearray, schema, lean: Lean | None) -> bool:  # noqa: ANN001  (pyarrow.Schema)
+    """Whether no kept field that the first block lacked appears in this block (a field the schema skips
+    must be one the read drops; a name found anywhere, even nested, means: infer this block's types)."""
+    assert lean is not None
+    wanted = {*lean.keep, *(n for n, c in lean.renames.items() if c in lean.keep)} - set(schema.names)
+    return not any(b'"%s"' % n.encode() in lines for n in wanted if isinstance(n, str) and lean.kept(n))
 
 
 def _read(name: str, lean: Lean | None) -> bool:
