@@ -1,4 +1,4 @@
-"""Generate answers: every model on every prompt, through the judge's providers and its run machinery.
+"""Generate answers: every model on every prompt, through the same providers and call machinery as the judge.
 
 Calls go through ``concurrency`` workers with the judge runner's rate limiter (per endpoint) and backoff
 (:func:`llm.calls.retry.call_with_retries`, never sooner than ``Retry-After``). Each answer is committed to a SQLite
@@ -24,11 +24,11 @@ import pandas as pd
 from answering.model_specs import ModelSpec
 from llm.calls.cache import CallCache, cache_key, prompt_hash
 from llm.calls.estimate import RunEstimate
-from llm.calls.retry import RateLimiter, call_with_retries, run_pool
+from llm.calls.retry import CallStats, RateLimiter, call_with_retries, run_pool
 from llm.calls.spend import SpendMeter, estimated_input_tokens, per_token, spec_price
-from llm.providers.base import ProviderError, parse_spec
+from llm.providers import make_provider
+from llm.providers.base import ProviderError, ServerUnreachable, parse_spec
 from llm.providers.generation import Generation, GenerationRequest
-from llm.providers.generators import make_generator
 from preflab.redact import redact, redact_any
 
 _SCHEMA = """
@@ -75,20 +75,10 @@ class GenerateConfig:
 
 
 @dataclass
-class GenerateStats:
-    """A generate run's accounting: calls, cache hits, retries (:func:`llm.calls.retry.call_with_retries` counts
-    them), failures, tokens, cost (None: the price is unknown), and truncated and empty answers (by model)."""
+class GenerateStats(CallStats):
+    """A generate run's accounting: the calls' (:class:`llm.calls.retry.CallStats`), and truncated and empty
+    answers (by model)."""
 
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failed: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float | None = 0.0
-    wall_s: float = 0.0
-    retry_reasons: Counter = field(default_factory=Counter)
-    waits: list[float] = field(default_factory=list, repr=False)
     truncated: Counter = field(default_factory=Counter)
     empty: Counter = field(default_factory=Counter)
 
@@ -180,6 +170,8 @@ class _Answering:
                 self.meter.check()
             got = await call_with_retries(lambda: gen.generate(job.request), est, self.config,
                                           self.limiters[endpoint(job.spec)], self.stats, self.rng)
+        except ServerUnreachable:
+            raise  # no server at the URL: every other call would be refused too; stop the run
         except ProviderError as e:
             self.results[job.key] = e
             return
@@ -202,7 +194,7 @@ async def arun_generate(prompts: pd.DataFrame, models: Sequence[ModelSpec], conf
     """Answer every prompt with every model; see :func:`run_generate`. ``generators`` (by model name)
     replaces the providers built from the specs (tests pass SDK clients over fakes this way)."""
     own = generators is None
-    gens = generators or {m.name: make_generator(m.spec, timeout=m.timeout) for m in models}
+    gens = generators or {m.name: make_provider(m.spec, timeout=m.timeout) for m in models}
     db = GenerationCache(cache) if isinstance(cache, str | Path) else cache
     try:
         meter = SpendMeter(list(gens.values()), config.max_cost) if config.max_cost is not None else None

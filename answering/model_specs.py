@@ -71,9 +71,12 @@ class ModelSpec:
 
 def _check(spec: ModelSpec, source: str, line: int | None) -> ModelSpec:
     try:
-        parse_spec(spec.spec)
+        parsed = parse_spec(spec.spec)
     except ValueError as e:
         raise InputError(source, line, "spec", str(e), "see `preflab generate --help`") from None
+    if parsed.completions:
+        raise InputError(source, line, "spec", "answers are generated on /chat/completions, not /completions",
+                         "use local:URL#MODEL, not local+completions:")
     if not spec.name.strip():
         raise InputError(source, line, "name", "empty display name", "give name=NAME")
     if spec.max_tokens < 1:

@@ -9,9 +9,9 @@ import asyncio
 from collections.abc import Callable
 
 from answering.model_specs import ModelSpec
+from llm.providers import make_provider
 from llm.providers.base import ProviderError
 from llm.providers.generation import Generation
-from llm.providers.generators import make_generator
 
 
 async def stream_answers(specs: dict[str, ModelSpec], conversations: dict[str, list[dict]], max_tokens: int,
@@ -23,7 +23,7 @@ async def stream_answers(specs: dict[str, ModelSpec], conversations: dict[str, l
 
     async def one(side: str) -> Generation | Exception:
         spec = specs[side]
-        gen = generators[side] if generators else make_generator(spec.spec, timeout=spec.timeout)
+        gen = generators[side] if generators else make_provider(spec.spec, timeout=spec.timeout)
         request = spec.request(conversations[side])
         request = type(request)(request.messages, min(request.max_tokens, max_tokens), request.temperature,
                                 request.top_p, request.seed)

@@ -152,7 +152,7 @@ def _check_name(value: object, source: str, line: int, field: str) -> None:
 
 
 def games_from_verdicts(pairs: pd.DataFrame, source: str = "<verdicts>") -> pd.DataFrame:
-    """Judged pairs (``judge.metrics.datasets.load_verdicts_jsonl`` of a ``preflab judge run`` file) as a games table:
+    """Judged pairs (``judge.metrics.adapters.load_verdicts_jsonl`` of a ``preflab judge run`` file) as a games table:
     ``model_x`` is the model, ``model_y`` its opponent, one game per order; unparsable verdicts are skipped
     and counted (no strong verdicts: weight 1)."""
     score = {Outcome.FIRST: 1.0, Outcome.SECOND: 0.0, Outcome.TIE: 0.5}

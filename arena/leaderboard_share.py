@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 
 import numpy as np
@@ -28,12 +27,12 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>!|~&$])")  # what acts inside a table ce
 
 
 def decimals(table: pd.DataFrame) -> int:
-    """Decimals that show the ratings' differences: one on Elo-like scales, more when the ratings span little
-    (``--scale 1``: 0.03 is not ``0.0``)."""
-    r = pd.to_numeric(table.get("rating", pd.Series(dtype=float)), errors="coerce")
-    r = r[np.isfinite(r)]
-    span = float(r.max() - r.min()) if len(r) > 1 else 0.0
-    return 1 if span == 0 else min(6, max(1, 1 - math.floor(math.log10(span))))
+    """Decimals that show the ratings and their intervals: the terminal table's
+    (:func:`arena.leaderboard_table.display_decimals`: one on Elo-like scales, more on a small one, where
+    ``--scale 1``'s 0.03 is not ``0.0``)."""
+    from arena.leaderboard_table import display_decimals
+
+    return display_decimals(table)
 
 
 def _count(values: pd.Series) -> pd.Series:

@@ -77,6 +77,21 @@ def ranked(table: pd.DataFrame, first: tuple[str, ...] = COLUMNS) -> pd.DataFram
     return table.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
 
 
+def display_decimals(table: pd.DataFrame) -> int:
+    """Decimals to print a leaderboard's ratings and intervals with: two significant digits of the median
+    finite interval half-width, at least 1 (so 1 on the Elo scale; 3 for ``--scale 1``'s half-widths of about
+    0.04, which one decimal shows as ``-0.0 / +0.0``)."""
+    cols = [c for c in table.columns if c.startswith(("lower", "upper")) and not c.endswith("_human")]
+    if "rating" not in table or not cols:
+        return 1
+    rating = table["rating"].to_numpy(float)
+    half = np.abs(np.concatenate([table[c].to_numpy(float) - rating for c in cols]))
+    half = half[np.isfinite(half) & (half > 0)]
+    if not len(half):
+        return 1
+    return int(min(6, max(1, 1 - np.floor(np.log10(np.median(half))))))
+
+
 def interval_attrs(intervals: IntervalOptions, ties: str) -> dict[str, object]:
     """The settings every leaderboard's ``attrs`` record: ties, ci, level, replicates run, seed."""
     return {"ties": ties, "ci": intervals.ci, "level": intervals.level, "n_bootstrap": intervals.replicates,

@@ -2,7 +2,7 @@
 
 Times the library call the CLI makes (:func:`judge.gate.compare_run.run_compare`: read and validate the three
 files, combine the orders, sign tests, Holm, checks) and, beside it, the same verdicts' plain read by
-:func:`judge.metrics.datasets.load_verdicts_jsonl` (the floor: parsing alone), as a ratio. Target: <= 2 s.
+:func:`judge.metrics.adapters.load_verdicts_jsonl` (the floor: parsing alone), as a ratio. Target: <= 2 s.
 Run: ``.venv/bin/python -m benchmarks.bench_compare``; writes ``benchmarks/results/bench_compare.md``.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmarks.common import best_of, write_table
 from judge.gate.compare_run import CompareRequest, run_compare
-from judge.metrics.datasets import load_verdicts_jsonl
+from judge.metrics.adapters import load_verdicts_jsonl
 
 N_PROMPTS, RUBRICS, TARGET_S = 10_000, ("concise", "correctness", "abt"), 2.0
 

@@ -14,9 +14,9 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 from benchmarks.common import best_of, write_table
+from judge.metrics.adapters import load_llmfao, load_pandalm
 from judge.metrics.agreement import kappa_interval
 from judge.metrics.calibrate import calibrate
-from judge.metrics.datasets import load_llmfao, load_pandalm
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

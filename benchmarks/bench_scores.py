@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import best_of, write_table
+from judge.metrics.adapters import load_verdicts_jsonl
 from judge.metrics.calibrate import calibrate
-from judge.metrics.datasets import load_verdicts_jsonl
 from judge.runner.run import RunConfig, run_judge
 from judge.runner.scoring import ScoreRunConfig, score_pairs
 from judge.verdicts.pairs import Pair

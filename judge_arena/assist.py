@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from arena.io.battles import Battles
-from judge_arena.battles import human_battles, judge_rows
+from judge_arena.battles_from_verdicts import human_battles, judge_rows
 from preflab.errors import InputError
 
 if TYPE_CHECKING:  # the options module loads JAX; the app imports this module before any fit
@@ -45,10 +45,10 @@ def is_verdict_file(path: str | Path) -> bool:
 
 
 def verdict_frame(path: str | Path, labels: str = "auto", allow_mixed: bool = False) -> pd.DataFrame:
-    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.metrics.datasets.load_verdicts_jsonl`, which
+    """A verdict file's judge rows (:func:`judge_rows` of :func:`judge.metrics.adapters.load_verdicts_jsonl`, which
     refuses files mixing judges, model versions or rubric texts unless ``allow_mixed``; the mix is then in
     ``attrs["notes"]``)."""
-    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.adapters import load_verdicts_jsonl
 
     pairs = load_verdicts_jsonl(path, allow_mixed)
     rows = judge_rows(pairs, labels, str(path))

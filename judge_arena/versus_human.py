@@ -1,6 +1,6 @@
 """A judge's ratings beside the human ones, on the same items (the judge's battles from
-:func:`judge_arena.battles.verdict_battles`): rank correlation of the two leaderboards, and the model pairs
-on which they disagree most."""
+:func:`judge_arena.battles_from_verdicts.verdict_battles`): rank correlation of the two leaderboards, and the
+model pairs on which they disagree most."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ _HOMES = {
     "Price": "llm.prices",
     "free_port": "llm.local_server",
     "llama_server": "llm.local_server",
-    "make_generator": "llm.providers.generators",
     "make_provider": "llm.providers",
     "parse_price": "llm.prices",
     "parse_spec": "llm.providers.base",

@@ -22,3 +22,19 @@ def shown(value: object) -> str:
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
         value = value.tolist()  # a scalar's Python value, an array's list (a Parquet list cell)
     return repr(value)
+
+
+def closest(word: str, choices: object) -> str | None:
+    """The closest of ``choices`` to a mistyped ``word`` (case ignored; difflib's ratio at least 0.6), or None."""
+    import difflib
+
+    by_folded = {str(c).casefold(): str(c) for c in choices}  # type: ignore[attr-defined]
+    close = difflib.get_close_matches(str(word).casefold(), list(by_folded), n=1, cutoff=0.6)
+    return by_folded[close[0]] if close else None
+
+
+def did_you_mean(word: str, choices: object) -> str:
+    """`` (did you mean 'X'?)`` with :func:`closest`, else ``""``: appended to a message naming an unknown
+    column, model or label."""
+    near = closest(word, choices)
+    return f" (did you mean {near!r}?)" if near is not None else ""

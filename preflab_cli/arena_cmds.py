@@ -16,9 +16,42 @@ from preflab_cli.common import app, console, err, fail, report_console
 
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Input layout: arena (Chatbot Arena) or llmfao.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-rows", help="Drop bad rows, count and report them.")]
+ColumnsOpt = Annotated[list[str] | None, typer.Option(
+    "--columns", help="Map the file's columns onto model_a, model_b, winner, ...: FILE_COLUMN=COLUMN, comma-separated "
+                      "or repeated (e.g. --columns Model_A=model_a,Model_B=model_b).")]
+WinnerMapOpt = Annotated[list[str] | None, typer.Option(
+    "--winner-map", help="Map the file's winner labels onto model_a, model_b, tie, 'tie (bothbad)': LABEL=WINNER, "
+                         "comma-separated or repeated (e.g. --winner-map draw=tie,A=model_a,B=model_b).")]
 
 
-def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False, lean: bool = False,
+def battle_layout(layout: str, columns: list[str] | None = None, winner_map: list[str] | None = None):  # noqa: ANN201
+    """``--layout`` with ``--columns`` and ``--winner-map`` on top: the layout's name when neither is given,
+    else its :class:`arena.io.schema.ColumnMap` extended by them. Bad pairs are an input error naming the flag."""
+    from arena.io.schema import LAYOUTS, ColumnMap
+    from preflab.outcomes import BATTLE_LABELS
+
+    if not columns and not winner_map:
+        return layout
+    if layout not in LAYOUTS:
+        raise InputError("<options>", None, "--layout", f"unknown layout {layout!r}",
+                         f"use one of {', '.join(LAYOUTS)}")
+    base = LAYOUTS[layout]
+    cols, wins = dict(base.columns), dict(base.winners)
+    for flag, specs, target, allowed in (("--columns", columns, cols, None), ("--winner-map", winner_map, wins,
+                                                                               BATTLE_LABELS)):
+        for spec in (part for s in specs or () for part in s.split(",") if part.strip()):
+            source, eq, to = (x.strip() for x in spec.partition("="))
+            if not eq or not source or not to:
+                raise InputError("<options>", None, flag, f"{spec!r} is not FROM=TO", f"write e.g. {flag} "
+                                 + ("Model_A=model_a" if flag == "--columns" else "draw=tie"))
+            if allowed and to not in allowed:
+                raise InputError("<options>", None, flag, f"{to!r} is not a winner label",
+                                 f"map onto one of {', '.join(allowed)}")
+            target[source] = to
+    return ColumnMap(columns=cols, winners=wins)
+
+
+def load_or_exit(path: Path, layout: object = "arena", skip_bad_rows: bool = False, lean: bool = False,
                  keep: tuple[str, ...] = (), need: tuple[str, ...] | None = None):
     """Load battles for a command; print a clear error and exit 2 on bad input, report skipped rows.
 
@@ -37,11 +70,16 @@ def load_or_exit(path: Path, layout: str = "arena", skip_bad_rows: bool = False,
 
 
 @app.command()
-def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False) -> None:
+def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False, columns: ColumnsOpt = None,
+         winner_map: WinnerMapOpt = None) -> None:
     """Validate a battles file and summarise it: rows, models, outcomes, graph components."""
     from arena.io.battles import aggregate, comparison_components
 
-    battles = load_or_exit(path, layout, skip_bad_rows, lean=True, need=())  # names and outcomes only
+    try:
+        cmap = battle_layout(layout, columns, winner_map)
+    except InputError as e:
+        fail(e)
+    battles = load_or_exit(path, cmap, skip_bad_rows, lean=True, need=())  # names and outcomes only
     counts = aggregate(battles)
     comps = comparison_components(counts)
     outcomes = battles.df["winner"].value_counts().to_dict()
@@ -54,11 +92,16 @@ def info(path: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False
 
 
 @app.command()
-def convert(src: Path, dst: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False) -> None:
+def convert(src: Path, dst: Path, layout: LayoutOpt = "arena", skip_bad_rows: SkipOpt = False,
+            columns: ColumnsOpt = None, winner_map: WinnerMapOpt = None) -> None:
     """Convert battles between JSON, JSONL, CSV and Parquet (by extension), validating on the way."""
     from arena.io.battles import write_battles
 
-    battles = load_or_exit(src, layout, skip_bad_rows)
+    try:
+        cmap = battle_layout(layout, columns, winner_map)
+    except InputError as e:
+        fail(e)
+    battles = load_or_exit(src, cmap, skip_bad_rows)
     write_battles(battles, dst)
     report_console(dst).print(f"wrote {len(battles)} battles to {'stdout' if is_stdout(dst) else dst}")
 
@@ -292,7 +335,7 @@ def arena_hard_cmd(
 
     def load(weight: float) -> pd.DataFrame:
         if verdicts:
-            from judge.metrics.datasets import load_verdicts_jsonl
+            from judge import load_verdicts_jsonl
 
             parts = [arenahard_files.games_from_verdicts(load_verdicts_jsonl(p), str(p)) for p in judgments]
             out = pd.concat(parts, ignore_index=True)

@@ -29,9 +29,7 @@ def bench_cmd(
         help="Reward-model scores, for preflab's calibration: |score_x − score_y| at or below this is a tie.")] = 0.0,
 ) -> None:
     """The benchmark's own headline by its own rule, per category, each with a 95% bootstrap interval."""
-    from judge.benchmarks import BenchSettings, benchmark_pairs, benchmark_report
-    from judge.metrics.calibrate import report_json
-    from judge.verdicts.scores import ScoreReading
+    from judge import BenchSettings, ScoreReading, benchmark_pairs, benchmark_report, report_json
     from preflab.errors import InputError
 
     if n_bootstrap < 0 or not tie_margin >= 0:
@@ -63,7 +61,7 @@ def _print_report(rep: dict, out) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from judge.benchmarks import benchmark_rows
+    from judge import benchmark_rows
 
     table = Table(title=escape(rep["benchmark"]) + (f" ({escape(rep['model'])})" if rep.get("model") else ""))
     for col in ("", rep["unit"], "%", "95% interval"):
@@ -78,7 +76,7 @@ def _print_report(rep: dict, out) -> None:
 
 def _calibration(pairs, n_bootstrap: int, seed: int, out) -> dict:
     """preflab's calibration of the same pairs against the correctness labels, printed as ``label: value``."""
-    from judge.cards.card import summary_rows
+    from judge import summary_rows
     from judge_arena.assist import calibration_report
 
     res = calibration_report(pairs, n_bootstrap=max(n_bootstrap, 1), seed=seed)
@@ -95,8 +93,7 @@ def _board(folder: Path, fmt: str, settings, json_out: Path | None, out) -> None
     from rich.markup import escape
     from rich.table import Table
 
-    from judge.benchmarks import benchmark_board, board_rows
-    from judge.metrics.calibrate import report_json
+    from judge import benchmark_board, board_rows, report_json
     from preflab.errors import InputError
 
     try:

@@ -61,13 +61,57 @@ if not DEMO_DIR.is_dir():  # a checkout run without installing: data/demo beside
 DEBUG = False
 
 
+def _as_flag(prefix: str, mapping: str) -> str:
+    """``'A': 'b', 'C': 'd'`` (a Python dict's items) as ``PREFIX A=b,C=d`` (quoted when a label has a space)."""
+    import re
+
+    pairs = re.findall(r"'((?:[^'\\]|\\.)*)': '((?:[^'\\]|\\.)*)'", mapping)
+    if not pairs:
+        return prefix + (" FILE_COLUMN=model_a" if prefix == "--columns" else " LABEL=tie")
+    text = ",".join(f"{a}={b}" for a, b in pairs)
+    return f"{prefix} {text!r}" if " " in text else f"{prefix} {text}"
+
+
+#: Library words (Python arguments) -> the flags that do the same, for every message a command prints.
+CLI_WORDS = (("rank without style control", "rank without --style-control"),
+             ("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01"),
+             ("load with on_error='skip'", "pass --skip-bad-rows"), ("with on_error='skip'", "with --skip-bad-rows"),
+             ("on_error='skip'", "--skip-bad-rows"),
+             (", or pass fmt=", ", or rename the file to one of these extensions"))
+
+
+def cli_words(note: str) -> str:
+    """A library message with its Python argument names replaced by the command line's flags
+    (``layout=ColumnMap(columns=...)`` -> ``--columns``, ``ColumnMap(winners=...)`` -> ``--winner-map``,
+    ``on_error='skip'`` -> ``--skip-bad-rows``, ``style_features=`` -> ``--style-features``)."""
+    import re
+
+    note = re.sub(r"style_features=(\w+(?:,\w+)*)", r"--style-features \1", note)
+    note = re.sub(r"(?:layout=)?ColumnMap\(columns=\{(.*?)\}\)", lambda m: _as_flag("--columns", m.group(1)), note)
+    note = re.sub(r"(?:layout=)?ColumnMap\(winners=\{(.*?)\}\)", lambda m: _as_flag("--winner-map", m.group(1)),
+                  note)
+    for word, flag in CLI_WORDS:
+        note = note.replace(word, flag)
+    return note
+
+
 def fail(error: object, status: int = 2) -> NoReturn:
-    """Print one clear error line and exit (2: bad input or usage; 1: the command itself failed); under
-    ``--debug`` an exception is raised instead, so its traceback shows."""
+    """Print one clear error line in the command line's words (:func:`cli_words`) and exit (2: bad input or
+    usage; 1: the command itself failed); under ``--debug`` an exception is raised instead, so its traceback
+    shows."""
     if DEBUG and isinstance(error, BaseException):
         raise error
-    err.print(f"[red]error:[/red] {escape(redact(str(error)))}", highlight=False, soft_wrap=True)
+    err.print(f"[red]error:[/red] {escape(cli_words(redact(str(error))))}", highlight=False, soft_wrap=True)
     raise typer.Exit(status)
+
+
+def print_lines(lines: list[str], console: Console | None = None) -> None:
+    """Plain lines (no markup, no highlighting) on ``console``, or on stdout: the dry runs' printer."""
+    for line in lines:
+        if console is None:
+            typer.echo(line)
+        else:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def report_console(output: str | Path | None) -> Console:

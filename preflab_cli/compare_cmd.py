@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judge.report_text import format_interval
+from judge import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import (
     JUDGE_CACHE,
@@ -22,14 +22,17 @@ from preflab_cli.common import (
     TpmOpt,
     app,
     fail,
+    print_lines,
     report_console,
 )
+
+#: The exit status of a gate whose guard's judge fails its own checks (docs/compare.md, "Exit codes").
+NO_VERDICT_EXIT = 3
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from judge.gate.compare_run import CompareRequest
-    from judge.runner.run import RunConfig
+    from judge import CompareRequest, RunConfig
 
 
 def _plain_table(out, header, cells) -> None:
@@ -44,7 +47,7 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
-    from judge.gate.compare import check_lines
+    from judge import check_lines
 
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
@@ -87,15 +90,24 @@ def print_report(report: dict, out) -> None:
                           highlight=False, soft_wrap=True)
     for note in report.get("notes", []):
         out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
-    g = report["gate"]
-    if g["checked"]:
-        if g["passed"]:
-            out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})"
-                      + (f"; but the judge is not usable on {', '.join(g['unreliable'])} (flip rate above the limit)"
-                         if g.get("unreliable") else ""), markup=False, soft_wrap=True)
-        else:
-            out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
-                      soft_wrap=True)
+    _print_gate(report["gate"], out)
+
+
+def _print_gate(g: dict, out) -> None:  # noqa: ANN001 - a rich Console
+    """The gate's line: passed, FAILED (exit 1) or no verdict (exit 3: a guard's judge is not usable)."""
+    from rich.markup import escape
+
+    if not g["checked"]:
+        return
+    if g.get("no_verdict"):
+        out.print(f"[red]gate: no verdict[/red]: the judge is not usable on guard {escape(', '.join(g['unreliable']))}"
+                  " (its two orders disagree above the flip limit): judge again with a better judge", soft_wrap=True)
+    elif g["passed"]:
+        out.print(f"gate: passed (no guard significantly worse: {', '.join(g['checked'])})", markup=False,
+                  soft_wrap=True)
+    else:
+        out.print(f"[red]gate: FAILED[/red]: significantly worse on guard {escape(', '.join(g['failed']))}",
+                  soft_wrap=True)
 
 
 def _print_plan(items: Path | None, rubrics: int, judge: str | None, alpha: float, tie_rate: float,
@@ -126,7 +138,7 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
         if not is_stdout(json_out):
             out.print(f"report -> {where}", markup=False)
     if report_path:
-        from judge.cards.compare_card import write_gate_report
+        from judge import write_gate_report
 
         write_gate_report(report_path, report)
         if not is_stdout(report_path):
@@ -135,27 +147,22 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
 
 def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
     """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
-    from judge.runner.run import RunConfig
-    from judge.verdicts.rubrics import load_rubric
+    from judge import RunConfig, load_rubric
 
     return RunConfig(load_rubric(rubric), **settings)
 
 
 def _print_dry_run(request: CompareRequest, out: Console) -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
-    from judge.gate.compare_run import dry_run_compare
-    from llm.calls.estimate import total_summary
+    from judge import dry_run_compare
+    from llm.calls.estimate import dry_run_lines
 
-    estimates = dry_run_compare(request)
-    if not estimates:
-        out.print("dry run: no judge is called (verdict files and lm-eval logs are read); nothing to send",
-                  markup=False, highlight=False, soft_wrap=True)
-    for line in [e.summary() for e in estimates] + ([total_summary(estimates)] if estimates else []):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    print_lines(dry_run_lines(dry_run_compare(request), nothing="dry run: no judge is called (verdict files and "
+                                                                "lm-eval logs are read); nothing to send"), out)
 
 
 @app.command("compare", help="Is the candidate better than the base, on what, and by how much? Exits 1 when a "
-                             "--guard is significantly worse.")  # one line in `preflab --help`
+                             "--guard is significantly worse, 3 with no verdict.")  # one line in `preflab --help`
 def compare_cmd(
     items: Annotated[Path | None, typer.Argument(help="The two versions' answers: JSONL item_id, prompt, model, "
                                                  "answer (or the pairs layout).")] = None,
@@ -202,9 +209,8 @@ def compare_cmd(
         "--allow-mixed", help="Pool verdicts whose judges, model versions or rubric texts differ (refused "
                               "otherwise; the notes list the mix).")] = False,
 ) -> None:
-    from judge.gate.compare import GateSettings
-    from judge.gate.compare_run import CompareRequest, run_compare
-    from judge.gate.sequential import SequentialSettings
+    from judge import CompareRequest, GateSettings, SequentialSettings, run_compare
+    from llm.providers.base import ServerUnreachable
     from preflab.errors import InputError
 
     out = report_console(json_out if is_stdout(json_out) else report_path)
@@ -237,9 +243,11 @@ def compare_cmd(
         if verdicts and (judge or rubric):
             report["notes"].append("--judge and --rubric are not used with --verdicts: each verdict file names its "
                                    "rubric and no judge is called")
-    except (InputError, ValueError) as e:
+    except (InputError, ValueError, ServerUnreachable) as e:
         fail(e)
     print_report(report, out)
     _write_outputs(report, json_out, report_path, out)
+    if report["gate"].get("no_verdict"):
+        raise typer.Exit(NO_VERDICT_EXIT)
     if not report["gate"]["passed"]:
         raise typer.Exit(1)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from preflab.io import is_stdout
-from preflab_cli.common import app, err, fail
+from preflab_cli.common import app, err, fail, print_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,6 +53,7 @@ def generate_cmd(
     reason length) are kept, counted and reported. Exits 1 when answers failed (see --allow-failures)."""
     from answering.generate import GenerateConfig, pairs_table, run_generate
     from answering.model_specs import load_prompts, load_roster, parse_model_spec, unique_names
+    from llm.providers.base import ServerUnreachable
     from preflab.io import write_table
 
     specs = (load_roster(roster) if roster else []) + [parse_model_spec(m) for m in model or []]
@@ -68,7 +69,7 @@ def generate_cmd(
         if max_cost is not None and max_cost <= 0:
             raise ValueError(f"--max-cost must be a positive number of USD, got {max_cost:g}")
         result = run_generate(table, specs, config, cache=None if no_cache else cache)
-    except ValueError as e:
+    except (ValueError, ServerUnreachable) as e:
         fail(e)
     to_stderr = is_stdout(output) or is_stdout(pairs)
 
@@ -88,12 +89,10 @@ def generate_cmd(
 def _print_dry_run(table: pd.DataFrame, specs: list, cache: Path | None) -> None:
     """``--dry-run``: calls, estimated tokens and cost per model and in all; nothing is sent."""
     from answering.generate import estimate_generate
-    from llm.calls.estimate import generation_line, total_summary
+    from llm.calls.estimate import dry_run_lines
 
     estimates = estimate_generate(table, specs, cache)
-    typer.echo(f"dry run: {len(table)} prompts x {len(specs)} models")
-    for line in [generation_line(e) for e in estimates] + [total_summary(estimates)]:
-        typer.echo(line)
+    print_lines(dry_run_lines(estimates, header=f"dry run: {len(table)} prompts x {len(specs)} models", per_model=True))
 
 
 def _warn_about_answers(result: GenerateResult) -> None:
@@ -110,7 +109,9 @@ def _exit_for_failures(result: GenerateResult, where: str, max_cost: float | Non
                        allow_failures: int) -> None:
     """Exit 1 when the --max-cost cap left answers unsent or more than --allow-failures answers failed;
     warn (and return) for accepted failures."""
-    unsent = int((result.failures["kind"] == "budget").sum())
+    from llm.providers.base import NOT_SENT_COST_CAP
+
+    unsent = int((result.failures["kind"] == NOT_SENT_COST_CAP).sum())
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {unsent + len(result.answers)} answers not sent "
              f"(the {len(result.answers)} answered are in {where}" + ("" if no_cache else " and cached, so a rerun "

@@ -18,6 +18,7 @@ from preflab_cli.common import (
     TimeoutOpt,
     TpmOpt,
     fail,
+    print_lines,
 )
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -69,9 +70,7 @@ def run_cmd(
     Exits 0 only when every verdict is present (or at most --allow-failures failed); failed rows are kept in
     the output with their error, and a rerun with the same cache retries only them."""
 
-    from judge.runner.run import RunConfig, run_judge
-    from judge.verdicts.pairs import PairsError, load_pairs
-    from judge.verdicts.rubrics import RubricError, load_rubric
+    from judge import PairsError, RubricError, RunConfig, load_pairs, load_rubric, run_judge
     from llm.prices import parse_price
     from llm.providers import parse_spec
     from llm.providers.base import ProviderError
@@ -106,15 +105,19 @@ def run_cmd(
     say = err.print if is_stdout(output) or is_stdout(combined) else typer.echo
     say(f"{len(pairs)} pairs, {len(df)} verdicts -> {'stdout' if is_stdout(output) else output}")
     say(result.stats.summary())
-    say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts(dropna=False).items()))
-    if both_orders:
-        _report_orders(df, combine, combined, say)
+    answered = df[df["error"].isna()] if "error" in df else df  # a failed call is no verdict: never counted as one
+    if len(answered):
+        say("verdicts by slot: " + ", ".join(f"{k} {v}" for k, v in answered["verdict"].value_counts(
+            dropna=False).items()) + (f"; {len(df) - len(answered)} failed (no verdict)" if len(answered) < len(df)
+                                      else ""))
+        if both_orders:
+            _report_orders(answered, combine, combined, say)
     _exit_for_failures(df, result.stats.failed, output, max_cost, allow_failures, err)
 
 
 def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallback: str):
     """``--batch``: the provider's batch API, answers collected into the cache; its summary on stderr."""
-    from judge.runner.batch import batch_judge
+    from judge import batch_judge
 
     if cache is None:
         raise ValueError("--batch collects answers into the cache; drop --no-cache")
@@ -126,7 +129,7 @@ def _batch_run(pairs, judge: str, config, cache: Path | None, poll: float, fallb
 
 def _report_orders(df, combine: str, combined: Path | None, say) -> None:
     """How often the two orders agree and the combined winners; ``--combined`` writes the one-row-per-pair table."""
-    from judge.verdicts.pairs import combined_table
+    from judge import combined_table
 
     table = combined_table(df, combine)
     say(f"orders agree on {int(table['consistent'].sum())} of {len(table)} pairs ({combine} rule: "
@@ -137,10 +140,10 @@ def _report_orders(df, combine: str, combined: Path | None, say) -> None:
 
 def _print_dry_runs(pairs, specs: list[str], config, cache: Path | None) -> None:
     """``--dry-run``: each judge's planned calls, tokens and cost; nothing is sent."""
-    from judge.runner.estimate import dry_run
+    from judge import dry_run
+    from llm.calls.estimate import dry_run_lines
 
-    for spec in specs:
-        typer.echo(dry_run(pairs, spec, config, cache).summary())
+    print_lines(dry_run_lines([dry_run(pairs, spec, config, cache) for spec in specs], total=False))
 
 
 def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | None, allow_failures: int, err) -> None:
@@ -148,10 +151,11 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
     warn (and return) for accepted failures."""
     from rich.markup import escape
 
-    from judge.runner.run import failure_summary
+    from judge import failure_summary
+    from llm.providers.base import NOT_SENT_COST_CAP
 
     failed = int(df["error"].notna().sum()) if "error" in df else failed_calls
-    unsent = int(df["error"].astype(str).str.startswith("not sent: the --max-cost").sum()) if "error" in df else 0
+    unsent = int((df["error_kind"] == NOT_SENT_COST_CAP).sum()) if "error_kind" in df else 0
     if unsent:
         fail(f"stopped at --max-cost ${max_cost:g}: {unsent} of {len(df)} verdicts not sent (rows kept in "
              f"{output}; the answered calls are cached, so a rerun with a higher --max-cost continues from there)",
@@ -165,31 +169,18 @@ def _exit_for_failures(df, failed_calls: int, output: Path, max_cost: float | No
 
 
 def _jury_run(pairs, specs: list[str], config, cache, output: Path, rule: str, allow_failures: int) -> None:
-    """Several judges: each member's verdicts to its own file, the panel per pair to ``output``."""
-    from judge.cards.jury_card import jury_report, jury_rows, panel_frame
-    from judge.metrics.datasets import load_verdicts_jsonl
-    from judge.metrics.jury import RULES, align_members
-    from judge.runner.jury_run import member_output, run_jury
+    """Several judges (:func:`judge.runner.jury_run.run_jury_panel`): print each member's file, the panel and
+    its report; exit 1 when more than --allow-failures member verdicts failed."""
+    from judge import jury_report, jury_rows, run_jury_panel
 
-    if rule not in RULES:
-        raise ValueError(f"--jury-rule must be one of {', '.join(RULES)}, got {rule!r}")
-    if is_stdout(output):
-        raise ValueError("a jury writes one file per member beside --output; give a file name, not -")
-    results = run_jury(pairs, specs, config, cache)
-    members, failed = {}, 0
-    for k, (spec, res) in enumerate(zip(specs, results, strict=True), start=1):
-        path = member_output(output, k, spec)
-        res.write_jsonl(path)
-        failed += int(res.verdicts["error"].notna().sum())
+    run = run_jury_panel(pairs, specs, config, cache, output, rule)
+    for k, (spec, path, res) in enumerate(run.members, start=1):
         typer.echo(f"member {k} {spec}: {len(res.verdicts)} verdicts -> {path}; {res.stats.summary()}")
-        members[f"{k}:{spec}" if spec in members else spec] = load_verdicts_jsonl(path)
-    table = align_members(members)
-    write_output(output, panel_frame(table, rule).to_json(orient="records", lines=True, force_ascii=False))
-    typer.echo(f"panel ({rule}) of {len(specs)} judges on {len(table.keys)} pairs -> {output}")
-    for k, v in jury_rows(jury_report(table, rule, n_bootstrap=200)):
+    typer.echo(f"panel ({rule}) of {len(specs)} judges on {len(run.table.keys)} pairs -> {output}")
+    for k, v in jury_rows(jury_report(run.table, rule, n_bootstrap=200)):
         typer.echo(f"  {k}: {v}")
-    if failed > allow_failures:
-        fail(f"{failed} member verdicts failed (kept with their error; the panel counts them as abstentions); "
+    if run.failed > allow_failures:
+        fail(f"{run.failed} member verdicts failed (kept with their error; the panel counts them as abstentions); "
              "rerun to retry only them, or pass --allow-failures N", status=1)
 # --- end preflab judge run -----------------------------------------------------------------------------
 
@@ -229,16 +220,24 @@ def calibrate_cmd(
     from rich.markup import escape
     from rich.table import Table
 
-    from judge.cards.card import summary_rows, write_card
-    from judge.metrics.calibrate import position_bias_by_model, report_json
-    from judge.metrics.datasets import attach_human, attach_lengths, load_any, load_family
+    from judge import (
+        attach_human,
+        attach_lengths,
+        load_any,
+        load_family,
+        position_bias_by_model,
+        report_json,
+        summary_rows,
+        verdict_lines,
+        write_card,
+    )
     from preflab.errors import InputError
     from preflab_cli.common import make_console
 
     err = make_console(stderr=True)
     out = err if is_stdout(json_out) or is_stdout(report) else make_console()
     try:
-        from judge.verdicts.scores import ScoreReading
+        from judge import ScoreReading
 
         pairs = load_any(verdicts, layout, judge_name, allow_mixed, ScoreReading(tolerance=tie_margin))
         pairs = attach_human(pairs, human) if human else pairs
@@ -254,10 +253,8 @@ def calibrate_cmd(
     for k, v in summary_rows(res):
         table.add_row(escape(k), escape(v))
     out.print(table)
-    for line in res["verdict"]["usable_for"]:
-        out.print(f"[green]usable for[/green]: {escape(line)}", highlight=False)
-    for line in res["verdict"]["do_not_use_for"]:
-        out.print(f"[red]do not use for[/red]: {escape(line)}", highlight=False)
+    for kind, line in verdict_lines(res):
+        out.print(f"[{'green' if kind == 'usable for' else 'red'}]{kind}[/]: {escape(line)}", highlight=False)
     for note in res["notes"]:
         out.print(f"note: {note}", highlight=False, markup=False)
     by_model = position_bias_by_model(pairs) if "model_y" in pairs and pairs["model_y"].nunique() > 1 else None
@@ -297,9 +294,16 @@ def jury_cmd(
                                               "versions or rubric texts differ (refused otherwise).")] = False,
 ) -> None:
     """A panel verdict per pair from several judges, and the jury card: members and panel vs humans."""
-    from judge.cards.jury_card import jury_report, jury_rows, load_members, panel_frame, write_jury_card
-    from judge.metrics.calibrate import report_json
-    from judge.metrics.jury import RULES, align_members
+    from judge import (
+        RULES,
+        align_members,
+        jury_report,
+        jury_rows,
+        load_members,
+        panel_frame,
+        report_json,
+        write_jury_card,
+    )
     from preflab.errors import InputError
 
     if rule not in RULES:
@@ -349,9 +353,7 @@ def drift_cmd(
     """Has the judge changed? Agreement, kappa, McNemar and probability shifts between two runs.
 
     Exit status 0 for "same judge", 1 for "changed"."""
-    from judge.metrics.calibrate import report_json
-    from judge.metrics.datasets import load_any
-    from judge.metrics.drift import drift_report, drift_rows
+    from judge import drift_report, drift_rows, load_any, report_json
     from preflab.errors import InputError
 
     if not 0 < alpha < 1 or tolerance < 0:

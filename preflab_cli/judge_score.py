@@ -35,8 +35,7 @@ def score_cmd(
                                                      "(default 0: any failure exits 1).")] = 0,
 ) -> None:
     """Score each pair's answers with a reward model: P(x wins) = σ(s_x − s_y) reads them as verdicts."""
-    from judge.runner.scoring import ScoreRunConfig, score_pairs
-    from judge.verdicts.pairs import load_pairs
+    from judge import ScoreRunConfig, load_pairs, score_pairs
     from llm.calls.cache import CallCache
     from llm.providers.reward import RewardProvider, parse_reward_spec
     from preflab.errors import InputError

@@ -11,25 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from preflab.errors import InputError
 from preflab.io import is_stdout
-from preflab_cli.arena_cmds import LayoutOpt, SkipOpt, load_or_exit
-from preflab_cli.common import app, err, fail, report_console
+from preflab_cli.arena_cmds import ColumnsOpt, LayoutOpt, SkipOpt, WinnerMapOpt, battle_layout, load_or_exit
+from preflab_cli.common import app, cli_words, err, fail, report_console
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from arena.leaderboard import Leaderboard
-
-
-def cli_words(note: str) -> str:
-    """A library message with its Python argument names replaced by this command's flags."""
-    import re
-
-    note = re.sub(r"style_features=(\w+(?:,\w+)*)", r"--style-features \1", note)
-    note = note.replace("rank without style control", "rank without --style-control")
-    for word, flag in (("exclude_models", "--filter exclude=M1,M2"), ("--ridge 0.01 / ridge=0.01", "--ridge 0.01")):
-        note = note.replace(word, flag)
-    return note
 
 
 def _columns_needed(style_columns: tuple[str, ...], style_control: bool, unit: str,
@@ -134,6 +124,8 @@ def rank(
     over_time: Annotated[str | None, typer.Option("--over-time", help="Refit on each date window of tstamp "
                                                   "(e.g. 7D, 30D, 12h): ratings over time; --plot draws them.")]
     = None,
+    columns: ColumnsOpt = None,
+    winner_map: WinnerMapOpt = None,
 ) -> None:
     """Rank models from battles: Bradley-Terry ratings with bootstrap and/or sandwich intervals.
 
@@ -158,7 +150,10 @@ def rank(
 
     try:
         with step_status(f"reading {path.name}"):
-            battles = load_or_exit(path, layout, skip_bad_rows, lean=True, keep=(*text, "item_id"), need=need)
+            battles = load_or_exit(path, battle_layout(layout, columns, winner_map), skip_bad_rows, lean=True,
+                                   keep=(*text, "item_id"), need=need)
+    except InputError as e:
+        fail(e)
     finally:  # also on bad input: no exit while a thread is still importing
         timings.lap("read")
         jax_imported.join()

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from arena.leaderboard_table import display_decimals
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -28,10 +30,12 @@ def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
     if ess:
         out.add_column("ess", justify="right")
     shown = table if top is None else table.head(top)
+    d = display_decimals(table)
     for row in shown.itertuples(index=False):
-        cells = [f"{getattr(row, 'lower' + sfx) - row.rating:+.1f} / {getattr(row, 'upper' + sfx) - row.rating:+.1f}"
+        lo_hi = [(getattr(row, "lower" + sfx) - row.rating, getattr(row, "upper" + sfx) - row.rating)
                  for _, sfx in intervals]
-        rating, style = f"{row.rating:.1f}", None
+        cells = [f"{lo:+.{d}f} / {hi:+.{d}f}" for lo, hi in lo_hi]
+        rating, style = f"{row.rating:.{d}f}", None
         if not getattr(row, "identified", True):  # Ford's condition fails, or style control: see the warning
             cells = ["unbounded (no MLE)" if table.attrs.get("separation") else "not identified"] * len(cells)
             rating, style = (rating if table.attrs.get("separation") else "—"), "dim"

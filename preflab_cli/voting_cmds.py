@@ -11,6 +11,7 @@ import typer
 from preflab.errors import InputError
 from preflab.io import is_stdout, write_output
 from preflab_cli.common import DEMO_DIR, app, console, err, fail
+from voting.config import DEFAULT_STORE_URL, check_access
 
 #: A quiet, headless server: no file watcher (it re-walks the tree and burns a core), no reruns on save,
 #: no forced full garbage collection after every rerun (56% of a vote's server CPU in a profile), no "magic"
@@ -27,7 +28,7 @@ DbOpt = Annotated[str, typer.Option("--db", help="SQLAlchemy URL: sqlite:///path
 
 @app.command("app")
 def app_cmd(
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     strategy: Annotated[str, typer.Option(help="Next pair: uniform, balanced or active.")] = "balanced",
@@ -39,6 +40,9 @@ def app_cmd(
                                                     "(one [[model]] table each; keys from the environment).")] = None,
     arena_prompts: Annotated[Path | None, typer.Option(help="Prompts (item_id, prompt) a Battle voter may draw "
                                                             "from instead of typing one.")] = None,
+    arena_check: Annotated[bool, typer.Option("--arena-check/--no-arena-check",
+                                              help="Ask every roster model for one token before serving; "
+                                                   "refuse to start when one does not answer.")] = True,
 ) -> None:
     """Start the voting app (Streamlit). Passcodes come from PREFLAB_PASSCODE / PREFLAB_ADMIN_PASSCODE."""
     import os
@@ -49,9 +53,11 @@ def app_cmd(
     open_store(db).dispose()  # create the schema now, and fail here with a clear error on a bad URL
     import voting.app
 
-    script = voting.app.__file__  # ships with the package: the app runs from any folder
-    if access not in ("open", "invite"):
-        fail(f"--access {access!r}: use open or invite")
+    script = voting.app.SCRIPT  # ships with the package: the app runs from any folder
+    try:
+        check_access(access, "--access {!r}")
+    except ValueError as e:
+        fail(e)
     env = {**os.environ, "PREFLAB_DB": db, "PREFLAB_STRATEGY": strategy, "PREFLAB_OVERLAP": str(overlap),
            "PREFLAB_REVEAL": "1" if reveal else "0", "PREFLAB_ACCESS": access}
     if arena is not None:
@@ -60,6 +66,8 @@ def app_cmd(
 
         env["PREFLAB_ARENA"] = str(arena.resolve())
         roster = load_arena(str(arena))
+        if arena_check:
+            _check_arena(arena, roster)
         console.print(f"Battle page: {len(roster)} models from {arena}")
         for line in start_lines(arena_settings(str(arena), roster)):  # the limits, and any unknown price
             (err if line.startswith("warning") else console).print(line, highlight=False, markup=False)
@@ -68,7 +76,8 @@ def app_cmd(
 
             load_prompts(arena_prompts)  # a bad file fails here, with its line
             env["PREFLAB_ARENA_PROMPTS"] = str(arena_prompts.resolve())
-    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)")
+    console.print(f"preflab app on http://{host}:{port} (database {db.split('@')[-1]}; {access} voting)",
+                  soft_wrap=True, highlight=False)  # one line whatever the width: scripts read it (`head -1 app.log`)
     if not env.get("PREFLAB_ADMIN_PASSCODE"):
         err.print("warning: PREFLAB_ADMIN_PASSCODE is not set: the Leaderboard, Data and Judge calibration pages "
                   "are open to anyone who can reach this server (they show a banner saying so)", highlight=False)
@@ -78,9 +87,24 @@ def app_cmd(
     os.execve(sys.executable, cmd, env)  # become the server: signals reach it, no orphan on exit
 
 
+def _check_arena(path: Path, roster: list) -> None:
+    """Refuse (exit 2) a roster with a model that does not answer one token now: every battle it drew would
+    fail after the voter typed a prompt."""
+    from voting.battle_runs import check_roster
+
+    console.print(f"Checking the {len(roster)} roster models (one token each) ...")
+    dead = check_roster(roster)
+    for name, why in dead.items():
+        err.print(f"error: {path}: model {name!r} did not answer: {why}", highlight=False, markup=False)
+    if dead:
+        err.print("fix its spec or endpoint, or remove it from the roster (--no-arena-check serves anyway)",
+                  highlight=False)
+        raise typer.Exit(2)
+
+
 @app.command("demo-seed")
 def demo_seed(
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     items: Annotated[Path, typer.Option(help="Items JSONL/CSV (item_id, prompt, model, answer).")] = DEMO_DIR
     / "items.jsonl",
     battles: Annotated[Path, typer.Option(help="Battles in the Chatbot Arena layout.")] = DEMO_DIR
@@ -104,7 +128,7 @@ def demo_seed(
 @app.command("export-votes")
 def export_votes(
     out: Annotated[Path, typer.Argument(help="File to write (- for stdout).")],
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     kind: Annotated[str, typer.Option("--as", help="battles (Chatbot Arena JSON), votes (CSV), labels "
                                                    "(judge_labels.csv) or pairs (alias dpo: prompt, chosen, "
                                                    "rejected for TRL; .jsonl, or .parquet by suffix).")] = "battles",
@@ -121,7 +145,12 @@ def export_votes(
     fmt = "parquet" if out.suffix.lower() in (".parquet", ".pq") else "jsonl"
     if kind == "pairs" and not is_stdout(out) and out.suffix.lower() not in (".jsonl", ".parquet", ".pq"):
         fail(f"{out}: --as pairs writes .jsonl or .parquet; name the file with one of those suffixes")
-    done = export_votes(open_store(db), kind, dataset, fmt)
+    try:
+        engine = open_store(db, create=False)
+    except InputError as e:
+        fail(InputError(db, None, "--db", e.problem, "check the --db URL: export-votes reads a store and never "
+                        "creates one (`preflab demo-seed`, `preflab import` or `preflab app` create it)"))
+    done = export_votes(engine, kind, dataset, fmt)
     where = write_output(out, done.data)
     show = err if is_stdout(out) else console
     what = (f"{done.rows} {EXPORTS[kind]} from {done.votes} votes" if kind == "pairs"
@@ -134,7 +163,7 @@ def export_votes(
 @app.command("invite")
 def invite(
     voters: Annotated[list[str], typer.Argument(help="Voter names, one invite each (a new one replaces the old).")],
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
     base_url: Annotated[str, typer.Option(help="The app's address, for the links.")] = "http://127.0.0.1:8501",
 ) -> None:
     """Issue invite links: one per voter, printed once (the store keeps only a hash of each)."""
@@ -151,7 +180,7 @@ def import_cmd(
     items: Annotated[Path, typer.Argument(help="Items (JSONL/JSON/CSV/Parquet): item_id, prompt, model, answer, "
                                                "optional category; or the pairs layout.")],
     dataset: Annotated[str, typer.Option(help="Dataset name in the store.")],
-    db: DbOpt = "sqlite:///data/preflab.db",
+    db: DbOpt = DEFAULT_STORE_URL,
 ) -> None:
     """Add your own prompts and model answers as a dataset to vote on (no votes are added)."""
     from voting.items import load_items

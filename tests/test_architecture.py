@@ -28,7 +28,7 @@ FORBIDDEN = {
 ROOMS = {
     "llm": ["prices", "local_server", "providers", "calls"],
     "answering": ["model_specs", "generate", "stream"],
-    "judge": ["stats", "report_text", "verdicts", "runner", "benchmarks", "metrics", "gate", "cards"],
+    "judge": ["stats", "report_text", "verdicts", "benchmarks", "metrics", "runner", "gate", "cards"],
 }
 
 

@@ -2,16 +2,19 @@
 
 ``preflab app`` serves this file (it ships inside the package, so the app runs from any folder);
 the top-level ``app.py`` of a checkout runs the same :func:`run`. Configuration comes from ``PREFLAB_*``
-environment variables (see :func:`voting.pages.common.config_from_env`).
+environment variables (see :func:`voting.config.config_from_env`).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
+from voting.config import config_from_env
+
 PAGES = Path(__file__).resolve().parent / "pages"
+#: the script ``preflab app`` serves: in a folder with no ``pages/`` beside it (see :mod:`voting.serve`)
+SCRIPT = Path(__file__).resolve().parent / "serve" / "app.py"
 _warm = threading.Lock()
 warm_thread: threading.Thread | None = None
 
@@ -43,7 +46,7 @@ def run() -> None:
         st.Page(PAGES / "calibration.py", title="Judge calibration", icon=":material/balance:"),
         st.Page(PAGES / "data.py", title="Data", icon=":material/database:"),
     ]
-    if os.environ.get("PREFLAB_ARENA"):  # `preflab app --arena roster.toml`: live battles beside Vote
+    if config_from_env().arena:  # `preflab app --arena roster.toml`: live battles beside Vote
         pages.insert(1, st.Page(PAGES / "battle.py", title="Battle", icon=":material/swords:"))
     from voting.pages.common import guarded
 

@@ -9,8 +9,6 @@ its first battles (:func:`arena.bt.hygiene.cap_repeated_prompts`, lmarena's 99.9
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 from sqlalchemy.engine import Engine
 
@@ -36,8 +34,10 @@ def left_out_votes(engine: Engine, voters: list[str] | None = None, since: float
     votes = load_votes(engine, BATTLE_DATASET, voters, since, until)
     if votes.empty:
         return votes, []
-    if prompt_cap is None and (env := os.environ.get("PREFLAB_ARENA_PROMPT_CAP")):
-        prompt_cap = int(env)
+    if prompt_cap is None:
+        from voting.config import config_from_env
+
+        prompt_cap = config_from_env().arena_prompt_cap
     battles = votes_to_battles(attach_conversations(engine, votes))  # anony: false where an answer named a model
     df = battles.df.copy()
     convs = df["conversation_a"] if "conversation_a" in df else [None] * len(df)

@@ -12,16 +12,19 @@ restarted) is abandoned by the page.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
 from answering.model_specs import ModelSpec
-from llm.providers.generators import make_generator
+from llm.providers import make_provider
 from voting.arena_guard import ArenaSettings, settle_turn
 from voting.battles import save_turn, stream_pair
 
+log = logging.getLogger("preflab.app")  # the server's log: the admin's, never the voter's
 _runs: dict[str, TurnRun] = {}
 _runs_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -41,7 +44,7 @@ def _battle_loop() -> asyncio.AbstractEventLoop:
 def _generator(spec: ModelSpec) -> object:
     key = (spec.spec, spec.timeout)
     if key not in _generators:
-        _generators[key] = make_generator(spec.spec, timeout=spec.timeout)
+        _generators[key] = make_provider(spec.spec, timeout=spec.timeout)
     return _generators[key]
 
 
@@ -97,6 +100,8 @@ def start_run(engine: Engine, battle: dict, specs: dict[str, ModelSpec], prompt:
                 convs[side].append({"role": "assistant", "content": final})
             run.ok = await asyncio.to_thread(save_turn, engine, battle["id"], convs["a"], convs["b"], results,
                                              identity)
+            if not run.ok:
+                log.warning("battle %s failed: %s", battle["id"], failure_text(specs, results))
             await asyncio.to_thread(settle_turn, engine, battle["id"], battle["turns"] + 1, specs, asked, results,
                                     settings)
         finally:
@@ -110,3 +115,44 @@ def start_run(engine: Engine, battle: dict, specs: dict[str, ModelSpec], prompt:
         _runs[battle["id"]] = run
     asyncio.run_coroutine_threadsafe(answer(), _battle_loop())
     return run
+
+
+def failure_text(specs: dict[str, ModelSpec], results: dict[str, object]) -> str:
+    """Which side failed, its model and why (for the server log and the admin; keys redacted), e.g.
+    ``B (fast-trese): http: HTTP 404: model 'fast-trese' not found``."""
+    from llm.providers.base import ProviderError
+    from preflab.redact import redact
+
+    parts = [f"{side.upper()} ({specs[side].name}): "
+             f"{res.kind if isinstance(res, ProviderError) else type(res).__name__}: {str(res)[:300]}"
+             for side, res in results.items() if isinstance(res, Exception)]
+    return redact("; ".join(parts))
+
+
+async def _probe(spec: ModelSpec) -> str | None:
+    """None when ``spec`` answers a one-token request within its timeout, else why not (keys redacted)."""
+    from llm.providers.base import ProviderError
+    from preflab.redact import redact
+
+    gen = make_provider(spec.spec, timeout=spec.timeout)
+    request = spec.request([{"role": "user", "content": "Reply with OK."}])
+    request = type(request)(request.messages, 1, request.temperature, request.top_p, request.seed)
+    try:
+        async with asyncio.timeout(spec.timeout):
+            await gen.generate(request)
+        return None
+    except (ProviderError, TimeoutError, OSError) as e:
+        kind = e.kind if isinstance(e, ProviderError) else type(e).__name__
+        return redact(f"{kind}: {str(e)[:300]}")
+    finally:
+        await gen.aclose()
+
+
+def check_roster(roster: Sequence[ModelSpec]) -> dict[str, str]:
+    """Ask every roster model for one token, all at once: {model name: why it did not answer} for those that
+    did not (empty when all answered). ``preflab app --arena`` runs it before serving."""
+
+    async def every() -> list[str | None]:
+        return await asyncio.gather(*(_probe(spec) for spec in roster))
+
+    return {spec.name: why for spec, why in zip(roster, asyncio.run(every()), strict=True) if why}

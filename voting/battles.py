@@ -17,6 +17,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sqlalchemy as sa
@@ -30,7 +31,11 @@ from voting.tables import BATTLE_SOURCE, battles_t, votes_t
 from voting.votes import style_meta
 from voting.writes import DuplicateVote, Vote, VoteChecks, VoteRefused, check_rate, serialise, vote_row
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 BATTLE_DATASET = "battle"
+
 
 @dataclass(frozen=True)
 class ArenaLimits:
@@ -151,9 +156,11 @@ def _assistant_text(conversation: list[dict]) -> str:
 
 
 def abandon(engine: Engine, battle_id: str) -> None:
-    """A battle left while answering (a reload, a click mid-stream) is marked ``abandoned``: never counted."""
+    """A battle left while answering (a reload, a click mid-stream) or before its vote (New round,
+    Regenerate) is marked ``abandoned``: never counted."""
     with engine.connect().execution_options(write=True) as conn, conn.begin():
-        conn.execute(battles_t.update().where(battles_t.c.id == battle_id, battles_t.c.status == "answering")
+        conn.execute(battles_t.update().where(battles_t.c.id == battle_id,
+                                              battles_t.c.status.in_(("answering", "answered")))
                      .values(status="abandoned", updated_at=time.time()))
 
 
@@ -238,3 +245,20 @@ async def stream_pair(specs: dict[str, ModelSpec], conversations: dict[str, list
     (:func:`answering.stream.stream_answers`)."""
     return await stream_answers(specs, conversations, limits.max_tokens, on_text, generators)
 
+
+def failed_battles(engine: Engine, limit: int = 100) -> pd.DataFrame:
+    """The latest failed battles, newest first: when, id, voter, both models, turns and the stored cause (the
+    admin's view: voters never see it)."""
+    import pandas as pd
+
+    cols = ["when", "id", "voter", "model_a", "model_b", "turns", "error"]
+    if not sa.inspect(engine).has_table("battles"):
+        return pd.DataFrame(columns=cols)
+    b = battles_t.c
+    q = (sa.select(b.updated_at, b.id, b.voter, b.model_a, b.model_b, b.turns, b.error)
+         .where(b.status == "failed").order_by(b.updated_at.desc()).limit(limit))
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
+    out = pd.DataFrame(rows, columns=cols)
+    out["when"] = pd.to_datetime(out["when"], unit="s", utc=True)
+    return out

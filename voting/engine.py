@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
+from voting.config import DEFAULT_STORE_URL
 from voting.migrations import migrate
 
 T = TypeVar("T")
@@ -29,10 +30,19 @@ def resolve_url(url: str) -> str:
     return url
 
 
-def open_store(url: str = "sqlite:///data/preflab.db", *, busy_timeout_ms: int = 10_000) -> Engine:
-    """An engine for ``url`` with the schema created/migrated. SQLite gets WAL and ``busy_timeout``."""
+def open_store(url: str = DEFAULT_STORE_URL, *, busy_timeout_ms: int = 10_000,
+               create: bool = True) -> Engine:
+    """An engine for ``url`` with the schema created/migrated. SQLite gets WAL and ``busy_timeout``.
+    ``create=False`` (a reader: exports) refuses a SQLite file that does not exist instead of creating an
+    empty store, so a mistyped path is an error, not 0 votes."""
     if url.startswith("sqlite") and "///" in url and not url.endswith(":memory:"):
-        Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        path = Path(url.split("///", 1)[1])
+        if not create and not path.is_file():
+            from preflab.errors import InputError
+
+            raise InputError(url, None, None, f"no store there: the file {path} does not exist",
+                             "check the path; reading votes never creates a store")
+        path.parent.mkdir(parents=True, exist_ok=True)
     kwargs: dict = {"pool_pre_ping": True} if url.startswith("postgresql") else {}
     engine = sa.create_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":

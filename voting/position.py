@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judge.stats import clustered_wilson_interval
+from judge import clustered_wilson_interval
 from preflab.outcomes import Outcome
 from voting.votes import vote_codes
 

@@ -110,7 +110,7 @@ def agreement(votes: pd.DataFrame) -> dict[str, float]:
     """Inter-annotator agreement on units (item, model pair) rated by at least two voters: their number,
     pairwise percent agreement, Fleiss' kappa and Krippendorff's alpha (nominal over A/B/tie), computed by
     :mod:`judge.metrics.agreement`."""
-    from judge.metrics.agreement import fleiss_kappa, krippendorff_alpha_nominal
+    from judge import fleiss_kappa, krippendorff_alpha_nominal
 
     nan = float("nan")
     ratings = rating_matrix(votes).to_numpy(float) if len(votes) else np.zeros((0, 0))
@@ -156,16 +156,10 @@ def seed_demo(engine: Engine, items_path: str | Path, battles_path: str | Path |
     return n_items, n_votes
 
 
-def attach_votes(pairs: pd.DataFrame, votes: pd.DataFrame) -> pd.DataFrame:
-    """Join collected votes onto a judged-pairs table (:mod:`judge.verdicts.judged_pairs`) by (item_id, model pair).
-
-    The labels are exactly what ``preflab export-votes --as labels`` writes (:func:`judge_labels`: the
-    majority by identity, a split is a tie) plus single voters ``human_1`` … ``human_k`` (a voter's latest
-    vote, as in :func:`rating_matrix`), joined by :func:`judge.metrics.datasets.join_human`, the same join the CLI's
-    ``--human labels.csv`` uses, so the app page and the CLI compute the same metrics.
-    """
-    from judge.metrics.datasets import join_human
-
+def vote_labels(votes: pd.DataFrame) -> pd.DataFrame:
+    """Votes as labels by (item, model pair): ``human`` (the majority by identity, a split is a tie; what
+    ``preflab export-votes --as labels`` writes) and single voters ``human_1`` … ``human_k`` (a voter's latest
+    vote, as in :func:`rating_matrix`)."""
     labels = judge_labels(votes)[["item_id", "model_a", "model_b", "human"]]
     if len(votes):
         names = {code: label for label, code in LABEL_CODES.items()}
@@ -174,4 +168,4 @@ def attach_votes(pairs: pd.DataFrame, votes: pd.DataFrame) -> pd.DataFrame:
         width = max((len(r) for r in singles), default=0)
         for k in range(width):
             labels[f"human_{k + 1}"] = [r[k] if k < len(r) else "" for r in singles]
-    return join_human(pairs, labels, source="the collected votes", first_line=None)
+    return labels

@@ -59,12 +59,19 @@ def filter_values(battles: Battles, column: str, keep: Sequence[str], name: str)
 
 
 def exclude_models(battles: Battles, models: Sequence[str]) -> tuple[Battles, str]:
-    """Drop battles involving any of ``models``; unknown names are listed, not silently ignored."""
+    """Drop battles involving any of ``models``; an unknown name is an error (with the closest name in the
+    data), never ignored: a typo would leave the model ranked."""
+    from preflab.errors import did_you_mean
+
     df = battles.df
     unknown = sorted(set(models) - set(battles.models))
+    if unknown:
+        raise ValueError(f"{battles.source}: no model named {unknown[0]!r} to exclude in the data"
+                         f"{did_you_mean(unknown[0], battles.models)}"
+                         + (f" (nor {', '.join(map(repr, unknown[1:]))})" if len(unknown) > 1 else "")
+                         + "; name the models as the data does")
     mask = ~(df["model_a"].isin(models) | df["model_b"].isin(models)).to_numpy(bool)
-    detail = ", ".join(models) + (f"; not in the data: {', '.join(unknown)}" if unknown else "")
-    return _subset(battles, mask), _report("exclude models", len(df), int(mask.sum()), detail)
+    return _subset(battles, mask), _report("exclude models", len(df), int(mask.sum()), ", ".join(models))
 
 
 def anonymous_only(battles: Battles) -> tuple[Battles, str]:

@@ -111,10 +111,21 @@ def _format_of(path: Path, fmt: str | None) -> str:
     ext = suffixes[-1] if suffixes else ""
     known = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
              ".pq": "parquet"}
+    if path.is_dir():
+        inside = sorted((p.name for p in path.iterdir() if _is_table_file(p, known)),
+                        key=lambda n: ("battle" not in n, n))  # a battles file first
+        raise InputError(str(path), None, None, "is a folder, not a battles file",
+                         "pass one file inside it" + (f", e.g. {path / inside[0]}" if inside else "")
+                         + " (.json, .jsonl, .csv or .parquet)")
     if ext not in known:
         raise InputError(str(path), None, None, f"unknown file type '{ext or path.name}'",
-                              "use .json, .jsonl, .csv or .parquet, or pass fmt=")
+                         "use .json, .jsonl, .csv or .parquet, or pass fmt=")
     return known[ext]
+
+
+def _is_table_file(path: Path, known: dict[str, str]) -> bool:
+    """A file whose extension a battles reader takes."""
+    return path.is_file() and path.suffix.lower() in known
 
 
 def read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Lean | None = None) -> pd.DataFrame:

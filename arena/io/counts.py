@@ -56,8 +56,17 @@ def model_tallies(models: Sequence[str], a: np.ndarray, b: np.ndarray, a_wins: n
     battles = np.bincount(a, total, k) + np.bincount(b, total, k)
     wins = np.bincount(a, a_wins, k) + np.bincount(b, b_wins, k)
     tied = np.bincount(a, ties, k) + np.bincount(b, ties, k)
-    return pd.DataFrame({"model": list(models), "battles": battles, "wins": wins, "losses": battles - wins - tied,
-                         "ties": tied})
+    return pd.DataFrame({"model": list(models), "battles": whole(battles), "wins": whole(wins),
+                         "losses": whole(battles - wins - tied), "ties": whole(tied)})
+
+
+def whole(counts: np.ndarray) -> np.ndarray:
+    """Counts as int64 when every one is a whole number (votes), else as they are (soft or weighted labels):
+    files and pages then write ``628``, not ``628.0``."""
+    counts = np.asarray(counts)
+    if counts.dtype.kind == "f" and np.all(np.isfinite(counts)) and np.all(counts == np.round(counts)):
+        return counts.astype(np.int64)
+    return counts
 
 
 def aggregate(battles: Battles, weights: np.ndarray | None = None) -> PairCounts:

@@ -27,7 +27,7 @@ from arena.io.schema import (
     quoted_bytes,
     style_from_metadata,
 )
-from preflab.errors import InputError, shown
+from preflab.errors import InputError, closest, did_you_mean, shown
 from preflab.io import require_rows
 from preflab.outcomes import BATTLE_LABELS
 
@@ -79,7 +79,7 @@ WHAT_TO_DO = {
     "not a string": "write names and labels as strings",
     "not valid UTF-8 text": "write the file's text as UTF-8",
     "empty model name": "give every battle two model names",
-    "unknown winner label": f"use one of {list(BATTLE_LABELS)} or map labels with a ColumnMap",
+    "unknown winner label": f"use one of {list(BATTLE_LABELS)} or map labels with ColumnMap(winners={{...}})",
     "a model battling itself": "drop the row or fix the names",
 }
 
@@ -128,9 +128,13 @@ def _renamed(raw: pd.DataFrame, source: str, cmap: ColumnMap) -> pd.DataFrame:
     df = raw.rename(columns=dict(cmap.columns))
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        have = ", ".join(map(str, raw.columns.drop("line", errors="ignore")))
-        raise InputError(source, None, missing[0], f"missing column(s) {missing}; found: {have}",
-                         "rename the columns or pass layout=ColumnMap(columns={...})")
+        found = [str(c) for c in raw.columns.drop("line", errors="ignore")]
+        spare = [c for c in found if c not in df.columns or c not in REQUIRED]
+        guesses = {c: closest(c, spare) for c in missing}
+        mapping = ", ".join(f"{g!r}: {c!r}" for c, g in guesses.items() if g) or "..."
+        raise InputError(source, None, missing[0], f"missing column(s) {missing}"
+                         f"{did_you_mean(missing[0], spare)}; found: {', '.join(found)}",
+                         f"rename the columns or pass layout=ColumnMap(columns={{{mapping}}})")
     if "line" not in df:
         df["line"] = np.arange(len(df)) + 1
     return df
@@ -172,8 +176,24 @@ def _row_error(raw: pd.DataFrame, df: pd.DataFrame, source: str, cmap: ColumnMap
         value = shown(raw[src_col].iloc[first] if src_col in raw else df[col].iloc[first])
     except UnicodeDecodeError as e:  # quoted as the bytes that are not UTF-8
         value = quoted_bytes(e)
+    if problem == "unknown winner label" and src_col in raw:
+        hint = winner_map_hint(raw[src_col], cmap)
     return InputError(source, int(df["line"].iloc[first]), col, f"{problem} ({value})",
                       hint + "; or load with on_error='skip' to drop and count such rows")
+
+
+def winner_map_hint(column: pd.Series, cmap: ColumnMap) -> str:
+    """What to do about unknown winner labels: the mapping for every one of them in ``column`` whose meaning
+    the outcome vocabulary knows (``draw`` -> ``tie``, ``A`` -> ``model_a``: :data:`preflab.outcomes.
+    IDENTITY_LABELS`, A the first model), ``LABEL`` for the others."""
+    from preflab.outcomes import IDENTITY_LABELS, battle_label
+
+    seen = pd.Series(column.dropna().unique()).astype(str).str.strip()
+    unknown = [v for v in seen if cmap.winners.get(v, v) not in BATTLE_LABELS][:8]
+    meant = {v: battle_label(IDENTITY_LABELS[v.casefold()]) if v.casefold() in IDENTITY_LABELS else "LABEL"
+             for v in unknown}
+    mapping = ", ".join(f"{v!r}: {w!r}" for v, w in meant.items())
+    return f"use one of {list(BATTLE_LABELS)} or map labels with ColumnMap(winners={{{mapping}}})"
 
 
 def _finalise(df: pd.DataFrame) -> pd.DataFrame:

@@ -9,8 +9,6 @@ from preflab.lazy import lazy_names
 _HOMES = {
     "jury_report": "judge.cards.jury_card",
     "jury_rows": "judge.cards.jury_card",
-    "load_members": "judge.cards.jury_card",
-    "panel_frame": "judge.cards.jury_card",
     "render_card": "judge.cards.card",
     "summary_rows": "judge.cards.card",
     "write_card": "judge.cards.card",

@@ -6,9 +6,7 @@ Charts are matplotlib PNGs embedded as base64; every piece of text goes through 
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import io
 from collections.abc import Mapping
 from html import escape
 from pathlib import Path
@@ -17,8 +15,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: a library must not switch the backend
 
+from judge.cards.figures import png
 from judge.metrics.baselines import baseline_rows
 from judge.metrics.temperature import score_rows
+from judge.report_text import format_interval as _fmt
 from judge.verdicts.judged_pairs import column
 from preflab.io import write_output
 from preflab.outcomes import Outcome
@@ -26,19 +26,6 @@ from preflab.outcomes import Outcome
 SETTINGS = ("judge model", "rubric", "temperature", "orders", "samples", "verdict methods", "price", "date")
 # Provenance of the verdicts (judge.verdicts.provenance.CARD_FIELDS): what the API served and which rubric text.
 SETTINGS += ("model version", "system fingerprint", "rubric hash", "method", "preflab version")
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _fmt(d: Mapping | None, pct: bool = False) -> str:
-    if not d or d.get("value") is None or np.isnan(d["value"]):
-        return "—"
-    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:.3f}")
-    return f"{f(d['value'])} [{f(d['lower'])}, {f(d['upper'])}]"
 
 
 def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str | None:
@@ -53,7 +40,7 @@ def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str
         ax.set_yticks(ypos, [str(m) for m in by_model["model"]])
         ax.set_xlabel("P(win | shown first) − P(win | shown second)")
         ax.set_title("Position bias by model (one order, randomised)")
-        return _png(fig)
+        return png(fig)
     pos, one = report.get("position"), report.get("one_order_position")
     if pos:
         first = pos["first_position_rate"]
@@ -79,7 +66,7 @@ def position_chart(report: Mapping, by_model: pd.DataFrame | None = None) -> str
     ax.axhline(chance, color="grey", ls="--", lw=1)
     ax.set_ylim(0, 1)
     ax.set_title(title, fontsize=10)
-    return _png(fig)
+    return png(fig)
 
 
 def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str | None:
@@ -112,7 +99,7 @@ def length_chart(pairs: pd.DataFrame, judge: np.ndarray, n_bins: int = 8) -> str
     ax.set_ylabel("P(x wins | decisive)")
     ax.set_ylim(0, 1)
     ax.legend()
-    return _png(fig)
+    return png(fig)
 
 
 def reliability_chart(report: Mapping) -> str | None:
@@ -134,7 +121,7 @@ def reliability_chart(report: Mapping) -> str | None:
     ax.set_xlabel("judge P(x wins | not a tie) = p_x / (p_x + p_y)")
     ax.set_ylabel("humans: share x wins (decided pairs)")
     ax.set_title(f"Reliability (3-class Brier {cal['brier']:.3f}, ECE {cal['ece']:.3f})", fontsize=10)
-    return _png(fig)
+    return png(fig)
 
 
 def confusion_chart(report: Mapping) -> str | None:
@@ -152,7 +139,7 @@ def confusion_chart(report: Mapping) -> str | None:
     ax.set_ylabel("human")
     for (i, j), v in np.ndenumerate(counts):
         ax.text(j, i, str(v), ha="center", va="center", color="white" if v > counts.max() / 2 else "black")
-    return _png(fig)
+    return png(fig)
 
 
 Rows = list[tuple[str, str]]
@@ -219,7 +206,7 @@ def _human_rows(report: Mapping) -> Rows:
     loo = humans["leave_one_out"]
     rows = [("humans among themselves", f"Fleiss' kappa {humans['fleiss_kappa']:.3f}, Krippendorff's "
              f"alpha {humans['krippendorff_alpha']:.3f}" + (", pairwise kappa " + ", ".join(
-                 f"{k}: {v:.3f}" for k, v in pk.items()) if pk else "")),
+                 f"{k}: {'—' if v is None or v != v else f'{v:.3f}'}" for k, v in pk.items()) if pk else "")),
             ("leave-one-out vs human majority", f"judge {_fmt(loo['judge'])}, humans {_fmt(loo['human'])}")]
     if humans.get("ceiling"):
         from judge.metrics.ceiling import ceiling_rows
@@ -275,6 +262,18 @@ def summary_rows(report: Mapping) -> Rows:
     return [row for section in SUMMARY_SECTIONS for row in section(report)]
 
 
+#: What the verdict says when no check vouches for any use of the judge.
+NOTHING_USABLE = "nothing these checks can vouch for (see below)"
+
+
+def verdict_lines(report: Mapping) -> Rows:
+    """The card's verdict as (``"usable for"`` | ``"do not use for"``, text) lines, usable first; a judge that
+    passes no check says so (:data:`NOTHING_USABLE`). The CLI, the card and the app's page lead with these."""
+    verdict = report.get("verdict") or {"usable_for": [], "do_not_use_for": []}
+    use = list(verdict["usable_for"]) or [NOTHING_USABLE]
+    return [("usable for", u) for u in use] + [("do not use for", a) for a in verdict["do_not_use_for"]]
+
+
 def render_card(report: Mapping, pairs: pd.DataFrame | None = None, settings: Mapping[str, object] | None = None,
                 title: str = "Judge card", by_model: pd.DataFrame | None = None) -> str:
     """The judge card as one HTML string (self-contained: charts inlined, no scripts)."""
@@ -282,7 +281,8 @@ def render_card(report: Mapping, pairs: pd.DataFrame | None = None, settings: Ma
 
     settings = dict(settings or {})
     settings.setdefault("orders", report.get("orders"))
-    verdict = report.get("verdict") or {"usable_for": [], "do_not_use_for": []}
+    lines = verdict_lines(report)
+    verdict = {kind: [text for k, text in lines if k == kind] for kind in ("usable for", "do not use for")}
     charts = [("Position bias", position_chart(report, by_model)),
               ("Length bias", length_chart(pairs, judge_codes(pairs)["conservative"]) if pairs is not None else None),
               ("Reliability diagram", reliability_chart(report)),
@@ -306,8 +306,8 @@ th{{width:40%;font-weight:500}} .figs{{display:flex;flex-wrap:wrap;gap:1em}} fig
 li.missing{{color:#a00}} figcaption{{font-weight:600}}
 </style></head><body>
 <h1>{escape(title)}</h1><p>{escape(str(report.get('source', '')))}</p>
-<section class="verdict"><div class="use"><h2>Usable for</h2><ul>{li(verdict['usable_for'])}</ul></div>
-<div class="avoid"><h2>Do not use for</h2><ul>{li(verdict['do_not_use_for'])}</ul></div></section>
+<section class="verdict"><div class="use"><h2>Usable for</h2><ul>{li(verdict['usable for'])}</ul></div>
+<div class="avoid"><h2>Do not use for</h2><ul>{li(verdict['do not use for'])}</ul></div></section>
 <h2>Numbers (95% intervals)</h2><table>{table}</table>
 <div class="figs">{figs}</div>
 <h2>Settings checklist</h2><ul>{checklist}</ul>

@@ -7,8 +7,6 @@ Charts are matplotlib PNGs as on the judge card; all text goes through :func:`ht
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 from collections.abc import Mapping
 from html import escape
@@ -17,16 +15,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from judge.cards.figures import png
 from judge.gate.compare import check_lines
 from judge.report_text import format_interval
 from preflab.io import write_output
-
-
-def png(fig: Figure) -> str:
-    """A figure as a base64 PNG data URL (as on the judge card)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def forest_plot(rows: list[Mapping], key: str, label: str, null: float, xlabel: str) -> str | None:
@@ -64,7 +56,10 @@ def render_gate_report(report: Mapping, title: str | None = None) -> str:
     dims, tasks = report.get("dimensions", []), report.get("tasks", [])
     parts = []
     gate = report.get("gate", {})
-    if gate.get("checked"):
+    if gate.get("no_verdict"):
+        parts.append(f"<p class='noverdict'>No verdict: the judge is not usable on guard "
+                     f"{escape(', '.join(gate['unreliable']))} (its two orders disagree above the flip limit)</p>")
+    elif gate.get("checked"):
         ok = gate["passed"]
         parts.append(f"<p class='{'pass' if ok else 'fail'}'>Gate {'passed' if ok else 'FAILED'}: guards "
                      f"{escape(', '.join(gate['checked']))}"
@@ -109,6 +104,7 @@ body{{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;color:#2
 table{{border-collapse:collapse;width:100%}} th,td{{text-align:left;padding:3px 8px;border-bottom:1px solid #ddd}}
 tr.differs td{{background:#fff3cd}} li.warn{{color:#a60}} figcaption{{font-weight:600}} figure{{margin:0}}
 .pass{{background:#e7f6e7;padding:.5em 1em}} .fail{{background:#fbe9e9;padding:.5em 1em}}
+.noverdict{{background:#fff3cd;padding:.5em 1em}}
 </style></head><body>
 <h1>{escape(title)}</h1>
 {''.join(parts)}

@@ -24,6 +24,7 @@ from judge.stats import Interval, holm_adjust, sign_test, wilson_interval
 from judge.verdicts.judged_pairs import combine_order_codes
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
+from preflab.text import word_count
 
 VERDICTS = ("better", "worse", "no evidence")
 
@@ -118,14 +119,10 @@ def normalised(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
-def word_count(text: str) -> int:
-    """Whitespace-separated words: the length check's unit (model-agnostic, no tokenizer)."""
-    return len(text.split())
-
-
 def length_check(answers: Answers | None, base: str, candidate: str, outcomes: Mapping[str, pd.DataFrame],
                  level: float = 0.95) -> dict:
-    """Mean words of each version, and per dimension the share of decisive wins that went to the longer answer."""
+    """Mean words of each version (:func:`preflab.text.word_count`, as the vote page counts them), and per
+    dimension the share of decisive wins that went to the longer answer."""
     if answers is None:
         return {"available": False, "note": "no answers given (pass the items file): lengths unknown"}
     items = [i for i, by in answers.answers.items() if base in by and candidate in by]
@@ -230,7 +227,9 @@ def gate(rows: Sequence[dict], settings: GateSettings) -> dict:
     failed = [r["dimension"] for r in rows if r["dimension"] in settings.guards and r["verdict"] == "worse"]
     unreliable = [r["dimension"] for r in rows if r["dimension"] in settings.guards
                   and r["flip_rate"] is not None and r["flip_rate"] > settings.flip_warning]
-    return {"checked": list(settings.guards), "failed": failed, "passed": not failed, "unreliable": unreliable}
+    # A guard whose judge fails its own flip check says nothing: the gate can neither pass nor fail on it.
+    return {"checked": list(settings.guards), "failed": failed, "passed": not failed and not unreliable,
+            "unreliable": unreliable, "no_verdict": bool(unreliable) and not failed}
 
 
 def outcome_table(codes: pd.DataFrame) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.metrics.datasets import load_verdicts_jsonl
+from judge.metrics.adapters import load_verdicts_jsonl
 from judge.verdicts.judged_pairs import swap_sides
 from judge.verdicts.pairs import Pair
 from preflab.errors import InputError
@@ -157,7 +157,8 @@ def load_dimension(path: str | Path, base: str, candidate: str,
     """(dimension name, candidate-as-x codes, the reader's notes) from one ``preflab judge run`` verdict file;
     verdicts of mixed judges, model versions or rubric texts are refused unless ``allow_mixed``."""
     table = load_verdicts_jsonl(path, allow_mixed)
-    notes = [f"{Path(path).name}: {n}" for n in table.attrs.get("notes", [])]
+    about_probabilities = set(table.attrs.get("probability_notes", []))  # compare computes no Brier/ECE
+    notes = [f"{Path(path).name}: {n}" for n in table.attrs.get("notes", []) if n not in about_probabilities]
     return dimension_name(table, path), candidate_codes(table, path, base, candidate), notes
 
 

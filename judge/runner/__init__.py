@@ -1,7 +1,6 @@
 """Running a judge: the runner in both orders with retries and the cache (``run``), the batch APIs (``batch``),
-a jury of several judges (``jury_run``), the dry run's plan (``estimate``) and a reward model's scores
-(``scoring``). Over :mod:`judge.verdicts` and
-:mod:`llm`.
+a jury of several judges and its panel (``jury_run``), the dry run's plan (``estimate``) and a reward model's
+scores (``scoring``). Over :mod:`judge.metrics`, :mod:`judge.verdicts` and :mod:`llm`.
 
 The names below load on first use.
 """
@@ -18,6 +17,7 @@ _HOMES = {
     "member_output": "judge.runner.jury_run",
     "run_judge": "judge.runner.run",
     "run_jury": "judge.runner.jury_run",
+    "run_jury_panel": "judge.runner.jury_run",
     "score_pairs": "judge.runner.scoring",
 }
 __all__ = sorted(_HOMES)

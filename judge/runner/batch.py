@@ -26,6 +26,7 @@ from judge.verdicts.pairs import Pair
 from llm.calls.cache import CallCache
 from llm.providers import make_provider
 from llm.providers.base import (
+    CUT_BY_MAX_TOKENS,
     Completion,
     JudgeRequest,
     LogprobsUnsupported,
@@ -223,7 +224,7 @@ async def collect(provider: Provider, config: RunConfig, cache: CallCache, job: 
                 continue
             comp = _completion(provider, body)
         except ProviderError as e:
-            if e.kind == "budget" and not provider.capabilities.get("reasoning"):
+            if e.kind == CUT_BY_MAX_TOKENS and not provider.capabilities.get("reasoning"):
                 provider.capabilities["reasoning"] = True  # the next batch asks for the live path's budget
                 counts["learnt"] += 1
             else:

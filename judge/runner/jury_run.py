@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pandas as pd
+
+from judge.metrics.jury import RULES, JuryTable, align_members
+from judge.metrics.jury_members import distinct_name, panel_frame
 from judge.runner.run import RunConfig, RunResult, run_judge
+from judge.verdicts.verdict_file import load_verdicts_jsonl
+from preflab.io import is_stdout, write_output
 
 
 def member_output(output: str | Path, index: int, spec: str) -> Path:
@@ -35,3 +41,36 @@ def run_jury(pairs: Sequence, specs: Sequence[str], config: RunConfig,
         spent += res.stats.cost or 0.0  # an unknown price only without a cap (SpendMeter refuses it under one)
         results.append(res)
     return results
+
+
+@dataclass
+class JuryRun:
+    """A finished jury run: each member's spec, verdict file and run result, the aligned table, the panel per
+    pair (written to the run's output) and how many member verdicts failed."""
+
+    members: list[tuple[str, Path, RunResult]]
+    table: JuryTable
+    panel: pd.DataFrame
+    failed: int
+
+
+def run_jury_panel(pairs: Sequence, specs: Sequence[str], config: RunConfig, cache: str | Path | None,
+                   output: str | Path, rule: str = "majority") -> JuryRun:
+    """``judge run`` with several judges: each member's verdicts to its own file beside ``output``
+    (:func:`member_output`), read back as every verdict file is, aligned by pair under distinct member names
+    (:func:`judge.metrics.jury_members.distinct_name`), and the panel (``rule``) per pair written to ``output``."""
+    if rule not in RULES:
+        raise ValueError(f"--jury-rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if is_stdout(output):
+        raise ValueError("a jury writes one file per member beside --output; give a file name, not -")
+    members, tables, failed = [], {}, 0
+    for k, (spec, res) in enumerate(zip(specs, run_jury(pairs, specs, config, cache), strict=True), start=1):
+        path = member_output(output, k, spec)
+        res.write_jsonl(path)
+        failed += int(res.verdicts["error"].notna().sum())
+        members.append((spec, path, res))
+        tables[distinct_name(spec, spec, k, tables)] = load_verdicts_jsonl(path)
+    table = align_members(tables)
+    panel = panel_frame(table, rule)
+    write_output(output, panel.to_json(orient="records", lines=True, force_ascii=False))
+    return JuryRun(members, table, panel, failed)

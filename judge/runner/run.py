@@ -27,7 +27,7 @@ from judge.verdicts.parsing import NO_LOGPROBS, Verdict, sampled_verdict, unpars
 from judge.verdicts.provenance import run_columns, served_columns
 from judge.verdicts.rubrics import Rubric
 from llm.calls.cache import CallCache, cache_key, prompt_hash
-from llm.calls.retry import RateLimiter, call_with_retries, run_pool
+from llm.calls.retry import CallStats, RateLimiter, call_with_retries, run_pool
 from llm.calls.spend import SpendMeter, estimated_input_tokens
 from llm.prices import Price
 from llm.providers import make_provider
@@ -37,6 +37,7 @@ from llm.providers.base import (
     LogprobsUnsupported,
     Provider,
     ProviderError,
+    ServerUnreachable,
 )
 from preflab.io import write_output
 from preflab.redact import redact
@@ -68,25 +69,15 @@ class RunConfig:
 
 
 @dataclass
-class RunStats:
-    """Token, cost and reliability accounting for one run."""
+class RunStats(CallStats):
+    """A judge run's accounting: the calls' (:class:`llm.calls.retry.CallStats`) and its verdicts'."""
 
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failed: int = 0
     unparsable: int = 0
     low_mass: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float | None = 0.0  # None: the price is unknown
-    wall_s: float = 0.0
     method: str = "logprob"
     methods: Counter = field(default_factory=Counter)  # verdict rows per reading method (verdicts.parsing.METHODS)
     no_logprobs: int = 0  # rows that asked for logprobs, got none, and were read from the text
     price: str = "unknown"
-    retry_reasons: Counter = field(default_factory=Counter)  # "429", "500", "timeout", "connection", "malformed"
-    waits: list[float] = field(default_factory=list, repr=False)
 
     def summary(self) -> str:
         """One line for the CLI."""
@@ -173,6 +164,8 @@ async def _execute(calls: list[Call], provider: Provider, config: RunConfig, cac
                 cache.put(c.key, comp, provider=provider.provider, model=provider.model, rubric=rubric,
                           p_hash=c.p_hash, order=c.order, params={**c.request.sampling_params(), "sample": c.sample})
             results[c.key] = comp
+        except ServerUnreachable:
+            raise  # no server at the URL: every other call would be refused too; stop the run
         except ProviderError as e:
             results[c.key] = e
 
@@ -206,6 +199,7 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provid
         model_a, _, model_b, _ = pair.slots(order)
         got = [results[c.key] for c in cs]
         errors = [str(g) for g in got if isinstance(g, Exception)]
+        kinds = [getattr(g, "kind", type(g).__name__) for g in got if isinstance(g, Exception)]
         comps = [g for g in got if isinstance(g, Completion)]
         if errors:
             stats.failed += 1
@@ -237,6 +231,7 @@ def verdict_rows(pairs: Sequence[Pair], calls: list[Call], results: dict, provid
             "p_x": p_x, "p_y": p_y, "winner": winner, "method": v.method, "bound": v.bound,
             "low_mass": v.low_mass, "samples": sum(c.request.n for c in cs), "cached": len(fresh) == 0 and bool(comps),
             "error": redact(errors[0]) if errors else None,
+            "error_kind": kinds[0] if kinds else None,  # ProviderError.kind: what the CLI's exit rule reads
             "ci": v.extra.get("ci") if sampled else None,
             **served_columns(c.raw for c in comps),
         })

@@ -1,6 +1,6 @@
 """The judged-pairs table every calibration metric reads: one row per pair, outcomes by identity.
 
-Columns (all adapters in :mod:`judge.metrics.datasets` produce them; only ``item_id`` is required):
+Columns (all adapters in :mod:`judge.metrics.adapters` produce them; only ``item_id`` is required):
 
 - ``item_id``, ``model_x``, ``model_y`` — the pair; ``x`` and ``y`` name answers by identity, never by slot.
 - ``judge_xy`` / ``judge_yx`` — the judge's winner when x / y was shown first, as a

@@ -337,10 +337,10 @@ def _one_hot(outcomes: Mapping[str, str], outcome: str) -> Verdict:
 def sampled_verdict(verdicts: Sequence[Verdict], outcomes: Sequence[str], level: float = 0.95) -> Verdict:
     """Combine K text verdicts sampled at temperature > 0 into verdict shares with Wilson intervals.
 
-    Shares are over parsable samples; the Wilson score interval (Wilson 1927) per outcome comes from
-    ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``. Labelled ``sampled``, not logprob.
+    Shares are over parsable samples; the Wilson score interval (Wilson 1927) per outcome is
+    :func:`judge.stats.wilson_interval`, the one every report uses. Labelled ``sampled``, not logprob.
     """
-    from scipy.stats import binomtest
+    from judge.stats import wilson_interval
 
     good = [v.label for v in verdicts if v.parsable]
     n_bad = len(verdicts) - len(good)
@@ -350,8 +350,8 @@ def sampled_verdict(verdicts: Sequence[Verdict], outcomes: Sequence[str], level:
     probs = {o: c / len(good) for o, c in counts.items()}
     ci = {}
     for o, c in counts.items():
-        lo_hi = binomtest(c, len(good)).proportion_ci(confidence_level=level, method="wilson")
-        ci[o] = (float(lo_hi.low), float(lo_hi.high))
+        interval = wilson_interval(c, len(good), level)
+        ci[o] = (interval.lower, interval.upper)
     best = max(probs, key=probs.__getitem__)
     return Verdict(probs, best, "sampled", math.nan, 0.0, (),
                    {"samples": len(verdicts), "unparsable": n_bad, "counts": counts, "ci": ci})

@@ -1,7 +1,7 @@
 """The verdict file of ``preflab judge run`` (JSONL, one row per pair and order) read into the judged-pairs
 table of :mod:`judge.verdicts.judged_pairs`, with its provenance checked (:mod:`judge.verdicts.provenance`).
 Every verdict-file reader (``judge calibrate``, ``rank --judge-battles``, ``compare``, ``judge jury``, the app's
-pages) calls :func:`load_verdicts_jsonl`; :mod:`judge.metrics.datasets` re-exports it beside the other adapters.
+pages) calls :func:`load_verdicts_jsonl`; :mod:`judge.metrics.adapters` re-exports it beside the other adapters.
 """
 
 from __future__ import annotations
@@ -96,6 +96,11 @@ class _FileTally:
 
     def notes(self) -> list[str]:
         notes = [f"{self.duplicates} repeated (pair, order) rows ignored"] if self.duplicates else []
+        return notes + self.probability_notes()
+
+    def probability_notes(self) -> list[str]:
+        """The notes about the verdicts' probabilities (Brier/ECE): only a reader that computes those shows them."""
+        notes = []
         if self.no_logprobs:
             notes.append(f"{NO_LOGPROBS} ({self.no_logprobs} verdict rows read from the text: no probability, not "
                          "in Brier/ECE)")
@@ -153,6 +158,7 @@ def load_verdicts_jsonl(path: str | Path, allow_mixed: bool = False) -> pd.DataF
         settings["verdict methods"] = ", ".join(f"{m} {n}" for m, n in sorted(counts.methods.items()))
     if mix_notes:
         settings["judge model"] = describe(tally.values["judge"])
-    pairs.attrs.update(source=source, notes=counts.notes() + mix_notes, settings={**settings, **tally.settings()},
+    pairs.attrs.update(source=source, notes=counts.notes() + mix_notes, probability_notes=counts.probability_notes(),
+                       settings={**settings, **tally.settings()},
                        provenance=tally)
     return pairs

@@ -9,10 +9,12 @@ from preflab.lazy import lazy_names
 
 _HOMES = {
     "CallCache": "llm.calls.cache",
+    "CallStats": "llm.calls.retry",
     "RateLimiter": "llm.calls.retry",
     "RunEstimate": "llm.calls.estimate",
     "SpendMeter": "llm.calls.spend",
     "cache_key": "llm.calls.cache",
+    "dry_run_lines": "llm.calls.estimate",
     "call_with_retries": "llm.calls.retry",
     "estimated_input_tokens": "llm.calls.spend",
     "generation_line": "llm.calls.estimate",

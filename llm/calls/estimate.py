@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from llm.calls.spend import BudgetReached, SpendMeter, estimated_input_tokens, known_price
 from llm.providers.base import Provider
 
-__all__ = ["BudgetReached", "RunEstimate", "SpendMeter", "estimated_input_tokens", "generation_line", "known_price",
-           "requests_per_call", "total_summary"]
+__all__ = ["BudgetReached", "RunEstimate", "SpendMeter", "dry_run_lines", "estimated_input_tokens", "generation_line",
+           "known_price", "requests_per_call", "total_summary"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,15 @@ def generation_line(e: RunEstimate) -> str:
             else f"${e.cost:.4f}")
     return (f"{e.judge}: {e.calls} calls to send, {e.cached} cached; estimated tokens {e.tokens_in} in, at most "
             f"{e.tokens_out} out; cost {cost}")
+
+
+def dry_run_lines(estimates: Sequence[RunEstimate], *, header: str | None = None, per_model: bool = False,
+                  total: bool = True, nothing: str | None = None) -> list[str]:
+    """What every ``--dry-run`` prints (``judge run``, ``generate``, ``compare``): an optional header, each
+    estimate (its summary, or one line per model with ``per_model``), and the total; ``nothing`` when there
+    is nothing to send."""
+    if not estimates:
+        return [nothing] if nothing else []
+    lines = [header] if header else []
+    lines += [generation_line(e) if per_model else e.summary() for e in estimates]
+    return lines + ([total_summary(estimates)] if total else [])

@@ -4,7 +4,8 @@
 Each attempt waits for the per-endpoint rate limiter (requests and tokens per minute), then calls; a retryable
 :class:`~llm.providers.base.ProviderError` (429, 5xx, timeouts, dropped connections, malformed bodies) is
 retried with exponential backoff and full jitter (Brooker, "Exponential backoff and jitter", AWS 2015), never
-sooner than the server's ``Retry-After``.
+sooner than the server's ``Retry-After``. A refused connection (no server at the URL:
+:class:`~llm.providers.base.ServerUnreachable`) gets a few quick tries and then stops the whole run.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from tqdm import tqdm
 
-from llm.providers.base import ProviderError
+from llm.providers.base import REFUSED_TRIES, REFUSED_WAIT_CAP, ProviderError, ServerUnreachable
 
 T = TypeVar("T")
 
@@ -33,8 +35,27 @@ class RetrySettings(Protocol):
     backoff_cap: float
 
 
+@dataclass
+class CallStats:
+    """What a run of calls did, judging or answering alike: calls sent, cache hits, retries (counted by
+    :func:`call_with_retries`, with their reasons and waits), failures, tokens and cost (None: the price is
+    unknown). The judge's :class:`judge.runner.run.RunStats` and ``generate``'s
+    :class:`answering.generate.GenerateStats` add what only they count."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = 0.0  # None: the price is unknown
+    wall_s: float = 0.0
+    retry_reasons: Counter = field(default_factory=Counter)  # "429", "500", "timeout", "connection", "malformed"
+    waits: list[float] = field(default_factory=list, repr=False)
+
+
 class RetryCounts(Protocol):
-    """Where the loop counts its retries (``RunStats`` and its subclasses)."""
+    """Where the loop counts its retries (:class:`CallStats`)."""
 
     retries: int
     retry_reasons: Counter
@@ -89,9 +110,12 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], estimate: int, set
         try:
             got = await call()
         except ProviderError as e:
-            if not e.retryable or attempt == settings.max_attempts - 1:
+            refused = isinstance(e, ServerUnreachable)
+            if not e.retryable or attempt == (min(REFUSED_TRIES, settings.max_attempts) if refused
+                                              else settings.max_attempts) - 1:
                 raise
-            delay = backoff_delay(attempt, e.retry_after, rng.random(), settings.backoff_base, settings.backoff_cap)
+            delay = backoff_delay(attempt, e.retry_after, rng.random(), settings.backoff_base,
+                                  REFUSED_WAIT_CAP if refused else settings.backoff_cap)
             stats.retries += 1
             stats.retry_reasons[e.kind] += 1
             stats.waits.append(delay)

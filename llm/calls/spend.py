@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from llm.prices import FREE, Price, price_for
-from llm.providers.base import Completion, JudgeRequest, Provider, ProviderError, parse_spec
+from llm.providers.base import NOT_SENT_COST_CAP, Completion, JudgeRequest, Provider, ProviderError, parse_spec
 from llm.providers.generation import Generation, GenerationRequest
 
 
@@ -48,7 +48,8 @@ class BudgetReached(ProviderError):
 
     def __init__(self, cap: float, spent: float) -> None:
         super().__init__(f"not sent: the --max-cost budget of ${cap:g} was reached (spent ${spent:.4f}); "
-                         "rerun with a higher --max-cost to continue from the cache", retryable=False, kind="budget")
+                         "rerun with a higher --max-cost to continue from the cache", retryable=False,
+                         kind=NOT_SENT_COST_CAP)
 
 
 class SpendMeter:

@@ -1,5 +1,6 @@
-"""Judge providers behind one protocol (:class:`llm.providers.base.Provider`), one small module each;
-:func:`make_provider` is the factory the caller picks a provider with (each SDK is imported only when used)."""
+"""One provider class per API (OpenAI, Anthropic, OpenAI-compatible servers), each serving both judging
+(``complete``: :class:`llm.providers.base.Provider`) and answering (``generate``, ``stream``); :func:`make_provider`
+is the one factory (each SDK is imported only when used)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ __all__ = ["Completion", "JudgeRequest", "JudgeSpec", "LogprobsUnsupported", "Pr
 
 
 def make_provider(spec: str | JudgeSpec, *, timeout: float = 60.0, **kwargs: Any) -> Provider:
-    """Build the provider for a spec such as ``openai:gpt-4.1-mini`` or ``local:http://127.0.0.1:8080/v1#m``."""
+    """Build the provider for a spec such as ``openai:gpt-4.1-mini`` or ``local:http://127.0.0.1:8080/v1#m``
+    (the judge runner, ``preflab generate`` and the Battle page all build theirs here)."""
     s = parse_spec(spec) if isinstance(spec, str) else spec
     if s.provider == "openai":
         from llm.providers.openai import OpenAIProvider

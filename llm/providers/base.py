@@ -98,6 +98,12 @@ def merge_samples(comps: list[Completion]) -> Completion:
                       max(c.latency for c in comps), comps[0].raw, [t for c in comps for t in c.texts])
 
 
+#: :attr:`ProviderError.kind` of a reply cut by ``max_tokens`` before it said anything usable (raise --max-tokens).
+CUT_BY_MAX_TOKENS = "max_tokens"
+#: :attr:`ProviderError.kind` of a call never sent because the run's --max-cost was reached.
+NOT_SENT_COST_CAP = "cost_cap"
+
+
 class ProviderError(Exception):
     """A failed call. ``retryable`` calls are retried by the runner, waiting at least ``retry_after`` s."""
 
@@ -108,8 +114,37 @@ class ProviderError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
-        self.kind = kind or (str(status) if status else "error")  # "429", "500", "timeout", "connection", ...
+        # "429", "500", "timeout", "connection", "malformed", CUT_BY_MAX_TOKENS, NOT_SENT_COST_CAP, ...
+        self.kind = kind or (str(status) if status else "error")
         self.refusal = refusal  # (parameter the API refused, largest value it allows or None)
+
+
+class ServerUnreachable(ProviderError):
+    """The connection was refused before any byte was sent: no server listens at the URL. The runner tries
+    :data:`REFUSED_TRIES` times, quickly, then stops the whole run with this error (every other call would
+    be refused too); nothing was sent, so nothing was charged."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(f"{url}: connection refused ({detail}): no server is listening there; start it, or fix "
+                         "the URL", retryable=True, kind="refused")
+        self.url = url
+
+
+#: Tries of a call whose connection is refused, and the most seconds between two: a server that is starting
+#: gets a moment, one that is down costs about a second, not a run of backoffs.
+REFUSED_TRIES, REFUSED_WAIT_CAP = 3, 0.5
+
+
+def transport_error(error: Exception, url: str) -> ProviderError:
+    """An ``httpx`` transport failure as a :class:`ProviderError`: a refused connection is
+    :class:`ServerUnreachable`, a timeout and any other transport error (reset, disconnected) retryable."""
+    import httpx
+
+    if isinstance(error, httpx.ConnectError):
+        return ServerUnreachable(url, f"{type(error).__name__}: {error}")
+    if isinstance(error, httpx.TimeoutException):
+        return ProviderError(f"timeout: {type(error).__name__}", retryable=True, kind="timeout")
+    return ProviderError(f"connection error: {type(error).__name__}: {error}", retryable=True, kind="connection")
 
 
 class LogprobsUnsupported(ProviderError):
@@ -212,6 +247,21 @@ def learn(capabilities: dict, refusal: tuple[str, int | None]) -> bool:
     return capabilities != before
 
 
+class SdkClient:
+    """A provider over an official SDK client (``self._client``): the client for the batch APIs, and closing it."""
+
+    _client: Any
+
+    @property
+    def client(self) -> Any:
+        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.runner.batch`)."""
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client."""
+        await self._client.close()
+
+
 class LearnsCapabilities:
     """What a provider has learnt its model refuses (filled by :func:`learn` from the API's refusals)."""
 
@@ -306,6 +356,10 @@ def sdk_errors(sdk: ModuleType) -> Iterator[None]:
     except sdk.APITimeoutError:
         raise ProviderError("timeout", retryable=True, kind="timeout") from None
     except sdk.APIConnectionError as e:
+        import httpx
+
+        if isinstance(e.__cause__, httpx.ConnectError):  # refused before any byte was sent
+            raise ServerUnreachable(str(getattr(e.request, "url", "the API")), str(e.__cause__)) from None
         raise ProviderError(f"connection error: {e}", retryable=True, kind="connection") from None
     except (sdk.APIResponseValidationError, ValueError) as e:
         raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True,

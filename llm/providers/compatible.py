@@ -6,15 +6,18 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import httpx
 
 from llm.prices import FREE
 from llm.providers.base import (
+    CUT_BY_MAX_TOKENS,
     Completion,
     JudgeRequest,
     LearnsCapabilities,
@@ -25,9 +28,27 @@ from llm.providers.base import (
     learn,
     logprob_content,
     status_error,
+    transport_error,
 )
+from llm.providers.generation import Generation, GenerationRequest, finish_reason, int_or_none, sampling
 
 THINKING_MIN_TOKENS = 2048  # a model that thinks aloud first (<think>...</think>) needs room to finish
+
+
+async def send(transport: httpx.AsyncBaseTransport, req: httpx.Request, url: str, read: bool = True) -> httpx.Response:
+    """Send one request on a transport (the body read and the response closed with ``read``); a transport
+    failure is :func:`llm.providers.base.transport_error` of the server's ``url`` (a refused connection:
+    :class:`ServerUnreachable`; a timeout or a lost connection: retryable). Every httpx provider sends this way."""
+    try:
+        resp = await transport.handle_async_request(req)
+        if read:
+            try:
+                await resp.aread()
+            finally:
+                await resp.aclose()
+        return resp
+    except httpx.TransportError as e:  # refused (no server), timeout, reset, server disconnected
+        raise transport_error(e, url) from None
 
 
 def _unfinished_thinking(text: str) -> bool:
@@ -93,7 +114,7 @@ class CompatibleProvider(LearnsCapabilities):
             try:
                 return await self._post(*sent)
             except ProviderError as e:
-                if e.kind == "budget":  # a thinking model: give it the reasoning budget, once
+                if e.kind == CUT_BY_MAX_TOKENS:  # a thinking model: give it the reasoning budget, once
                     self.capabilities["reasoning"] = True
                     if self.body(request) != sent:
                         continue
@@ -109,17 +130,7 @@ class CompatibleProvider(LearnsCapabilities):
         req = httpx.Request("POST", self.base_url + path, content=json.dumps(body).encode(), headers=self._headers,
                             extensions=self._timeout)
         t0 = time.perf_counter()
-        try:
-            resp = await next(self._next).handle_async_request(req)
-            try:
-                await resp.aread()
-            finally:
-                await resp.aclose()
-        except httpx.TimeoutException as e:
-            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-        except httpx.TransportError as e:  # connection refused/reset, server disconnected
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                                kind="connection") from None
+        resp = await send(next(self._next), req, self.base_url)
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, resp.text)
         try:
@@ -132,7 +143,7 @@ class CompatibleProvider(LearnsCapabilities):
         usage = data.get("usage") or {}
         if choice.get("finish_reason") == "length" and _unfinished_thinking(text or ""):
             raise ProviderError(f"the reply was cut off inside <think> after {usage.get('completion_tokens')} tokens; "
-                                "raise --max-tokens", retryable=False, kind="budget")
+                                "raise --max-tokens", retryable=False, kind=CUT_BY_MAX_TOKENS)
         return Completion(text or "", logprob_content(choice.get("logprobs")),
                           int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
                           time.perf_counter() - t0, data)
@@ -141,3 +152,88 @@ class CompatibleProvider(LearnsCapabilities):
         """Close the connection pools."""
         for transport in self._transports:
             await transport.aclose()
+
+    # Answering (preflab generate, the Battle page): the same client, keys and error mapping.
+
+    def _request(self, request: GenerationRequest, stream: bool) -> httpx.Request:
+        body = {"model": self.model, "messages": list(request.messages), "max_tokens": request.max_tokens,
+                **sampling(request)}
+        if stream:
+            body.update(stream=True, stream_options={"include_usage": True})
+        return httpx.Request("POST", self._chat_url, content=json.dumps(body).encode(), headers=self._headers,
+                             extensions=self._timeout)
+
+    @functools.cached_property
+    def _chat_url(self) -> httpx.URL:
+        return httpx.URL(self.base_url + "/chat/completions")  # parsed once, not once per call
+
+    async def _send(self, req: httpx.Request) -> httpx.Response:
+        return await send(next(self._next), req, self.base_url, read=False)
+
+    async def _check(self, resp: httpx.Response) -> None:
+        if resp.status_code != 200:
+            try:
+                await resp.aread()
+            finally:
+                await resp.aclose()
+            raise status_error(resp.status_code, resp.headers, resp.text)
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One answer; failures map to :class:`ProviderError` as the judge's calls do."""
+        t0 = time.perf_counter()
+        resp = await self._send(self._request(request, stream=False))
+        await self._check(resp)
+        try:
+            await resp.aread()
+        except httpx.TransportError as e:
+            raise ProviderError(f"connection error: {type(e).__name__}", retryable=True, kind="connection") from None
+        finally:
+            await resp.aclose()
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+            raise ProviderError(f"malformed response body ({type(e).__name__})", retryable=True,
+                                kind="malformed") from None
+        usage = data.get("usage") or {}
+        return Generation(text or "", int_or_none(usage.get("prompt_tokens")),
+                          int_or_none(usage.get("completion_tokens")), finish_reason(choice.get("finish_reason")),
+                          time.perf_counter() - t0)
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[str | Generation]:
+        """Text pieces as the server sends them (server-sent events), then the finished :class:`Generation`."""
+        t0 = time.perf_counter()
+        resp = await self._send(self._request(request, stream=True))
+        await self._check(resp)
+        parts: list[str] = []
+        first: float | None = None
+        reason, usage = None, {}
+        try:
+            async for line in resp.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                chunk = json.loads(payload)
+                usage = chunk.get("usage") or usage
+                for choice in chunk.get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content") or ""
+                    reason = choice.get("finish_reason") or reason
+                    if piece:
+                        first = first if first is not None else time.perf_counter() - t0
+                        parts.append(piece)
+                        yield piece
+        except httpx.TransportError as e:
+            raise ProviderError(f"connection lost mid-answer: {type(e).__name__}", retryable=False,
+                                kind="connection") from None
+        except (json.JSONDecodeError, AttributeError, TypeError) as e:
+            raise ProviderError(f"malformed stream ({type(e).__name__})", retryable=False, kind="malformed") from None
+        finally:
+            await resp.aclose()
+        if reason is None:
+            raise ProviderError("the stream ended without a finish reason", retryable=False, kind="connection")
+        yield Generation("".join(parts), int_or_none(usage.get("prompt_tokens")),
+                         int_or_none(usage.get("completion_tokens")), finish_reason(reason),
+                         time.perf_counter() - t0, first)

@@ -1,7 +1,8 @@
-"""Answer generation through the judge's providers: one call (``generate``) or a token stream (``stream``).
+"""What answering sends and gets back: the request (:class:`GenerationRequest`) and the answer (:class:`Generation`)
+of a provider's ``generate`` (one call) and ``stream`` (a token stream).
 
-Each generator subclasses its judge provider, so it keeps that provider's client, key handling (keys from
-the environment only, redacted from every error) and error mapping; only the request differs. Parameters
+Each provider answers with the client, key handling (keys from the environment only, redacted from every
+error) and error mapping it judges with; only the request differs. Parameters
 are sent only when the model spec sets them, so a provider's own default applies otherwise. The Anthropic
 API version the SDK sends (2026-10-21) has no ``temperature``/``top_p``: a spec asking for them is refused
 before any call (:func:`unsupported_settings`).

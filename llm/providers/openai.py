@@ -15,6 +15,7 @@ The SDK's own retries are off; the runner retries (honouring ``Retry-After``).
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import httpx
@@ -22,12 +23,14 @@ import openai
 
 from llm.prices import price_for
 from llm.providers.base import (
+    CUT_BY_MAX_TOKENS,
     MAX_TOP_LOGPROBS,
     Completion,
     JudgeRequest,
     LearnsCapabilities,
     LogprobsUnsupported,
     ProviderError,
+    SdkClient,
     api_key,
     gather_samples,
     learn,
@@ -35,6 +38,7 @@ from llm.providers.base import (
     merge_samples,
     sdk_errors,
 )
+from llm.providers.generation import Generation, GenerationRequest, finish_reason, sampling
 
 REASONING_MIN_TOKENS = 2048  # hidden reasoning counts against max_completion_tokens
 
@@ -58,7 +62,7 @@ def request_body(model: str, capabilities: dict, request: JudgeRequest) -> dict:
 
 def completion_from_body(data: dict, latency: float = 0.0) -> Completion:
     """A chat completion (a dict, live or from a batch output line) as one completion; every choice's text
-    goes to ``samples`` when there are several. Raises ``ProviderError(kind="budget")`` when the reply was cut
+    goes to ``samples`` when there are several. Raises ``ProviderError(kind=CUT_BY_MAX_TOKENS)`` when the reply was cut
     off before any text."""
     try:
         choices = data["choices"]
@@ -71,13 +75,13 @@ def completion_from_body(data: dict, latency: float = 0.0) -> Completion:
         reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
         raise ProviderError(f"the reply was cut off before any text ({usage.get('completion_tokens')} completion "
                             f"tokens, {reasoning} of them reasoning); raise --max-tokens", retryable=False,
-                            kind="budget")
+                            kind=CUT_BY_MAX_TOKENS)
     return Completion(texts[0], logprob_content(first.get("logprobs")), int(usage.get("prompt_tokens") or 0),
                       int(usage.get("completion_tokens") or 0), latency, data,
                       texts if len(texts) > 1 else None)
 
 
-class OpenAIProvider(LearnsCapabilities):
+class OpenAIProvider(SdkClient, LearnsCapabilities):
     """An OpenAI (or Azure/OpenAI-proxy via ``base_url``) chat model as a judge."""
 
     provider = "openai"
@@ -105,14 +109,14 @@ class OpenAIProvider(LearnsCapabilities):
                     resp = await self._client.chat.completions.create(**body)
                 return completion_from_body(resp.model_dump(), time.perf_counter() - t0)
             except ProviderError as e:
-                if e.kind == "budget":
+                if e.kind == CUT_BY_MAX_TOKENS:
                     self.capabilities["reasoning"] = True
                 elif e.refusal:
                     learn(self.capabilities, e.refusal)
                 if isinstance(e, LogprobsUnsupported):
                     raise
                 # retry only when what we now know changes the request (concurrent calls learn it too)
-                if (e.kind == "budget" or e.refusal) and self.body(request) != body:
+                if (e.kind == CUT_BY_MAX_TOKENS or e.refusal) and self.body(request) != body:
                     continue
                 raise
         raise ProviderError(f"{self.model}: the API kept refusing parameters", retryable=False)
@@ -126,11 +130,40 @@ class OpenAIProvider(LearnsCapabilities):
                                                          else request.seed + s)) for s in range(1, request.n))
         return merge_samples([comp, rest])
 
-    @property
-    def client(self):
-        """The SDK client (same key, base URL and transport), for the batch API (:mod:`judge.runner.batch`)."""
-        return self._client
+    # Answering (preflab generate, the Battle page): the same client, keys and error mapping.
 
-    async def aclose(self) -> None:
-        """Close the SDK client."""
-        await self._client.close()
+    def _kwargs(self, request: GenerationRequest) -> dict:
+        return {"model": self.model, "messages": list(request.messages),
+                "max_completion_tokens": request.max_tokens, **sampling(request)}
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One answer; SDK errors become :class:`ProviderError`."""
+        t0 = time.perf_counter()
+        with sdk_errors(openai):
+            resp = await self._client.chat.completions.create(**self._kwargs(request))
+        if not resp.choices:
+            raise ProviderError("malformed response body (no choices)", retryable=True, kind="malformed")
+        choice, usage = resp.choices[0], resp.usage
+        return Generation(choice.message.content or "", usage.prompt_tokens if usage else None,
+                          usage.completion_tokens if usage else None, finish_reason(choice.finish_reason),
+                          time.perf_counter() - t0)
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[str | Generation]:
+        """Text pieces as they arrive, then the finished :class:`Generation`."""
+        t0 = time.perf_counter()
+        parts: list[str] = []
+        first, reason, usage = None, None, None
+        with sdk_errors(openai):
+            chunks = await self._client.chat.completions.create(**self._kwargs(request), stream=True,
+                                                                stream_options={"include_usage": True})
+            async for chunk in chunks:
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    reason = choice.finish_reason or reason
+                    if choice.delta and choice.delta.content:
+                        first = first if first is not None else time.perf_counter() - t0
+                        parts.append(choice.delta.content)
+                        yield choice.delta.content
+        yield Generation("".join(parts), usage.prompt_tokens if usage else None,
+                         usage.completion_tokens if usage else None, finish_reason(reason),
+                         time.perf_counter() - t0, first)

@@ -27,6 +27,7 @@ import time
 import httpx
 
 from llm.providers.base import Completion, ProviderError, api_key, status_error
+from llm.providers.compatible import send
 
 PATH = "/pooling"
 
@@ -101,17 +102,7 @@ class RewardProvider:
         req = httpx.Request("POST", self.base_url + PATH, content=json.dumps(self.body(messages)).encode(),
                             headers=self._headers, extensions=self._timeout)
         t0 = time.perf_counter()
-        try:
-            resp = await next(self._next).handle_async_request(req)
-            try:
-                await resp.aread()
-            finally:
-                await resp.aclose()
-        except httpx.TimeoutException as e:
-            raise ProviderError(f"timeout: {type(e).__name__}", retryable=True, kind="timeout") from None
-        except httpx.TransportError as e:
-            raise ProviderError(f"connection error: {type(e).__name__}: {e}", retryable=True,
-                                kind="connection") from None
+        resp = await send(next(self._next), req, self.base_url)
         if resp.status_code != 200:
             raise status_error(resp.status_code, resp.headers, error_detail(resp.text))
         try:

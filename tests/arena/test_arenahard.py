@@ -147,7 +147,7 @@ def test_judge_run_verdicts_general_graph_matches_independent_fit(tmp_path):
                                      "p_a": None, "p_b": None, "p_tie": None, "verdict": slot}))
     path = tmp_path / "verdicts.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.adapters import load_verdicts_jsonl
 
     games = games_from_verdicts(load_verdicts_jsonl(path), str(path))
     assert len(games) == 240

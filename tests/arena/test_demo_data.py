@@ -207,7 +207,7 @@ def test_regenerating_gives_identical_files(tmp_path: Path) -> None:
 
 def test_bundled_judge_verdicts_cover_every_pair_in_both_orders() -> None:
     """data/demo/verdicts-smollm2.jsonl (a real llama.cpp run) matches pairs.jsonl and is well formed."""
-    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.adapters import load_verdicts_jsonl
 
     pairs = {(r["item_id"], r["model_x"], r["model_y"]) for r in read_jsonl("pairs.jsonl")}
     rows = read_jsonl("verdicts-smollm2.jsonl")

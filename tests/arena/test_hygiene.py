@@ -46,10 +46,12 @@ def test_category_language_and_anonymous_filters():
     assert len(kept) == 6 and "removed 2 of 8" in line  # False and missing both dropped
 
 
-def test_exclude_models_reports_unknown_names():
-    kept, line = hygiene.exclude_models(battles(), ["c", "zeta"])
+def test_exclude_models_refuses_unknown_names_with_the_closest_one():
+    kept, line = hygiene.exclude_models(battles(), ["c"])
     assert len(kept) == 3 and set(kept.models) == {"a", "b"}
-    assert "removed 5 of 8" in line and "not in the data: zeta" in line
+    assert "removed 5 of 8" in line
+    with pytest.raises(ValueError, match=r"no model named 'zeta' to exclude in the data; name the models"):
+        hygiene.exclude_models(battles(), ["c", "zeta"])
 
 
 def test_daily_cap_keeps_first_votes_per_voter_and_day():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -235,3 +236,35 @@ def test_cli_rank_reports_separation(tmp_path):
     assert "Ford's condition fails" in res.output and "unbounded (no MLE)" in res.output
     meta = json.loads((tmp_path / "out.json").read_text())["meta"]
     assert meta["separation"]["groups"] == [["m0", "m1"], ["m2", "m3"]]
+
+
+def test_cli_rank_writes_counts_as_integers_and_enough_decimals_for_the_scale(tmp_path):
+    """Before: ``lb.csv`` wrote battles as ``628.0``, and ``--scale 1`` printed every interval as ``-0.0 / +0.0``."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from preflab_cli import app
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo" / "battles.jsonl"
+    out = tmp_path / "lb.csv"
+    res = CliRunner().invoke(app, ["rank", str(demo), "--bootstrap", "50", "--output", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = {line.split(",")[0]: line.split(",") for line in out.read_text().splitlines()}
+    header = rows["model"]
+    ember = dict(zip(header, rows["ember-balanced"], strict=True))
+    assert (ember["battles"], ember["wins"], ember["losses"], ember["ties"]) == ("628", "277", "152", "199")
+    assert "1057.8 " in res.output  # the default scale keeps one decimal
+    res = CliRunner().invoke(app, ["rank", str(demo), "--bootstrap", "50", "--scale", "1"])
+    assert res.exit_code == 0, res.output
+    cells = re.findall(r"([-+][0-9.]+) / ([-+][0-9.]+)", res.output)
+    assert len(cells) == 5 and all(float(x) != 0 for pair in cells for x in pair), cells
+    assert "1000.145" in res.output  # the rating with the intervals' three decimals
+
+
+def test_whole_counts_are_integers_and_soft_counts_stay_fractional():
+    from arena.io.counts import whole
+
+    assert whole(np.array([628.0, 3.0])).dtype == np.int64
+    assert whole(np.array([1.5, 2.0])).tolist() == [1.5, 2.0]
+    assert whole(np.array([np.nan, 2.0])).dtype.kind == "f"

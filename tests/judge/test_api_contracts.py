@@ -17,6 +17,7 @@ from judge.verdicts.pairs import Pair
 from judge.verdicts.rubrics import BUILTIN
 from llm.calls.cache import CallCache
 from llm.prices import parse_price
+from llm.providers.base import CUT_BY_MAX_TOKENS, NOT_SENT_COST_CAP
 from tests.judge.api_fakes import ApiFake
 
 #: Pairs with known truth: the answer containing GOOD is the better one (the fakes' judges know it).
@@ -67,6 +68,16 @@ def test_anthropic_answer_that_is_all_thinking_is_an_error_not_a_verdict(api):
         res = run_judge(PAIRS[:1], spec(small, "claude-sonnet-5-5"),
                         RunConfig(BUILTIN["abt"], samples=2, both_orders=False, max_attempts=1), None)
     assert res.stats.failed == 1 and "before answering" in res.verdicts["error"].iloc[0]
+
+
+def test_a_reply_cut_by_max_tokens_is_its_own_kind_not_the_cost_cap(api):
+    """A reply cut by max_tokens and a call --max-cost kept from being sent are different failures: the row says
+    which (``error_kind``), and the CLI's exit rule reads the kind, never the message."""
+    with ApiFake() as small:
+        small.message = _thinking_only(small.message)
+        res = run_judge(PAIRS[:1], spec(small, "claude-sonnet-5-5"),
+                        RunConfig(BUILTIN["abt"], samples=2, both_orders=False, max_attempts=1), None)
+    assert res.verdicts["error_kind"].tolist() == [CUT_BY_MAX_TOKENS] != [NOT_SENT_COST_CAP]
 
 
 def _thinking_only(message):
@@ -187,8 +198,8 @@ def test_local_servers_verdict_read_where_written(api, model, method):
 def test_server_without_logprobs_reads_text_with_no_probability_and_says_so(api, tmp_path, capsys):
     """Before: p = 1.0 / 0.0 from the text, unflagged, and the summary said (logprob)."""
     from judge.cards.card import render_card
+    from judge.metrics.adapters import load_verdicts_jsonl
     from judge.metrics.calibrate import calibrate
-    from judge.metrics.datasets import load_verdicts_jsonl
 
     res = run_judge(PAIRS, f"local:{api.url}#ignores-logprobs", RunConfig(BUILTIN["abt"]), None)
     df = res.verdicts
@@ -222,8 +233,9 @@ def test_unknown_price_is_unknown_and_price_option_sets_it(api, tmp_path):
 
 
 def test_low_mass_rows_left_out_of_brier_and_counted(tmp_path):
+    from judge.metrics.adapters import load_verdicts_jsonl
     from judge.metrics.calibrate import calibrate
-    from judge.metrics.datasets import attach_human, load_verdicts_jsonl
+    from judge.metrics.human_join import attach_human
 
     rows, labels = [], ["item_id,model_a,model_b,human"]
     for i in range(8):

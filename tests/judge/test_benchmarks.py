@@ -17,7 +17,7 @@ import pytest
 from judge.benchmarks import BenchSettings, benchmark_pairs, benchmark_report
 from judge.benchmarks.judgebench import judgebench_correct, judgebench_points, read_judgebench
 from judge.benchmarks.rewardbench import EXAMPLE_COUNTS
-from judge.metrics.datasets import load_any
+from judge.metrics.adapters import load_any
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
 
@@ -272,7 +272,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path) -> None:
 def test_judgebench_data_pairs_feed_judge_run_and_their_labels_join_as_correctness() -> None:
     """JudgeBench's data/ layout: `judge run` reads it as pairs (x = response_A, named A), and `--human` takes
     the same file as the correctness labels."""
-    from judge.metrics.datasets import attach_human
+    from judge.metrics.human_join import attach_human
     from judge.verdicts.pairs import load_pairs
 
     path = DATA / "judgebench-data-12.jsonl"

@@ -10,11 +10,12 @@ from typer.testing import CliRunner
 
 from judge.runner.estimate import dry_run, estimate_run
 from judge.runner.run import RunConfig, run_judge
-from judge.verdicts.pairs import Pair
+from judge.verdicts.pairs import Pair, load_pairs
 from judge.verdicts.rubrics import BUILTIN
 from llm.calls.cache import CallCache
 from llm.calls.spend import known_price
 from llm.prices import FREE, Price
+from llm.providers.base import NOT_SENT_COST_CAP
 from llm.providers.openai import OpenAIProvider
 from preflab_cli import app
 from tests.judge.fault_server import Faults, FaultServer
@@ -85,6 +86,7 @@ def test_max_cost_stops_near_the_cap_keeps_answers_and_resumes(tmp_path, monkeyp
         assert sum(srv.answered.values()) == made == len(CallCache(db))
         errors = res.verdicts["error"].dropna()
         assert len(errors) == 16 - made and errors.str.contains("--max-cost budget").all()
+        assert (res.verdicts.loc[errors.index, "error_kind"] == NOT_SENT_COST_CAP).all()
         assert res.stats.cost == pytest.approx(made * per_call)
         rest = run_judge(PAIRS[:8], provider(srv.url), RunConfig(BUILTIN["abt"], concurrency=concurrency), db)
     assert rest.stats.cache_hits == made and rest.stats.calls == 16 - made and rest.verdicts["error"].isna().all()
@@ -128,6 +130,15 @@ def test_run_with_three_judges_writes_members_and_the_panel_and_a_failing_member
     panel = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(panel) == 8 and all(r["member_3"] is None for r in panel)  # the broken member abstained
     assert all(r["winner"] == r["member_1"] == r["member_2"] for r in panel)  # a and b see the same answers
+    from judge.runner.jury_run import run_jury_panel
+    from preflab.io import iter_jsonl
+
+    lib = tmp_path / "lib.jsonl"
+    with FaultServer(Faults()) as good, FaultServer(Faults(rate_401=1.0)) as bad:
+        specs = [f"local:{good.url}#a", f"local:{good.url}#a", f"local:{bad.url}#broken"]  # a twice: named apart
+        run = run_jury_panel(load_pairs(pairs), specs, RunConfig(BUILTIN["abt"], timeout=5), None, lib)
+    assert run.table.members == (specs[0], f"2:{specs[0]}", specs[2]) and run.failed == 16
+    assert [r["winner"] for _, r in iter_jsonl(lib)] == [r["winner"] for r in panel]  # the CLI's panel, same rule
     assert "abstentions (member verdicts missing or unparsable): 8" in res.output
 
 

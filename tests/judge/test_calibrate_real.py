@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from judge.metrics.adapters import load_any, load_llmfao, load_pandalm
 from judge.metrics.calibrate import calibrate, position_bias_by_model
-from judge.metrics.datasets import load_any, load_llmfao, load_pandalm
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,12 @@ from html.parser import HTMLParser
 import pytest
 from typer.testing import CliRunner
 
-from judge.cards.card import render_card
+from judge.cards.card import render_card, summary_rows
+from judge.metrics.adapters import load_judge_labels
 from judge.metrics.calibrate import calibrate
-from judge.metrics.datasets import load_judge_labels
+from judge.report_text import format_interval
 from preflab_cli.judge_cmds import app
-from tests.judge.test_datasets import _write_labels
+from tests.judge.test_adapters import _write_labels
 
 STABLE_KEYS = {"n_pairs", "consistency", "first_position_rate", "conservative", "agreement", "kappa", "tpr",
                "tnr", "length_bias", "self_preference", "calibration"}
@@ -72,6 +73,16 @@ def test_card_escapes_every_text(tmp_path):
     tags = _tags(html)
     assert "script" not in tags
     assert tags.count("img") == sum(1 for _ in range(html.count("data:image/png;base64,")))  # only our charts
+
+
+def test_an_interval_without_bounds_is_written_as_its_value_alone(tmp_path):
+    """The card writes intervals as every report does (judge.report_text.format_interval): a value whose bounds
+    are unknown (a bootstrap with no usable resample) is the value alone, never ``[nan, nan]``."""
+    report = calibrate(load_judge_labels(_write_labels(tmp_path / "labels.csv")), n_bootstrap=50)
+    report["kappa"] = {**report["kappa"], "lower": float("nan"), "upper": float("nan")}
+    rows = dict(summary_rows(report))
+    assert rows["Cohen's kappa (bootstrap CI)"] == format_interval(report["kappa"]) == f"{report['kappa']['value']:.3f}"
+    assert "nan" not in render_card(report)
 
 
 def test_pandalm_card_via_cli(shared_data, tmp_path):
@@ -169,3 +180,15 @@ def test_cli_on_judge_run_jsonl_with_human_lengths_and_family(tmp_path):
     assert data["length_bias"]["judge_prefers_longer"]["n"] > 0 and data["length_bias"]["human_prefers_longer"]
     assert data["self_preference"]["n"] == 120 and data["self_preference"]["judge_family"] == "openai"
     assert card.read_text().count("data:image/png;base64,") == 4  # all four charts
+
+
+def test_an_undefined_pairwise_kappa_is_a_dash_not_nan():
+    """Two voters who share no decided pair have no kappa: the row said ``1-8: nan`` (the app's calibration page)."""
+    from judge.cards.card import summary_rows
+
+    humans = {"fleiss_kappa": 0.011, "krippendorff_alpha": 0.019, "pairwise_kappa": {"1-2": 0.045, "1-8": float("nan")},
+              "leave_one_out": {"judge": None, "human": None}}
+    report = {"n_pairs": 3, "orders": "both", "conservative": {"a": 1, "b": 1, "tie": 1, "unparsable": 0},
+              "humans": humans}
+    row = dict(summary_rows(report))["humans among themselves"]
+    assert "1-2: 0.045, 1-8: —" in row and "nan" not in row

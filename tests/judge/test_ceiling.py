@@ -56,7 +56,7 @@ def test_two_votes_a_pair_and_splits():
 
 
 def test_pandalm_three_annotators_on_the_card(shared_data):
-    from judge.metrics.datasets import load_pandalm
+    from judge.metrics.adapters import load_pandalm
 
     report = calibrate(load_pandalm(shared_data / "pandalm"), n_bootstrap=300)
     c = report["humans"]["ceiling"]

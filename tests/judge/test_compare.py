@@ -9,7 +9,7 @@ import pytest
 
 from judge.gate.compare import GateSettings, compare_dimensions
 from judge.gate.compare_inputs import candidate_codes
-from judge.metrics.datasets import load_verdicts_jsonl
+from judge.metrics.adapters import load_verdicts_jsonl
 from judge.stats import holm_adjust
 from tests.judge.compare_files import counts_specs, items_file, preflab, verdict_file, write_jsonl
 
@@ -76,6 +76,38 @@ def test_a_guard_that_is_significantly_worse_exits_1_and_says_which(tmp_path, ca
     assert preflab(capsys, *args)[0] == 0  # without guards the command reports and passes
     code, _, err = preflab(capsys, *args, "--guard", "safety")
     assert code == 2 and "'safety' is not a dimension" in err
+
+
+def test_a_guard_whose_judge_flips_on_every_pair_has_no_verdict_and_exits_3(tmp_path, capsys) -> None:
+    """The judge's two orders disagree on all 40 pairs: the gate can neither pass nor fail on its verdicts."""
+    path = verdict_file(tmp_path / "abt.jsonl", counts_specs(0, 0, flips=40), "abt")
+    html = tmp_path / "gate.html"
+    code, out, _ = preflab(capsys, "compare", "--base", "old", "--candidate", "new", "--verdicts", str(path),
+                           "--guard", "abt", "--report", str(html))
+    assert code == 3
+    assert "gate: no verdict: the judge is not usable on guard abt" in out and "passed" not in out
+    page = html.read_text()
+    assert "<p class='noverdict'>No verdict: the judge is not usable on guard abt" in page
+    assert "Gate passed" not in page and "class='pass'" not in page
+    ok = verdict_file(tmp_path / "ok.jsonl", counts_specs(28, 12, flips=2), "abt")  # 5% flips: a usable judge
+    assert preflab(capsys, "compare", "--base", "old", "--candidate", "new", "--verdicts", str(ok),
+                   "--guard", "abt")[0] == 0
+
+
+def test_compare_prints_no_note_about_brier_or_ece_it_never_computes(tmp_path, capsys) -> None:
+    """The demo's SmolLM2 file has low-label-mass rows: calibrate leaves them out of Brier/ECE; compare has none."""
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    rows = [line for line in (demo / "verdicts-smollm2.jsonl").read_text().splitlines()
+            if '"model_x":"atlas-terse","model_y":"beacon-verbose"' in line]
+    path = tmp_path / "tvv.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    assert load_verdicts_jsonl(path).attrs["probability_notes"]  # the file does have such rows
+    code, out, err = preflab(capsys, "compare", str(demo / "items.jsonl"), "--base", "beacon-verbose",
+                             "--candidate", "atlas-terse", "--verdicts", str(path))
+    assert code == 0, err
+    assert "Brier" not in out + err and "ECE" not in out + err
 
 
 def test_the_three_checks(tmp_path) -> None:
@@ -205,3 +237,16 @@ def test_console_and_gate_report_print_the_same_check_lines(tmp_path, capsys) ->
     assert lines[0].startswith("length: mean words base 4.0, candidate 1.0") and "concise 23.1% [" in lines[0]
     page = html.read_text()
     assert all(line in out and escape(line) in page for line in lines)
+
+
+def test_the_length_check_counts_words_as_the_vote_page_does() -> None:
+    """One rule for "words": the gate's length check and the vote page's length label count the same words
+    (a Markdown table's bars and rules are not words)."""
+    from judge.gate.compare import length_check
+    from judge.gate.compare_inputs import Answers
+    from voting.pages.reading import length_label
+
+    table = "| Model | 50.0 |\n|---|---|\n| a | **bold** |"
+    answers = Answers("items.jsonl", {"q": "?"}, {"q": {"old": table, "new": "one two three"}}, {}, {})
+    words = length_check(answers, "old", "new", {})["mean_words"]
+    assert words == {"base": 4.0, "candidate": 3.0} and length_label(table) == "4 words"

@@ -57,6 +57,25 @@ def test_generate_dry_run_counts_what_the_run_sends(keys, tmp_path, capsys):
         assert total_calls(text) == (0, 14) and len(api.log) == 14
 
 
+def test_every_dry_run_prints_the_one_dry_run_lines(keys, tmp_path, capsys):
+    """``generate --dry-run`` prints exactly :func:`llm.calls.estimate.dry_run_lines` of the library's estimates
+    (the printer ``judge run`` and ``compare`` use too)."""
+    from answering.generate import estimate_generate
+    from answering.model_specs import load_prompts, parse_model_spec
+    from llm.calls.estimate import dry_run_lines
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"item_id": f"p{i}", "prompt": f"Question {i}?"}) + "\n" for i in range(3)))
+    with ApiFake() as api:
+        specs = [f"openai:{api.url}#gpt-4.1-mini;max_tokens=16", f"local:{api.url}#m"]
+        code, out, _ = run_cli(capsys, "generate", str(prompts), *[a for s in specs for a in ("--model", s)],
+                               "--output", str(tmp_path / "o.jsonl"), "--no-cache", "--dry-run")
+        models = [parse_model_spec(s) for s in specs]
+        lines = dry_run_lines(estimate_generate(load_prompts(str(prompts)), models), per_model=True,
+                              header="dry run: 3 prompts x 2 models")
+    assert code == 0 and out.splitlines() == lines
+
+
 def test_generate_dry_run_says_an_unknown_price_is_unknown(keys, tmp_path, capsys):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"item_id": "a", "prompt": "Hello there?"}) + "\n")

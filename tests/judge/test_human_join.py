@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from judge.metrics.datasets import attach_human, join_human
+from judge.metrics.human_join import attach_human, join_human
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
 
@@ -101,7 +101,7 @@ def test_cli_and_app_page_give_identical_metrics_on_the_demo(tmp_path):
 
 
 def test_exported_labels_keep_their_model_pair(tmp_path):
-    from judge.metrics.datasets import load_judge_labels
+    from judge.metrics.adapters import load_judge_labels
 
     path = tmp_path / "labels.csv"
     path.write_text("item_id,verdict_ab,verdict_ba,human,model_a,model_b\nq1,A,A,B,m1,m2\nq1,,,A,m1,m3\n")
@@ -119,3 +119,19 @@ def test_cli_refuses_an_ambiguous_label_file_with_exit_2(tmp_path):
     labels.write_text("item_id,human\ndemo-001,A\n")  # demo-001 has several judged pairs
     res = CliRunner().invoke(app, ["calibrate", str(DEMO / "verdicts-smollm2.jsonl"), "--human", str(labels)])
     assert res.exit_code == 2 and "ambiguous" in res.output and "Traceback" not in res.output
+
+
+def test_the_vote_join_labels_and_measures_each_answer_by_identity():
+    """The app page's join (judge.metrics.human_join.join_votes): the votes' labels through join_human, each
+    answer's length in characters by (item, model), so a pair listed the other way round gets the right lengths
+    and an answer the store does not hold is unknown (NaN), not 0."""
+    from judge.metrics.human_join import join_votes
+
+    verdicts = _pairs([("q1", "m1", "m2"), ("q2", "m2", "m1")])
+    verdicts.attrs["settings"] = {"judge model": "j"}
+    labels = pd.DataFrame({"item_id": ["q1", "q2"], "model_a": ["m1", "m1"], "model_b": ["m2", "m2"],
+                           "human": ["A", "A"]})
+    out = join_votes(verdicts, labels, {("q1", "m1"): "four", ("q1", "m2"): "sixsix", ("q2", "m2"): "xy"})
+    assert out["human"].tolist() == [Outcome.FIRST, Outcome.SECOND]  # q2: A = m1 = y
+    assert out["len_x"].tolist() == [4, 2] and out["len_y"].iloc[0] == 6 and np.isnan(out["len_y"].iloc[1])
+    assert out.attrs["settings"] == {"judge model": "j"}

@@ -138,7 +138,7 @@ def test_align_flips_members_that_list_a_pair_the_other_way_round():
 
 
 def test_llmfao_gpt3_and_gpt4_as_a_jury_of_two(shared_data):
-    from judge.metrics.datasets import load_llmfao
+    from judge.metrics.adapters import load_llmfao
 
     members = {j: load_llmfao(shared_data / "llmfao", judge=j) for j in ("gpt3", "gpt4")}
     table = align_members(members)

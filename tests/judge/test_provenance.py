@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from judge.metrics.datasets import load_any, load_verdicts_jsonl
+from judge.metrics.adapters import load_any, load_verdicts_jsonl
 from judge.runner.run import RunConfig, run_judge
 from judge.verdicts.pairs import Pair
 from judge.verdicts.provenance import preflab_version, rubric_text_hash

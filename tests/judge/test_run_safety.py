@@ -88,12 +88,47 @@ def test_failed_verdicts_make_the_run_fail_unless_allowed(tmp_path):
         too_few = subprocess.run(cli(*base, "--allow-failures", "3"), env=env, capture_output=True, text=True,
                                  timeout=120)
     assert failed.returncode == 1, failed.stderr
+    assert "verdicts by slot" not in failed.stdout and "None" not in failed.stdout  # before: "None 4"
     msg = " ".join(failed.stderr.split())
     assert "4 of 4 verdicts failed after retries: 4 x HTTP 401" in msg and "--allow-failures" in msg
     assert "Traceback" not in failed.stderr
     assert len(out.read_text().splitlines()) == 4  # the failed rows are still written, with their error
     assert allowed.returncode == 0, allowed.stderr
     assert too_few.returncode == 1
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_refused_connection_stops_the_run_within_a_few_quick_tries():
+    """Before: 14 retries over 44 s, then 6 "failed" verdicts announced as "None 6"."""
+    from llm.providers.base import REFUSED_TRIES, ServerUnreachable
+
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    t0 = time.perf_counter()
+    with pytest.raises(ServerUnreachable, match=r"connection refused .*no server is listening there") as caught:
+        run_judge(make_pairs(3), f"local:{url}#m", RunConfig(BUILTIN["ab"], concurrency=1, progress=False))
+    assert time.perf_counter() - t0 < 5.0  # REFUSED_TRIES tries, at most 0.5 s apart
+    assert caught.value.url == url and str(caught.value).startswith(url) and REFUSED_TRIES == 3
+
+
+def test_the_cli_stops_a_run_on_a_refused_connection_with_one_line(tmp_path):
+    pairs, out = write_pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "v.jsonl"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    done = subprocess.run(cli(str(pairs), "--judge", f"local:{url}#m", "--no-cache", "--output", str(out),
+                              "--quiet"), env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {url}: connection refused"), done.stderr
+    assert "Traceback" not in done.stderr and "--debug" not in done.stderr
+    assert "verdicts by slot" not in done.stdout and not out.exists()
 
 
 def test_all_verdicts_present_exits_zero(tmp_path):

@@ -15,7 +15,7 @@ from judge.runner import run as run_mod
 from judge.runner.run import RunConfig, run_judge
 from judge.verdicts.pairs import Pair, PairsError, combined_table, load_pairs
 from judge.verdicts.rubrics import BUILTIN, RubricError, load_rubric
-from judge_arena.battles import identity_battles
+from judge_arena.battles_from_verdicts import identity_battles
 from llm.calls.cache import CallCache, cache_key
 from llm.calls.retry import RateLimiter, backoff_delay
 from llm.providers.base import parse_retry_after
@@ -182,7 +182,7 @@ def test_cli_run_writes_verdicts_and_reports(tmp_path):
     assert len(combined.read_text().splitlines()) == 6
     # the run's settings travel with the verdicts, and the judge card's checklist reads them back
     assert {(r["judge"], r["rubric"], r["temperature"]) for r in rows} == {("local:fault", "abt@1", 0.0)}
-    from judge.metrics.datasets import load_verdicts_jsonl
+    from judge.metrics.adapters import load_verdicts_jsonl
 
     settings = load_verdicts_jsonl(out).attrs["settings"]
     assert settings["judge model"] == "local:fault" and settings["rubric"] == "abt@1" and settings["date"]

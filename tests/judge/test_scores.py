@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from judge.metrics.adapters import load_any, load_verdicts_jsonl
 from judge.metrics.calibrate import calibrate
-from judge.metrics.datasets import load_any, load_verdicts_jsonl
 from judge.metrics.temperature import fit_inverse_temperature, score_calibration
 from judge.verdicts.scores import ScoreReading, load_scores, scores_table
 from preflab.errors import InputError

@@ -130,19 +130,20 @@ def _read_answer_style(path: Path, tmp: Path):
 
 
 def _read_verdicts(path: Path, tmp: Path):
-    from judge.metrics.datasets import load_any
+    from judge.metrics.adapters import load_any
 
     load_any(path, "verdicts")
 
 
 def _read_labels(path: Path, tmp: Path):
-    from judge.metrics.datasets import load_judge_labels
+    from judge.metrics.adapters import load_judge_labels
 
     load_judge_labels(path)
 
 
 def _read_human(path: Path, tmp: Path):
-    from judge.metrics.datasets import attach_human, load_verdicts_jsonl
+    from judge.metrics.adapters import load_verdicts_jsonl
+    from judge.metrics.human_join import attach_human
 
     bc.write_verdicts(tmp)
     attach_human(load_verdicts_jsonl(tmp / "verdicts.jsonl"), path)

@@ -269,6 +269,11 @@ CASES: list[Case] = [
          ("judge", "run", str(DEMO / "pairs.jsonl"), "--judge", "local:http://127.0.0.1:9#m", "--rubric", "{f}",
           "--no-cache", "--quiet", "--output", "{d}/out.jsonl")),
     Case("convert binary", "battles.jsonl", _binary, ("convert", "{f}", "{d}/out.csv")),
+    # --- messages in the command line's words (issue 37)
+    Case("Model_A column", "battles.csv", b("Model_A,model_b,winner\nx,y,model_a\n"), INFO, "model_a"),
+    Case("draw and A winner labels", "battles.csv", b("model_a,model_b,winner\nx,y,draw\nx,y,A\n"), INFO, "winner"),
+    Case("exclude a model not in the data", "battles.jsonl", b(jsonl(battles())),
+         (*RANK, "--filter", "exclude=m9")),
 ]
 
 

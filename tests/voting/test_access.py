@@ -260,7 +260,7 @@ def test_judge_vs_human_compare_against_scipy():
     import pandas as pd
     from scipy.stats import spearmanr
 
-    from judge_arena.battles import verdict_battles
+    from judge_arena.battles_from_verdicts import verdict_battles
     from judge_arena.versus_human import compare, pair_win_shares
 
     verdicts = pd.DataFrame({"item_id": ["i1", "i2"], "model_x": ["a", "b"], "model_y": ["b", "c"],

@@ -42,6 +42,18 @@ def second_llama_url(llama_url, tmp_path_factory):  # noqa: F811
 
 PAGE = str(Path(__file__).resolve().parents[2] / "voting" / "pages" / "battle.py")
 NAMES = ("zephyrine-7b", "quokka-13b")
+# the roster's system prompts, each with a marker only it has: the page must never send a system prompt
+SYSTEMS = ("Answer briefly. [sys-8f3a1c]", "You are a pirate. [sys-5d72e9]")
+MARKERS = ("sys-8f3a1c", "sys-5d72e9")
+
+
+def sent_secrets(sent: str, secrets: tuple[str, ...], battle: dict) -> list[str]:
+    """The ``secrets`` (names, endpoints, system-prompt markers, metadata keys) in what the app ``sent``,
+    leaving out any a model itself wrote in its stored answers: a test asserts what the app sends, never what
+    a real model happens to write (SmolLM2's words change with CPU features and builds)."""
+    written = " ".join(m["content"] for side in ("conversation_a", "conversation_b") for m in battle[side]
+                       if m["role"] == "assistant")
+    return [s for s in secrets if s in sent and s not in written]
 SEND = "FormSubmitter:battle_prompt-Send"
 
 
@@ -106,6 +118,20 @@ def _page(monkeypatch, tmp_path: Path, url: str, roster: str) -> AppTest:
     return login(at, "ann")
 
 
+def settle(at: AppTest) -> AppTest:
+    """Run the page again once its battle's answers finished: the browser redraws them every REDRAW_S (a
+    fragment's run_every, which AppTest does not run), so a test waits on the run's state, then reruns."""
+    from tests.voting.conftest import wait_for
+    from voting.battle_runs import live_run
+
+    try:
+        current = at.session_state["battle"]
+    except KeyError:
+        return at
+    wait_for(lambda: live_run(current["id"]) is None, timeout=600)
+    return at.run()
+
+
 def _everything(at: AppTest) -> str:
     """Every element the page sent, as the browser receives it (HTML bodies unescaped, the rest as protobufs)."""
     parts = [h.proto.body for h in at.get("html")]
@@ -117,7 +143,7 @@ def _everything(at: AppTest) -> str:
 def _roster(url: str, url_2: str) -> str:
     return "".join(f'[[model]]\nname = "{n}"\nspec = "local:{u}#smollm2"\nsystem = "{s}"\ntemperature = 0.0\n'
                    f"max_tokens = 24\n\n"
-                   for n, u, s in zip(NAMES, (url, url_2), ("Answer briefly.", "You are a pirate."), strict=True))
+                   for n, u, s in zip(NAMES, (url, url_2), SYSTEMS, strict=True))
 
 
 @pytest.mark.llama
@@ -125,17 +151,17 @@ def test_battle_page_streams_votes_reveals_and_follows_up(monkeypatch, tmp_path,
                                                          second_llama_url):
     at = _page(monkeypatch, tmp_path, sqlite_url, _roster(llama_url, second_llama_url))
     at.text_area(key="battle_text").input("What is the capital of France?")
-    at.button(key=SEND).click().run()
+    settle(at.button(key=SEND).click().run())
     assert not at.exception
     state = at.session_state["battle"]
     page = _everything(at)
     assert 'data-side="A"' in page and 'data-side="B"' in page and "A is better" in page
-    for secret in (*NAMES, llama_url, second_llama_url, "127.0.0.1", "smollm2", "pirate", "tokens"):
-        assert secret not in page, secret
     engine = open_store(sqlite_url)
+    secrets = (*NAMES, llama_url, second_llama_url, "127.0.0.1", "smollm2", *MARKERS, "tokens_out", "finish_reason")
+    assert sent_secrets(page, secrets, load_battle(engine, state["id"])) == []
     assert load_battle(engine, state["id"])["status"] == "answered"
     at.text_area(key="battle_text").input("And of Spain?")  # a follow-up: same two models, same sides
-    at.button(key=SEND).click().run()
+    settle(at.button(key=SEND).click().run())
     battle = load_battle(engine, state["id"])
     assert battle["turns"] == 2 and len(battle["conversation_a"]) == 4
     assert at.session_state["battle"]["id"] == state["id"]
@@ -159,7 +185,7 @@ def test_a_dead_server_gives_the_neutral_message_and_an_uncounted_battle(monkeyp
     roster = _roster(llama_url, dead)
     at = _page(monkeypatch, tmp_path, sqlite_url, roster)
     at.text_area(key="battle_text").input("Hello?")
-    at.button(key=SEND).click().run()
+    settle(at.button(key=SEND).click().run())
     page = _everything(at)
     assert "One answer failed; this battle will not count" in page
     assert not any(s in page for s in (*NAMES, dead, "connection", "ConnectError"))

@@ -132,7 +132,7 @@ def test_calibration(page):
     page.get_by_text("... or pick one found on the server").wait_for()
     page.locator("[data-testid='stSelectbox']").nth(1).click()
     page.get_by_role("option", name="data/demo/verdicts-smollm2.jsonl").click()
-    page.get_by_text("Agreement with humans", exact=True).wait_for()  # the metric (the card has a row too)
+    page.get_by_text("the same rows as preflab judge calibrate").wait_for()  # the numbers' caption: page only
     page.get_by_text("Do not use for:").wait_for()
     page.get_by_text("Download the judge card").wait_for()
     settled(page)

@@ -100,8 +100,8 @@ def test_filter_votes_by_voter_item_model_and_click(round_url):
 def test_data_page_shows_sortable_voter_stats_and_the_vote_browser(monkeypatch, round_url):
     at = start(monkeypatch, round_url)
     at.switch_page("voting/pages/data.py").run()
-    stats = frame(at, "fast_votes")
-    assert stats["voter"].tolist() == ["ann", "cy", "bob"] and stats.set_index("voter").loc["cy", "fast_votes"] == 3
+    stats = frame(at, "fast votes")
+    assert stats["voter"].tolist() == ["ann", "cy", "bob"] and stats.set_index("voter").loc["cy", "fast votes"] == 3
     table = frame(at, "reason")
     assert len(table) == 8
     at.selectbox(key="browse_voter").select("ann").run()
@@ -112,6 +112,23 @@ def test_data_page_shows_sortable_voter_stats_and_the_vote_browser(monkeypatch, 
     assert any("Why? x is right" in t.value for t in at.get("text"))
     body = next(h.proto.body for h in at.get("html") if "data-item=" in h.proto.body)
     assert 'data-item="q000"' in body and "Prompt number 0?" in body and "<script" not in body
+
+
+def test_the_voters_table_shows_words_percentages_and_dashes(monkeypatch, round_url):
+    """Before: snake_case headers, ``None`` for unknown, and ``32%`` beside ``32.17%`` (Streamlit's "percent")."""
+    from tests.voting.test_leaderboard_page import shown
+
+    at = start(monkeypatch, round_url)
+    at.switch_page("voting/pages/data.py").run()
+    element = next(d for d in at.dataframe if "fast votes" in d.value.columns)
+    table = shown(element).set_index("voter")
+    assert list(table.columns) == ["votes", "median s / vote", "tie rate", "both-bad rate", "skips", "skip rate",
+                                   "agrees with others", "shared items", "fast votes"]
+    assert table.loc["ann", "tie rate"] == "33.3%" and table.loc["ann", "median s / vote"] == "20.0"
+    assert table.loc["cy", "both-bad rate"] == "33.3%" and table.loc["ann", "skip rate"] == "0.0%"
+    rates = table[["tie rate", "both-bad rate", "skip rate", "agrees with others"]].stack()
+    assert rates.str.fullmatch(r"[0-9]+\.[0-9]%|—").all(), rates.tolist()
+    assert table.loc["ann", "votes"] == "3" and "None" not in table.to_numpy().ravel().tolist()
 
 
 def test_delete_archives_every_vote_and_needs_the_name(monkeypatch, round_url):

@@ -3,6 +3,8 @@ table; identification problems are a banner and ratings that are not identified 
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 from typer.testing import CliRunner
 
@@ -58,3 +60,23 @@ def test_chosen_confounded_style_features_are_refused_in_the_apps_words(monkeypa
     assert "keep only length in the **Style control** box" in errors[0]
     assert "style_features" not in errors[0] and "--style" not in errors[0]
     assert len(at.dataframe) == 0  # no table of -992 [-4425, 1997]
+
+
+def shown(element) -> pd.DataFrame:  # noqa: ANN001 - an AppTest dataframe
+    """The strings the page displays in a table (a Styler's display values), not the numbers behind them."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    return convert_arrow_bytes_to_pandas_df(element.proto.arrow_data.styler.display_values)
+
+
+def test_the_table_shows_numbers_for_people(monkeypatch, tmp_path):
+    """Before: ``1057.800000`` and ``628.000000`` (pandas' Styler prints 6 decimals); unknown ratings ``None``."""
+    at = _page(monkeypatch, tmp_path)
+    table = shown(at.dataframe[0]).set_index("model")
+    row = table.loc["ember-balanced"]
+    assert row["rating"] == "1057.8" and row["battles"] == "628" and row["wins"] == "277" and row["ties"] == "199"
+    assert row["rank"] == "1" and re.fullmatch(r"10[0-9]{2}\.[0-9]", row["lower"]), row.to_dict()
+    at.sidebar.selectbox(key="lb_dataset").set_value("(all datasets)").run(timeout=300)
+    pooled = shown(at.dataframe[0])
+    assert set(pooled["rating"]) == {"—"} and set(pooled["upper"]) == {"—"}  # not identified: a dash
+    assert pooled["battles"].str.fullmatch(r"[0-9]+").all()

@@ -61,7 +61,7 @@ def test_exports_are_readable_by_the_arena_and_the_judge_module(seeded_url, tmp_
     assert battles.df["winner"].astype(str).tolist() == ["model_a", "model_b"]
     assert len(pd.read_csv(io.BytesIO(export_bytes(votes, "votes")))) == 2
     (tmp_path / "labels.csv").write_bytes(export_bytes(votes, "labels"))
-    from judge.metrics.datasets import load_judge_labels
+    from judge.metrics.adapters import load_judge_labels
 
     labels = load_judge_labels(tmp_path / "labels.csv")
     assert labels["human"].tolist() == [Outcome.SECOND]  # both votes chose y = model_b of the sorted pair

@@ -138,3 +138,23 @@ def test_the_store_rules_hold_on_postgresql(pg_clean_url):
         conn.exec_driver_sql("DELETE FROM skips")
     test_seen_is_a_fact_of_the_store(pg_clean_url)
     test_rate_limits_per_key_in_the_store(pg_clean_url)
+
+
+def test_the_next_pair_is_drawn_and_issued_by_the_library(seeded_url):
+    """The vote page's next pair (voting.rounds.draw_round, typed ShownRound): an item the voter has not seen,
+    issued as a round the vote's transaction accepts once; None when every item is done."""
+    import numpy as np
+
+    from voting.rounds import ShownRound, draw_round
+    from voting.store import load_items_frame, vote_tallies
+
+    engine = open_store(seeded_url)
+    items = load_items_frame(engine, "tiny")
+    prompts = dict(zip(items["item_id"], items["prompt"], strict=True))
+    rng, done = np.random.default_rng(0), []
+    while (shown := draw_round(engine, "ann", "tiny", items, prompts, vote_tallies(engine, "tiny"), rng)) is not None:
+        assert isinstance(shown, ShownRound) and shown.item_id not in done and shown.prompt == prompts[shown.item_id]
+        vote = Vote("ann", "tiny", shown.item_id, shown.left, shown.right, "A")
+        record_vote(engine, vote, VoteChecks(shown.round_id))
+        done.append(shown.item_id)
+    assert sorted(done) == sorted(items["item_id"])

@@ -328,8 +328,35 @@ def test_calibration_page_scores_the_bundled_smollm2_verdicts(monkeypatch, tmp_p
     at.switch_page("voting/pages/calibration.py").run(timeout=180)
     at.selectbox(key="cal_pick").set_value("data/demo/verdicts-smollm2.jsonl").run(timeout=300)
     assert not at.exception
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Order consistency"] == "0.000"  # the tiny judge answers "A" whatever the order
-    assert float(metrics["First-position rate"]) > 0.95
-    assert 0.0 <= float(metrics["Agreement with humans"]) <= 1.0
-    assert any("Do not use for" in m.value for m in at.markdown)
+    rows = at.table[0].value["value"]
+    assert rows["position consistency"].startswith("0.000 [")  # the tiny judge answers "A" whatever the order
+    assert float(rows["first-slot rate (2P verdicts; CI over pairs)"].split()[0]) > 0.95
+    assert any("Do not use for" in m.value for m in at.error)
+
+
+def test_the_calibration_page_leads_with_the_verdict_and_names_an_upload_by_its_own_name(monkeypatch, tmp_path):
+    """Before: agreement 0.446 (the humans' tie rate) in large type for a judge with kappa 0.00, and the card
+    showed the server's temporary copy of the upload (``/tmp/preflab-upload-.../``)."""
+    import tempfile
+
+    from typer.testing import CliRunner
+
+    from judge.cards.card import NOTHING_USABLE
+    from preflab_cli import app as cli
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert CliRunner().invoke(cli, ["demo-seed", "--db", url]).exit_code == 0
+    at = start(monkeypatch, url)
+    at.switch_page("voting/pages/calibration.py").run(timeout=180)
+    verdicts = Path(APP).parent / "data" / "demo" / "verdicts-smollm2.jsonl"
+    at.file_uploader(key="cal_upload").set_value(("judge-verdicts.jsonl", verdicts.read_bytes(),
+                                                 "application/jsonl")).run(timeout=300)
+    assert not at.exception
+    assert not at.metric  # no number in large type: the verdict leads
+    assert [w.value for w in at.warning][-1:] == [f"**Usable for:** {NOTHING_USABLE}."]
+    avoid = at.error[0].value
+    assert avoid.startswith("**Do not use for:**") and "kappa 0.00 [0.00, 0.00] does not exclude 0" in avoid
+    card = next(h.proto.body for h in at.get("html") if "Judge card" in h.proto.body)
+    shown = card + " ".join(m.value for m in [*at.markdown, *at.caption, *at.error, *at.warning])
+    assert "judge-verdicts.jsonl" in card
+    assert "preflab-upload" not in shown and tempfile.gettempdir() not in shown

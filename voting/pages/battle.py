@@ -3,16 +3,19 @@ labelled only A and B; after both finished the voter votes (keys 1-4), then the 
 
 Follow-up prompts go to the same two models in the same sides until the vote. Nothing that names a model
 reaches the browser before the vote: not its name, provider, endpoint, token counts or its error text; a
-failed answer shows one neutral line, and that battle is stored as failed and never counted. Streaming speed
-is visible (as in Chatbot Arena). The roster comes from ``PREFLAB_ARENA`` (``preflab app --arena FILE``), an
-optional prompt set to draw from from ``PREFLAB_ARENA_PROMPTS`` (``--arena-prompts FILE``).
+failed answer shows one neutral line and keeps the prompt in the box, and that battle is stored as failed and
+never counted (its cause goes to the server log and the Data page's failed battles). Streaming speed is
+visible (as in Chatbot Arena): a fragment redraws the answers every :data:`REDRAW_S` while they stream, so
+Streamlit's Stop (or a dropped run) freezes nothing; the next redraw picks the answers up. Answers are drawn
+as on the Vote page (:func:`voting.pages.pair_html.turn_html`). Before the vote, Regenerate asks the same two
+models the last prompt again as a new battle (the old one is abandoned, never counted) and New round leaves
+the battle; after the vote, New round clears the page. The roster comes from ``PREFLAB_ARENA`` (``preflab app
+--arena FILE``), an optional prompt set to draw from from ``PREFLAB_ARENA_PROMPTS`` (``--arena-prompts FILE``).
 """
 
 from __future__ import annotations
 
-import os
 import secrets
-import time
 
 import numpy as np
 import streamlit as st
@@ -32,16 +35,15 @@ from voting.battles import (
 )
 from voting.identity import identity_words
 from voting.pages.common import client_address, code_span, get_config, get_engine, guarded
-from voting.pages.pair_html import markdown_html
+from voting.pages.pair_html import turn_html
 from voting.pages.voter_gate import open_rate_checks, voter_gate
 from voting.store import DuplicateVote, VoteChecks, VoteRefused
 
 BUTTONS = (("A", "A is better", "1"), ("B", "B is better", "2"), ("tie", "Tie", "3"), ("bothbad", "Both are bad", "4"))
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
 FAILED = "One answer failed; this battle will not count. Send a prompt to start a new battle."
-REDRAW_S = 0.05  # the streaming boxes are redrawn at most this often
-BOX = ('<div class="pf-battle" data-side="{side}" data-done="{done}" style="border:1px solid #ddd;border-radius:6px;'
-       'padding:0.6em;min-height:4em;max-height:420px;overflow:auto"><h4>{side}</h4>{body}</div>')
+REDRAW_S = 0.2  # the streaming answers are redrawn this often (a fragment's run_every)
+ANSWER_HEIGHT = 420  # px at most: equal boxes that scroll, as on the Vote page
 
 
 @st.cache_resource(show_spinner=False)
@@ -89,22 +91,21 @@ def settings(path: str) -> ArenaSettings:
     return arena_settings(path, _roster(path))
 
 
-def _box(side: str, text: str, done: bool) -> str:
-    body = f'<div class="pf-text">{markdown_html(text)}</div>' if text else '<p class="pf-wait">…</p>'
-    return BOX.format(side=side, done="1" if done else "0", body=body)
+def _you(prompt: str) -> None:
+    """The voter's prompt: in a code span on one line, as plain text when it has several (never Markdown)."""
+    several = "\n" in prompt or "\r" in prompt
+    st.markdown("**You:**" if several else f"**You:** {code_span(prompt)}")
+    if several:
+        st.text(prompt)
 
 
 def _conversation(battle: dict) -> None:
     """Earlier turns: each prompt, then A and B side by side."""
     conv_a, conv_b = battle["conversation_a"], battle["conversation_b"]
     for i in range(0, len(conv_a) - 1, 2):
-        st.markdown(f"**You:** {code_span(conv_a[i]['content'])}" if "\n" not in conv_a[i]["content"]
-                    else "**You:**")
-        if "\n" in conv_a[i]["content"]:
-            st.text(conv_a[i]["content"])
-        left, right = st.columns(2)
-        left.html(_box("A", conv_a[i + 1]["content"], True))
-        right.html(_box("B", conv_b[i + 1]["content"], True))
+        _you(conv_a[i]["content"])
+        st.html(turn_html(conv_a[i + 1]["content"], conv_b[i + 1]["content"], done=True,
+                          answer_height=ANSWER_HEIGHT))
 
 
 def _send(path: str, voter: str) -> None:
@@ -117,6 +118,7 @@ def _send(path: str, voter: str) -> None:
     prompt = (state.get("battle_text") or "").strip()
     if not prompt:
         return
+    state["restore_prompt"] = prompt  # a refusal leaves the prompt in the box (the form cleared it)
     if len(prompt) > limits.max_prompt_chars:
         state["warn"] = f"That prompt is {len(prompt):,} characters; the limit is {limits.max_prompt_chars:,}."
         return
@@ -134,44 +136,68 @@ def _send(path: str, voter: str) -> None:
         battle = None
     else:
         a, b = by_name[battle["model_a"]], by_name[battle["model_b"]]
+    _start(path, voter, prompt, {"a": a, "b": b}, battle)
+
+
+def _start(path: str, voter: str, prompt: str, specs: dict[str, ModelSpec], battle: dict | None,
+           earlier: dict | None = None) -> None:
+    """Claim the turn (a new battle when ``battle`` is None, with the ``earlier`` turns as context) and start
+    answering ``prompt`` in the background; a refusal is a warning and keeps the prompt."""
+    state, engine, cfg, arena = st.session_state, open_battles(get_engine()), get_config(), settings(path)
     try:
-        claimed = claim_turn(engine, voter, client_address(cfg), prompt, {"a": a, "b": b}, arena, battle)
+        claimed = claim_turn(engine, voter, client_address(cfg), prompt, specs, arena, battle)
     except ArenaRefused as e:
-        state["warn"] = REFUSED[e.reason].format(l=limits)
+        state["warn"] = REFUSED[e.reason].format(l=arena.limits)
         if e.reason == "state":
             state.pop("battle", None)
         return
+    state.pop("restore_prompt", None)
     state["battle"] = {"id": claimed["id"]}
-    start_run(engine, claimed, {"a": a, "b": b}, prompt, arena, identity_words(roster, arena.identity_words))
+    start_run(engine, claimed | (earlier or {}), specs, prompt, arena,
+              identity_words(_roster(path), arena.identity_words))
 
 
-def _streaming(battle: dict, run: TurnRun) -> dict:
-    """Draw the turn being answered: earlier turns, the prompt, and two boxes to be filled by :func:`_follow`."""
+def _regenerate(path: str, voter: str) -> None:
+    """Regenerate (before the vote, as in Chatbot Arena): the same two models, same sides, answer the last
+    prompt again as a new battle (earlier turns carried as context) under every limit a new battle meets; the
+    old battle is abandoned, never counted."""
+    state, engine = st.session_state, open_battles(get_engine())
+    current = state.get("battle")
+    battle = load_battle(engine, current["id"]) if current else None
+    if battle is None or battle["status"] != "answered":
+        return
+    by_name = {m.name: m for m in _roster(path)}
+    conv_a, conv_b = battle["conversation_a"], battle["conversation_b"]
+    _start(path, voter, conv_a[-2]["content"], {"a": by_name[battle["model_a"]], "b": by_name[battle["model_b"]]},
+           None, {"conversation_a": conv_a[:-2], "conversation_b": conv_b[:-2]})
+    if state.get("battle", {}).get("id") != battle["id"]:  # the new battle started: the old one never counts
+        abandon(engine, battle["id"])
+
+
+def _new_round() -> None:
+    """New round: leave the current battle (abandoned when not voted on: never counted) and clear the page."""
+    state = st.session_state
+    if current := state.pop("battle", None):
+        abandon(open_battles(get_engine()), current["id"])
+    state.pop("revealed", None)
+    state["battle_text"] = ""
+
+
+def _streaming(battle: dict, run: TurnRun) -> None:
+    """Draw the turn being answered: earlier turns, the prompt, and the answers as they stream (:func:`_live`)."""
     _conversation(battle)
-    st.markdown(f"**You:** {code_span(run.prompt)}" if "\n" not in run.prompt else "**You:**")
-    if "\n" in run.prompt:
-        st.text(run.prompt)
-    left, right = st.columns(2)
-    boxes = {"a": left.empty(), "b": right.empty()}
-    for side in "ab":
-        boxes[side].html(_box(side.upper(), run.texts[side], False))
-    return boxes
+    _you(run.prompt)
+    st.fragment(_live, run_every=REDRAW_S)(battle["id"])
 
 
-def _follow(run: TurnRun, boxes: dict) -> None:
-    """Redraw the boxes as the run's text grows (the first piece at once, then at most every REDRAW_S);
-    when both answers finished, rerun the page to show the vote bar (or the failure)."""
-    seen, shown = -1, {"a": None, "b": None}
-    while True:
-        seen, texts, done = run.wait(seen, 1.0)
-        for side in "ab":
-            if texts[side] != shown[side]:
-                shown[side] = texts[side]
-                boxes[side].html(_box(side.upper(), texts[side], False))
-        if done:
-            break
-        time.sleep(REDRAW_S)
-    st.rerun()
+def _live(battle_id: str) -> None:
+    """The answers so far; once both finished (the run is gone), the whole page again: the vote bar or the
+    failure. A fragment rerun every REDRAW_S: a stopped or interrupted run is picked up by the next one."""
+    run = live_run(battle_id)
+    if run is None or run.done:
+        st.rerun()
+    _, texts, _ = run.wait(-1, 0)  # a consistent snapshot of both sides
+    st.html(turn_html(texts["a"], texts["b"], done=False, answer_height=ANSWER_HEIGHT))
 
 
 @guarded
@@ -215,6 +241,7 @@ def _revealed(engine, revealed: dict) -> None:  # noqa: ANN001
     _conversation(battle)
     st.success(f"Vote saved: {SAID[revealed['choice']]}. **A** was {code_span(battle['model_a'])}, "
                f"**B** was {code_span(battle['model_b'])}.")
+    st.button("New round", on_click=_new_round, key="battle_new_after_vote", icon=":material/add:")
 
 
 def _notices(engine) -> None:  # noqa: ANN001
@@ -228,39 +255,49 @@ def _notices(engine) -> None:  # noqa: ANN001
         _revealed(engine, revealed)
 
 
-def _current_battle(engine) -> tuple[dict | None, str | None, TurnRun | None, dict | None]:  # noqa: ANN001
-    """Show the voter's battle as it stands: (battle, its status, its run in this process, the streaming boxes).
+def _vote_bar(path: str, voter: str, battle: dict) -> None:
+    """The vote buttons (keys 1-4), then Regenerate and New round."""
+    with st.container(horizontal=True, key="battle_vote_bar"):
+        for choice, label, key in BUTTONS:
+            st.button(label, on_click=_vote, args=(choice, battle["id"], battle["turns"]), shortcut=key,
+                      key=vote_key(choice, battle), width="stretch", type="primary" if choice in "AB" else "secondary")
+    with st.container(horizontal=True, key="battle_round_bar"):
+        st.button("Regenerate", on_click=_regenerate, args=(path, voter), key="battle_regenerate",
+                  icon=":material/refresh:")
+        st.button("New round", on_click=_new_round, key="battle_new_round", icon=":material/add:")
 
-    An answered battle gets the vote bar; a failed or interrupted one is dropped with a message."""
+
+def _current_battle(engine, path: str, voter: str) -> tuple[dict | None, str | None, TurnRun | None]:  # noqa: ANN001
+    """Show the voter's battle as it stands: (battle, its status, its run in this process).
+
+    An answered battle gets the vote bar; a failed or interrupted one is dropped with a message, and its
+    prompt goes back in the box."""
     state = st.session_state
     current = state.get("battle")
     battle = load_battle(engine, current["id"]) if current else None
     status = battle["status"] if battle is not None else None
     run = live_run(current["id"]) if status == "answering" else None
-    boxes = None
     if status == "answered":
         _conversation(battle)
-        with st.container(horizontal=True, key="battle_vote_bar"):
-            for choice, label, key in BUTTONS:
-                st.button(label, on_click=_vote, args=(choice, battle["id"], battle["turns"]), shortcut=key,
-                          key=vote_key(choice, battle), width="stretch",
-                          type="primary" if choice in "AB" else "secondary")
+        _vote_bar(path, voter, battle)
     elif run is not None:
-        boxes = _streaming(battle, run)
-    elif status == "failed":
+        _streaming(battle, run)
+    elif current is not None:  # failed; answering with no run here (the process restarted); voted elsewhere
         state.pop("battle", None)
-        st.info(FAILED)
-    elif current is not None:  # answering with no run here (the process restarted), or voted elsewhere
-        state.pop("battle", None)
-        if status == "answering":
+        conv = battle["conversation_a"] if battle is not None else []
+        if status in ("failed", "answering") and conv:
+            state["restore_prompt"] = conv[-2]["content"] if conv[-1]["role"] == "assistant" else conv[-1]["content"]
+        if status == "failed":
+            st.info(FAILED)
+        elif status == "answering":
             abandon(engine, current["id"])
             st.info("That battle was interrupted before both answers finished; it will not count.")
-    return battle, status, run, boxes
+    return battle, status, run
 
 
 def render() -> None:
     cfg = get_config()
-    path = os.environ.get("PREFLAB_ARENA")
+    path = cfg.arena
     st.title("Battle")
     if not path:
         st.info("No arena roster: start the app with `preflab app --arena roster.toml`.")
@@ -273,17 +310,18 @@ def render() -> None:
     st.caption("Type a prompt: two anonymous models answer it side by side. Vote once both have finished; "
                "the names are shown after your vote.")
     _notices(engine)
-    battle, status, run, boxes = _current_battle(engine)
+    battle, status, run = _current_battle(engine, path, voter)
+    state = st.session_state
+    if (kept := state.pop("restore_prompt", None)) is not None and run is None:
+        state["battle_text"] = kept  # the form cleared it on Send; the prompt was not answered
     following = status == "answered" or (run is not None and battle["turns"] > 0)
-    if (prompt_set := os.environ.get("PREFLAB_ARENA_PROMPTS")) and not following and run is None:
+    if (prompt_set := cfg.arena_prompts) and not following and run is None:
         st.button("Draw a prompt", on_click=_draw_prompt, args=(prompt_set,), key="battle_draw",
                   icon=":material/casino:")
     with st.form("battle_prompt", clear_on_submit=True, border=False):
         st.text_area("Ask a follow-up (the same two models answer)" if following else "Your prompt",
                      key="battle_text", height=100, disabled=run is not None)
         st.form_submit_button("Send", type="primary", on_click=_send, args=(path, voter), disabled=run is not None)
-    if run is not None:
-        _follow(run, boxes)
 
 
 if __name__ == "__main__":

@@ -5,18 +5,17 @@ from __future__ import annotations
 import functools
 import hmac
 import logging
-import os
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from voting.config import AppConfig, config_from_env
 from voting.store import open_store
 
-DEFAULT_DB = "sqlite:///data/preflab.db"
 log = logging.getLogger("preflab.app")
 F = TypeVar("F", bound=Callable)
 OOPS = "Something went wrong on our side and nothing was changed. Please try again; the organisers can see " \
@@ -37,59 +36,6 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
-class AppConfig:
-    """App settings, read from ``PREFLAB_*`` environment variables (see :func:`config_from_env`)."""
-
-    db_url: str = DEFAULT_DB
-    passcode: str = ""  # voters must enter it when set
-    admin_passcode: str = ""  # gates leaderboard, data and calibration pages when set
-    reveal: bool = True  # show model names after each vote
-    strategy: str = "balanced"  # uniform | balanced | active
-    overlap: int = 0  # votes wanted per item (0 = no limit)
-    undo_seconds: float = 30.0
-    round: int = 1
-    access: str = "open"  # open (anonymous ids, labelled, rate-limited) | invite (admin-issued links only)
-    open_rate: int = 30  # most votes per minute one open-voting guest id may cast
-    open_rate_per_address: int = 120  # most open-voting votes per minute from one client address, all guests
-    min_seconds: float = 1.0  # least time from drawing a pair to a vote on it (server clocks)
-    guests_per_address: int = 20  # most open-voting ids issued to one client address an hour
-    trust_proxy: bool = False  # the client address is the last X-Forwarded-For entry (behind your own proxy)
-    data_dir: str = "data"  # the only folder admin pages (calibration, leaderboard) may open files from
-
-
-def config_from_env(env: dict[str, str] | None = None) -> AppConfig:
-    """Read ``PREFLAB_DB``, ``PREFLAB_PASSCODE``, ``PREFLAB_ADMIN_PASSCODE``, ``PREFLAB_REVEAL`` (1/0),
-    ``PREFLAB_STRATEGY``, ``PREFLAB_OVERLAP``, ``PREFLAB_UNDO_SECONDS``, ``PREFLAB_ROUND``, ``PREFLAB_ACCESS``
-    (open/invite), ``PREFLAB_OPEN_RATE`` (votes per minute per guest), ``PREFLAB_OPEN_RATE_PER_ADDRESS``,
-    ``PREFLAB_MIN_SECONDS`` (on a pair before its vote), ``PREFLAB_GUESTS_PER_ADDRESS`` (open-voting ids
-    issued to one client address an hour), ``PREFLAB_TRUST_PROXY`` (1/0) and ``PREFLAB_DATA_DIR``."""
-    env = dict(os.environ if env is None else env)
-    strategy = env.get("PREFLAB_STRATEGY", "balanced")
-    if strategy not in ("uniform", "balanced", "active"):
-        raise ValueError(f"PREFLAB_STRATEGY={strategy!r}: use uniform, balanced or active")
-    access = env.get("PREFLAB_ACCESS", "open")
-    if access not in ("open", "invite"):
-        raise ValueError(f"PREFLAB_ACCESS={access!r}: use open or invite")
-    return AppConfig(
-        db_url=env.get("PREFLAB_DB", DEFAULT_DB),
-        passcode=env.get("PREFLAB_PASSCODE", ""),
-        admin_passcode=env.get("PREFLAB_ADMIN_PASSCODE", ""),
-        reveal=env.get("PREFLAB_REVEAL", "1").lower() not in ("0", "false", "no"),
-        strategy=strategy,
-        overlap=int(env.get("PREFLAB_OVERLAP", "0")),
-        undo_seconds=float(env.get("PREFLAB_UNDO_SECONDS", "30")),
-        round=int(env.get("PREFLAB_ROUND", "1")),
-        access=access,
-        open_rate=int(env.get("PREFLAB_OPEN_RATE", "30")),
-        open_rate_per_address=int(env.get("PREFLAB_OPEN_RATE_PER_ADDRESS", "120")),
-        min_seconds=float(env.get("PREFLAB_MIN_SECONDS", "1")),
-        guests_per_address=int(env.get("PREFLAB_GUESTS_PER_ADDRESS", "20")),
-        trust_proxy=env.get("PREFLAB_TRUST_PROXY", "0").lower() in ("1", "true", "yes"),
-        data_dir=env.get("PREFLAB_DATA_DIR", "data"),
-    )
-
-
 @st.cache_resource(show_spinner=False)
 def _engine(url: str) -> Engine:
     return open_store(url)
@@ -104,14 +50,25 @@ def get_engine() -> Engine:
     return _engine(get_config().db_url)
 
 
-def code_span(text: str) -> str:
-    """``text`` as a Markdown code span that no backtick in it can close (CommonMark: fence with one
-    backtick more than its longest run, padded with spaces)."""
-    import re
+_LINE_ENDS = re.compile(r"\r\n|\r|\n")
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark 2.4)
 
+
+def code_span(text: str) -> str:
+    """``text`` (a name: dataset, model, voter, item) as a Markdown code span that no backtick in it can close
+    (CommonMark: fence with one backtick more than its longest run, padded with spaces) and no line ending can
+    end (a blank line would close the paragraph and the span with it): line endings become spaces."""
+    text = _LINE_ENDS.sub(" ", str(text))
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     fence = "`" * (longest + 1)
     return f"{fence} {text} {fence}" if longest else f"`{text}`"
+
+
+def plain(text: str) -> str:
+    """``text`` (an error message, a banner, anything that may quote a name) for ``st.markdown``, captions,
+    alerts and widget labels as plain text: every ASCII punctuation character backslash-escaped (so no image,
+    link, emphasis, HTML or math), line endings made spaces."""
+    return _PUNCTUATION.sub(r"\\\1", _LINE_ENDS.sub(" ", str(text)))
 
 
 def passcode_ok(given: str, expected: str) -> bool:
@@ -288,7 +245,7 @@ def choose_data_file(key: str, upload_label: str, lister: Callable[[str], list[s
         try:  # checked again when opened: the link may have changed since it was listed
             return str(inside_data_dir(picked, data_dir))
         except InputError as e:
-            st.error(f"Cannot open that file: {e}")
+            st.error(f"Cannot open that file: {plain(e)}")
             return None
     typed = st.text_input(f"Path on the server (inside {data_dir}/)", key=f"{key}_path")
     if not typed:
@@ -296,5 +253,5 @@ def choose_data_file(key: str, upload_label: str, lister: Callable[[str], list[s
     try:
         return str(inside_data_dir(typed, data_dir))
     except InputError as e:
-        st.error(f"Cannot open that file: {e}")
+        st.error(f"Cannot open that file: {plain(e)}")
         return None

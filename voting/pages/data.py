@@ -12,7 +12,7 @@ from voting.exports import export_votes
 from voting.import_preview import read_upload
 from voting.items import ItemDataError
 from voting.pages import data_admin
-from voting.pages.common import code_span, get_engine, require_admin
+from voting.pages.common import code_span, get_engine, plain, require_admin
 from voting.reads import voted_datasets
 from voting.store import get_criteria, import_items, list_datasets, load_items_frame, load_votes, set_criteria
 from voting.votes import agreement
@@ -36,7 +36,8 @@ def import_file(engine: Engine, name: str, payload: bytes, dataset: str) -> str:
         raise ItemDataError(name, None, None, "no dataset name given", "type a name for the dataset")
     items = read_upload(name, payload)
     n = import_items(engine, items, dataset.strip())
-    return f"Imported {n} items ({len(items.answers)} answers from {len(items.models)} models) into {dataset!r}."
+    return (f"Imported {n} items ({len(items.answers)} answers from {len(items.models)} models) into "
+            f"{code_span(dataset.strip())}.")
 
 
 def _export_section(engine: Engine, dataset: str) -> None:
@@ -96,7 +97,7 @@ def _invite_section(engine: Engine) -> None:
         try:  # check every name first: a link made and not shown would be lost
             voters = [check_voter_name(n) for n in names.splitlines() if n.strip()]
         except ItemDataError as e:
-            st.error(f"No links were made. {e}")
+            st.error(f"No links were made. {plain(e)}")
             return
         links = [(v, invite_url(base, issue_invite(engine, v))) for v in voters]
         st.dataframe(pd.DataFrame(links, columns=["voter", "link"]), hide_index=True, key="invite_links")
@@ -113,6 +114,20 @@ def _criteria_section(engine: Engine, dataset: str) -> None:
         st.success("Saved.")
 
 
+def _failed_battles_section(engine: Engine) -> None:
+    """The Battle page's failed battles and their causes (the voter saw one neutral line; the server log has
+    the same lines)."""
+    from voting.battles import failed_battles
+
+    failed = failed_battles(engine)
+    if failed.empty:
+        return
+    st.subheader("Failed battles")
+    st.caption(f"The latest {len(failed)} battles that failed (never counted), newest first, with the cause. "
+               "Voters saw only that an answer failed.")
+    st.dataframe(failed, hide_index=True, key="failed_battles")
+
+
 def render() -> None:
     """The page."""
     st.title("Data")
@@ -125,7 +140,7 @@ def render() -> None:
     if datasets:
         summary = pd.DataFrame([(d, len(load_items_frame(engine, d))) for d in datasets], columns=["dataset", "items"])
         st.dataframe(summary, hide_index=True)
-        st.caption("Datasets: " + ", ".join(datasets))
+        st.caption("Datasets: " + ", ".join(map(code_span, datasets)))  # names are never Markdown
     else:
         st.info("No datasets yet: import one below, or run `preflab demo-seed`.")
     if datasets or voted:
@@ -136,6 +151,7 @@ def render() -> None:
             data_admin.admin_sections(engine, dataset)
     data_admin.import_section(engine)
     _invite_section(engine)
+    _failed_battles_section(engine)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,14 @@ Streamlit's button shortcuts act only on buttons on screen, so a key pressed whi
 (``1`` then ``n`` 150 ms later) hit nothing. This script (our own; model output never becomes HTML) takes
 the shortcut keys in the capture phase, queues each with the pair on screen when it was pressed, and presses
 the next queued key's button only once a new run has drawn the page and that button is on screen, enabled
-and not stale. A key pressed under one pair is dropped, with a visible note, when its turn comes under
-another (``s`` then ``1``: the ``1`` was meant for the skipped pair), so typing ahead never votes on a pair
-nobody has read; ``1`` then ``n`` still works (both under the same pair). A key whose button does not come
-within 20 s (a very busy server) is dropped with a visible note too.
+and not stale. Each key carries the round it was pressed under: the pair on screen, or, for a key pressed less
+than :data:`BURST_MS` after the one before (typed ahead, faster than anyone reads a new pair), that key's round.
+A key is dropped, with a visible note, when its turn comes under another pair (``s`` then ``1``: the ``1`` was
+meant for the skipped pair, even when the next pair is drawn 30 ms after the ``s``), and a round-bound key
+(a vote or Skip) presses only the button drawn for its own round (the buttons' keys carry the round, so the
+server's round check refuses it once that round is gone): typing ahead never votes on a pair nobody has read,
+whatever the minimum time on a pair. ``1`` then ``n`` still works (both under the same pair). A key whose button
+does not come within 20 s (a very busy server) is dropped with a visible note too.
 
 Cheap in the browser, where 30 voters' tabs share the server's cores: the installer's HTML is the same on every
 run (Streamlit then leaves it alone instead of replacing it), each run only updates a tiny run-marker element,
@@ -22,11 +26,14 @@ import json
 
 import streamlit as st
 
+#: a key pressed less than this many milliseconds after the previous key belongs to that key's round
+BURST_MS = 300
 # Runs in the app's page, once per tab (a redraw of the same HTML does not run it again).
 _QUEUE = """
 (() => {
   const w = window;
   w.__preflabKeys = %(keys)s;
+  w.__preflabBound = %(bound)s;  // buttons whose Streamlit key is their name, a dash and their round
   w.__preflabInstalls = (w.__preflabInstalls || 0) + 1;  // tests: once per tab, not once per run
   if (w.__preflabQueue) return;
   w.__preflabQueue = [];
@@ -52,8 +59,10 @@ _QUEUE = """
   // the pair on screen (its round), stale or not: what the voter was looking at
   const pair = () => { const m = marker(); return m ? m.getAttribute("data-preflab-pair") : null; };
   w.__preflabDropped = 0;  // keys dropped because the pair changed (tests)
-  const target = (key) => {
-    const b = doc.querySelector(".st-key-" + w.__preflabKeys[key] + " button");
+  const target = (entry) => {
+    const name = w.__preflabKeys[entry.key];
+    const own = w.__preflabBound.includes(name) ? "-" + entry.pair : "";  // only its own round's button
+    const b = doc.querySelector(".st-key-" + CSS.escape(name + own) + " button");
     if (!b || b.disabled || b.closest("[data-stale='true']")) return null;
     return b;
   };
@@ -67,7 +76,7 @@ _QUEUE = """
       note("Key '" + q.shift().key + "' dropped: a new pair came. Read it first.");
       return;
     }
-    const b = now === null ? null : target(q[0].key);
+    const b = now === null ? null : target(q[0]);
     const keys = () => q.map((e) => e.key).join(" ");
     if (!b) {
       if (!since) since = Date.now();
@@ -119,7 +128,11 @@ _QUEUE = """
     const t = e.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || (t && t.isContentEditable)) return;
     e.preventDefault(); e.stopImmediatePropagation();
-    if (!e.repeat) { w.__preflabQueue.push({key: key, pair: pair()}); if (!timer) pump(); }
+    if (e.repeat) return;
+    const at = Date.now(), last = w.__preflabLast;  // typed ahead: the previous key's round
+    const round = last && at - last.at < %(burst)d ? last.pair : pair();
+    w.__preflabLast = {at: at, pair: round};
+    w.__preflabQueue.push({key: key, pair: round}); if (!timer) pump();
   }, true);
 })();
 """
@@ -130,15 +143,16 @@ w.document.head.appendChild(s);
 </script>"""
 
 
-def keyboard_queue(keys: dict[str, str], pair: str = "") -> None:
+def keyboard_queue(keys: dict[str, str], pair: str = "", bound: tuple[str, ...] = ()) -> None:
     """Install (once per browser tab) the key queue; ``keys`` maps a key to the Streamlit key of the
     container of its button; ``pair`` names the pair on screen (a key acts only under the pair it was
-    pressed under).
+    pressed under); the buttons named in ``bound`` have the Streamlit key ``<name>-<pair>``, and a key
+    presses only the one of the round it was pressed under.
 
     The installer is the same HTML on every run; each run writes its number and the pair into a marker
     element, which tells the queue the page was redrawn."""
     run = st.session_state["_key_run"] = st.session_state.get("_key_run", 0) + 1
-    script = _QUEUE % {"keys": json.dumps(keys)}
+    script = _QUEUE % {"keys": json.dumps(keys), "bound": json.dumps(list(bound)), "burst": BURST_MS}
     with st.container(key="keyboard_queue", height=1, border=False):
         if "unsafe_allow_javascript" in inspect.signature(st.html).parameters:  # Streamlit >= 1.50: no iframe
             st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)

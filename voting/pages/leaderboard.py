@@ -10,7 +10,6 @@ judge-vs-human view, once a verdict file is picked, load the votes themselves.""
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 import pandas as pd
 import streamlit as st
@@ -18,7 +17,8 @@ import streamlit as st
 from arena.plots import forest_figure, heatmap_figure
 from voting import reads
 from voting.assign import tally_counts
-from voting.pages.common import get_config, get_engine, public_message, require_admin
+from voting.pages.common import code_span, get_config, get_engine, plain, public_message, require_admin
+from voting.pages.numbers import for_people
 from voting.store import (
     item_categories,
     list_datasets,
@@ -38,14 +38,18 @@ ALL = "(all datasets)"
 
 
 def app_words(note: str) -> str:
-    """A diagnostic note with Python argument names replaced by the app control that does the same."""
+    """A diagnostic note as Markdown: Python argument names replaced by the app control that does the same,
+    everything else (model names included) plain text."""
     import re
 
-    note = re.sub(r"style_features=(\w+(?:,\w+)*)", lambda m: "keep only " + ", ".join(m.group(1).split(","))
-                  + " in the **Style control** box", note)
-    for word, control in APP_WORDS.items():
-        note = note.replace(word, control)
-    return note
+    words = re.compile(r"style_features=(\w+(?:,\w+)*)|" + "|".join(map(re.escape, APP_WORDS)))
+    out, at = [], 0
+    for m in words.finditer(note):
+        out.append(plain(note[at:m.start()]))
+        out.append(f"keep only {plain(', '.join(m.group(1).split(',')))} in the **Style control** box" if m.group(1)
+                   else APP_WORDS[m.group(0)])
+        at = m.end()
+    return "".join([*out, plain(note[at:])])
 
 
 def identification_banner(table: pd.DataFrame, groups: list[list[str]], pooled: bool) -> str | None:
@@ -53,7 +57,8 @@ def identification_banner(table: pd.DataFrame, groups: list[list[str]], pooled: 
     (say so when datasets are pooled), Ford's condition failing, or ratings not identified. None when fine."""
     parts = []
     if len(groups) > 1:
-        shown = "; ".join("{" + ", ".join(g[:5]) + (", ..." if len(g) > 5 else "") + "}" for g in groups[:4])
+        shown = "; ".join("{" + ", ".join(map(code_span, g[:5])) + (", ..." if len(g) > 5 else "") + "}"
+                          for g in groups[:4])
         parts.append(f"The votes form {len(groups)} groups of models never compared with each other ({shown})"
                      + (": the datasets pooled here do not share models. Pick one dataset in the sidebar."
                         if pooled else ": ratings across groups are not comparable; vote on pairs across groups."))
@@ -63,21 +68,23 @@ def identification_banner(table: pd.DataFrame, groups: list[list[str]], pooled: 
                                      if n.startswith("Ford's condition")), "Ford's condition fails.")))
     bad = table.loc[~table.get("identified", pd.Series(True, index=table.index)).astype(bool), "model"]
     if len(bad):
-        parts.append(f"Not identified, so not shown: {', '.join(map(str, bad[:8]))}{', ...' if len(bad) > 8 else ''}"
-                     " (greyed out below).")
+        more = ", ..." if len(bad) > 8 else ""
+        parts.append(f"Not identified, so not shown: {', '.join(map(code_span, bad[:8]))}{more} (greyed out below).")
     return " ".join(parts) or None
 
 
 def shown_table(table: pd.DataFrame):  # noqa: ANN201 - a pandas Styler
     """The leaderboard as displayed: ratings and intervals that are not identified are blank and greyed out."""
+    from arena.leaderboard_table import display_decimals
+
     cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "wins", "losses", "ties") if c in table]
-    view = table[cols].round(1).copy()
+    view = table[cols].copy()
     ok = table.get("identified", pd.Series(True, index=table.index)).astype(bool).to_numpy()
-    view["rating"] = view["rating"].astype(object)
     for c in ("rating", "lower", "upper"):
         if c in view:
-            view[c] = view[c].where(ok, None)
-    return view.style.apply(lambda row: ["" if ok[row.name] else "color: #9a9a9a" for _ in row], axis=1)
+            view[c] = view[c].where(ok)  # NaN, shown as a dash
+    return for_people(view, display_decimals(table)).apply(
+        lambda row: ["" if ok[row.name] else "color: #9a9a9a" for _ in row], axis=1)
 
 
 def share_downloads(table: pd.DataFrame) -> None:
@@ -188,7 +195,7 @@ def _anonymous_battles(engine, cells: pd.DataFrame, dataset: str | None, voters:
 
     if dataset not in (BATTLE_DATASET, None):
         return cells, ()
-    if path := os.environ.get("PREFLAB_ARENA"):  # the arena's spend against its caps (admins only see this page)
+    if path := get_config().arena:  # the arena's spend against its caps (admins only see this page)
         from voting.arena_guard import arena_settings, spend_lines
         from voting.battles import load_arena
 
@@ -285,15 +292,15 @@ def judge_vs_human(load, human_table: pd.DataFrame, n_boot: int) -> None:  # noq
     path = st.selectbox("Verdict file", ["(none)", *files], key="lb_verdicts")
     if path == "(none)":
         return
-    from judge.metrics.datasets import load_verdicts_jsonl
-    from judge_arena.battles import verdict_battles
+    from judge import load_verdicts_jsonl
+    from judge_arena.battles_from_verdicts import verdict_battles
     from judge_arena.versus_human import as_battles, compare, shared_items
     from preflab.errors import InputError
 
     try:
         judged = verdict_battles(load_verdicts_jsonl(path))
     except (InputError, OSError, ValueError) as e:
-        st.error(f"Could not read the verdicts: {e}")
+        st.error(f"Could not read the verdicts: {plain(e)}")
         return
     human_b = votes_to_battles(load(), "votes").df
     human_b, judged = shared_items(human_b.assign(question_id=human_b["question_id"].astype(str)), judged)
@@ -356,7 +363,7 @@ def sharpen_with_judge(filters: tuple, n_boot: int) -> None:
         table = ppi_table(filters, digest, ci, n_boot, path)
     except (InputError, OSError, ValueError, KeyError) as e:  # noqa: PERF203
         text = " ".join(public_message(e).split())
-        st.error(f"Could not use that judge file: {text[:300]}{' ...' if len(text) > 300 else ''}")
+        st.error(f"Could not use that judge file: {plain(text[:300])}{' ...' if len(text) > 300 else ''}")
         return
     a = table.attrs
     cols = st.columns(4)

@@ -137,23 +137,43 @@ def _toggle(cls: str, closed: str, opened: str) -> str:
             f'<span class="pf-opened">{opened}</span></summary></details>')
 
 
-def pair_html(item_id: str, prompt: str, answer_a: str, answer_b: str, *, progress: list[tuple[float, str]],
-              prompt_height: int, answer_height: int) -> str:
-    """The progress bars, the prompt (in a box of ``prompt_height`` px when long) and answers A and B side by
-    side (stacked on a phone) in equal boxes of at most ``answer_height`` px that scroll, each headed by its
-    length and an Expand switch, with one switch to read both full height; ``data-item`` carries the item id
-    (what the page's tests wait on)."""
-    long_prompt = len(prompt) > 300 or prompt.count("\n") > 4
+WAIT = '<p class="pf-wait">…</p>'  # an answer that has not started yet
+
+
+def answers_html(answer_a: str, answer_b: str, *, box_attrs: str = "", box_class: str = "", empty: str = "") -> str:
+    """Answers A and B side by side (stacked on a phone) in equal boxes that scroll, each headed by its length
+    and an Expand switch, with one switch to read both full height (inside a ``PAIR_CLASS`` block after
+    :data:`CSS`). ``box_attrs``/``box_class`` go on each answer box (the Battle page marks its streaming state);
+    an empty answer shows ``empty``."""
     boxes = "".join(
         f'<div class="pf-col"><div class="pf-head"><h4>{side}</h4><span class="pf-len" data-side="{side}">'
         f'{length_label(text)}</span><span class="pf-pos" data-side="{side}"></span>'
         f'{_toggle("pf-expand", "Expand", "Collapse")}</div>'
-        f'<div class="pf-box pf-answer" data-side="{side}">{markdown_html(text)}</div></div>'
+        f'<div class="pf-box pf-answer{" " + box_class if box_class else ""}" data-side="{side}"{box_attrs}>'
+        f'{markdown_html(text) if text else empty}</div></div>'
         for side, text in (("A", answer_a), ("B", answer_b)))
     both = _toggle("pf-both", "Read both full height", "Back to side-by-side boxes")
+    return f'<div class="pf-answers">{both}<div class="pf-cols">{boxes}</div></div>'
+
+
+def pair_html(item_id: str, prompt: str, answer_a: str, answer_b: str, *, progress: list[tuple[float, str]],
+              prompt_height: int, answer_height: int) -> str:
+    """The progress bars, the prompt (in a box of ``prompt_height`` px when long) and answers A and B
+    (:func:`answers_html`) in boxes of at most ``answer_height`` px; ``data-item`` carries the item id (what the
+    page's tests wait on)."""
+    long_prompt = len(prompt) > 300 or prompt.count("\n") > 4
     return (CSS % {"prompt": prompt_height, "answer": answer_height}
             + f'<div class="{PAIR_CLASS}" data-item="{html.escape(item_id, quote=True)}">'
             + f'{_bars(progress)}<h4>Prompt</h4>'
             + f'<p class="pf-item">Item {html.escape(item_id)} · press <kbd>?</kbd> for the keyboard shortcuts</p>'
             + f'<div class="pf-box pf-prompt{" pf-long" if long_prompt else ""}">{markdown_html(prompt)}</div>'
-            + f'<div class="pf-answers">{both}<div class="pf-cols">{boxes}</div></div></div>')
+            + f'{answers_html(answer_a, answer_b)}</div>')
+
+
+def turn_html(answer_a: str, answer_b: str, *, done: bool, answer_height: int) -> str:
+    """One Battle turn's two answers as the Vote page shows answers (:func:`answers_html`); each box is a
+    ``pf-battle`` with ``data-done`` 0 while it streams, 1 once both finished."""
+    return (CSS % {"prompt": 0, "answer": answer_height} + f'<div class="{PAIR_CLASS}">'
+            + answers_html(answer_a, answer_b, box_attrs=f' data-done="{int(done)}"', box_class="pf-battle",
+                           empty="" if done else WAIT)
+            + "</div>")

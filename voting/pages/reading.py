@@ -5,10 +5,10 @@ over each answer. Pure functions of the text; no Streamlit here.
 
 from __future__ import annotations
 
-import re
-
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import newline as _newline_rule
+
+from preflab.text import word_count
 
 #: Blocks whose writing direction the browser takes from their own first strong character (``dir="auto"``):
 #: an Arabic or Hebrew paragraph reads right-to-left next to an English one; code stays left-to-right.
@@ -16,12 +16,6 @@ DIRECTED = frozenset({"paragraph_open", "heading_open", "blockquote_open", "bull
                       "list_item_open", "table_open", "th_open", "td_open"})
 TAB = 4  # columns a tab indents by, as in CommonMark
 _NBSP = "\u00a0"
-
-
-def word_count(text: str) -> int:
-    """Words in an answer, as a reader counts them: runs of non-space characters holding a letter or digit
-    (Markdown's ``|``, ``---`` and ``>`` are not words; ``**bold**`` and ``50.0`` are one each)."""
-    return len(re.findall(r"\S*\w\S*", text))
 
 
 def length_label(text: str) -> str:

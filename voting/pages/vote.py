@@ -22,7 +22,7 @@ import time
 import numpy as np
 import streamlit as st
 
-from voting.assign import next_round, votes_per_item
+from voting.assign import votes_per_item
 from voting.pages.common import (
     AppConfig,
     cached_answers,
@@ -37,19 +37,18 @@ from voting.pages.keyboard import keyboard_queue, undo_countdown
 from voting.pages.pair_html import pair_html, progress_html
 from voting.pages.reading_script import close_sidebar_on_phone, new_pair, show_mine
 from voting.pages.voter_gate import open_rate_checks, voter_gate
+from voting.rounds import draw_round, reissue
 from voting.store import (
     DuplicateVote,
     Vote,
     VoteChecks,
     VoteRefused,
     get_criteria,
-    issue_round,
     record_skip,
     record_vote,
     seen_items,
     undo_vote,
     vote_tallies,
-    voter_votes,
 )
 from voting.votes import style_meta
 
@@ -57,6 +56,7 @@ BUTTONS = (("A", "A is better", "1", ":material/arrow_back:"), ("B", "B is bette
            ("tie", "Tie", "3", ":material/drag_handle:"), ("bothbad", "Both are bad", "4", ":material/thumb_down:"))
 SAID = {"A": "A is better", "B": "B is better", "tie": "a tie", "bothbad": "both are bad"}
 KEYS = {key: f"vote_{choice}" for choice, _, key, _ in BUTTONS} | {"s": "skip", "u": "undo", "n": "next"}
+BOUND = (*(f"vote_{choice}" for choice, *_ in BUTTONS), "skip")  # their buttons' keys end in "-<round id>"
 HELP = [(key, label) for _, label, key, _ in BUTTONS] + [("S", "Skip this pair"), ("U", "Undo the vote (after it)"),
                                                           ("N", "Next pair (after the vote)"), ("?", "This help")]
 ANSWER_HEIGHT = 300  # px at most: equal boxes that scroll, shorter on short screens (the vote bar stays on screen)
@@ -68,22 +68,12 @@ GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: co
 
 
 def _new_round(cfg: AppConfig, dataset: str, voter: str, tallies) -> dict | None:  # noqa: ANN001
-    engine = get_engine()
+    """The voter's next pair (:func:`voting.rounds.draw_round`), as the session keeps it."""
     rng = st.session_state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
     items, prompts = cached_items(dataset)
-    rnd = next_round(items, seen_items(engine, voter, dataset, cfg.round), tallies, rng, cfg.strategy, cfg.overlap,
-                     voter=voter, mine=voter_votes(engine, voter, dataset))
-    if rnd is None:
-        return None
-    return _issued(cfg, voter, dict(dataset=dataset, item_id=rnd.item_id, left=rnd.model_left,
-                                    right=rnd.model_right, prompt=prompts[rnd.item_id]))
-
-
-def _issued(cfg: AppConfig, voter: str, rnd: dict) -> dict:
-    """``rnd`` under a new round drawn in the store (its id and issue time)."""
-    round_id, shown_at = issue_round(get_engine(), voter, rnd["dataset"], rnd["item_id"], rnd["left"], rnd["right"],
-                                     cfg.round)
-    return {**rnd, "round_id": round_id, "shown_at": shown_at}
+    shown = draw_round(get_engine(), voter, dataset, items, prompts, tallies, rng, cfg.strategy, cfg.overlap,
+                       cfg.round)
+    return None if shown is None else shown.as_state()
 
 
 def _stale(rnd: dict | None, round_id: str) -> bool:
@@ -160,7 +150,7 @@ def _undo() -> None:
             state["flash"] = "Vote withdrawn. You saw which models answered, so here is another item."
             st.rerun(scope=PAIR)
         else:  # nothing was revealed: the same item and sides (a new round), vote again
-            state["round"] = _issued(cfg, state["voter"], last["round"])
+            state["round"] = reissue(get_engine(), state["voter"], last["round"], cfg.round).as_state()
             state["flash"] = "Vote undone. Vote again."
     else:
         state["flash"] = f"Too late to undo (the window is {cfg.undo_seconds:.0f} s)."
@@ -313,7 +303,7 @@ def _bar(cfg: AppConfig) -> None:
     state = st.session_state
     shown = state["last_vote"]["round"] if state.get("last_vote") else state.get("round")
     # here: its run marker must change on every run that redraws the buttons; a key acts on its pair only
-    keyboard_queue(KEYS, shown["round_id"] if shown else "")
+    keyboard_queue(KEYS, shown["round_id"] if shown else "", BOUND)
     if last := state.get("last_vote"):
         _after_vote(cfg, last)
     elif rnd := state.get("round"):

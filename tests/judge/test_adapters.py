@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judge.metrics.datasets import attach_human, attach_lengths, load_any, load_judge_labels, load_verdicts_jsonl
+from judge.metrics.adapters import load_any, load_judge_labels, load_verdicts_jsonl
+from judge.metrics.human_join import attach_human, attach_lengths
 from preflab.errors import InputError
 from preflab.outcomes import Outcome
 
@@ -115,7 +116,7 @@ def test_load_any_guesses_layouts(tmp_path, shared_data):
 
 
 def test_real_adapters_shapes(shared_data):
-    from judge.metrics.datasets import load_alpaca, load_llmfao, load_pandalm
+    from judge.metrics.adapters import load_alpaca, load_llmfao, load_pandalm
 
     pandalm = load_pandalm(shared_data / "pandalm")
     assert len(pandalm) == 999 and (pandalm["judge_xy"] == Outcome.UNPARSABLE).sum() == 25

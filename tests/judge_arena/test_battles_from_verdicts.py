@@ -1,4 +1,4 @@
-"""Verdicts and human votes as battles: the one converter (:func:`judge_arena.battles.identity_battles`)
+"""Verdicts and human votes as battles: the one converter (:func:`judge_arena.battles_from_verdicts.identity_battles`)
 behind the per-order, per-pair and human tables, read back by the arena's own loader."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from arena.io.battles import load_battles
-from judge_arena.battles import human_battles, identity_battles, verdict_battles
+from judge_arena.battles_from_verdicts import human_battles, identity_battles, verdict_battles
 from preflab.outcomes import Outcome
 
 PAIRS = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "model_x": ["a", "b", "a"], "model_y": ["b", "c", "c"],

@@ -35,7 +35,7 @@ def identity_battles(pairs: pd.DataFrame, codes: np.ndarray | pd.Series, judge: 
 
 
 def verdict_battles(pairs: pd.DataFrame, judge: str = "judge") -> pd.DataFrame:
-    """Verdicts (:func:`judge.metrics.datasets.load_verdicts_jsonl`: ``judge_xy``/``judge_yx`` identity codes) as
+    """Verdicts (:func:`judge.metrics.adapters.load_verdicts_jsonl`: ``judge_xy``/``judge_yx`` identity codes) as
     battles, one per order judged: the model shown first is ``model_a``. Unparsed verdicts are left out."""
     shown_y_first = pairs.rename(columns={"model_x": "model_y", "model_y": "model_x"})
     return pd.concat([identity_battles(pairs, column(pairs, "judge_xy"), judge),
