@@ -2,10 +2,12 @@
 
 The file comes from ``preflab simulate`` (100 models, nested ``conv_metadata`` per row), as Parquet; the same
 battles without the column are the baseline the issue named (a rank that needs no style totals should cost
-what it costs without them), and ``pandas.read_parquet`` of the file is the peer reading it whole. Each CLI
-time is the median of 3 warm runs, with its ``read`` part (``PREFLAB_TIMINGS``) and peak memory (``ru_maxrss``
-of each child). Run: ``.venv/bin/python -m benchmarks.bench_rank_metadata``; writes
-``benchmarks/results/bench_rank_metadata.md``.
+what it costs without them), and ``pandas.read_parquet`` of the file is the peer reading it whole. The same
+battles as a JSON array (Chatbot Arena's ``clean_battle_*.json``) are ranked beside ``pandas.read_json`` of
+that file (the peer the issue named; ``--json-only`` runs just this case, into
+``bench_rank_metadata_json.md``). Each CLI time is the median of 3 warm runs, with its ``read`` part
+(``PREFLAB_TIMINGS``) and peak memory (``ru_maxrss`` of each child). Run:
+``.venv/bin/python -m benchmarks.bench_rank_metadata``; writes ``benchmarks/results/bench_rank_metadata.md``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,27 @@ def run_rank(path: Path, runs: int = 3) -> tuple[float, float, float]:
     return statistics.median(walls), statistics.median(reads), peak
 
 
+def json_case(tmp: str, runs: int = 3) -> tuple[list[str], list[str]]:
+    """The JSON array rows: ``rank --ci both`` of the array file and ``pandas.read_json`` of it (read only)."""
+    path = Path(tmp) / "clean_battle_1m.json"
+    subprocess.run(_cli(["simulate", "-n", str(N), "-k", "100", "--seed", "0", "-o", str(path)]), check=True,
+                   capture_output=True, env=_env())
+    wall, read, peak = run_rank(path, runs)  # first: a child forked after read_json would report its memory
+    t0 = time.perf_counter()
+    pd.read_json(path)
+    t_pandas = time.perf_counter() - t0
+    return ([f"preflab rank --ci both, JSON array with conv_metadata ({path.stat().st_size / 1e6:.0f} MB)",
+             f"{wall:.2f}", f"{read:.2f}", f"{peak:.0f}", f"wall {wall / t_pandas:.2f}x, read {read / t_pandas:.2f}x "
+             "of pandas.read_json"],
+            ["pandas.read_json of the JSON array (read only)", f"{t_pandas:.2f}", f"{t_pandas:.2f}", "", "1.00x"])
+
+
 def main() -> None:
+    if "--json-only" in sys.argv:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = list(json_case(tmp))
+        _write(rows, "bench_rank_metadata_json")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         meta = Path(tmp) / "arena_1m.parquet"
         subprocess.run(_cli(["simulate", "-n", str(N), "-k", "100", "--seed", "0", "-o", str(meta)]), check=True,
@@ -55,7 +77,6 @@ def main() -> None:
         pd.read_parquet(meta)
         t_pandas = time.perf_counter() - t0
         with_meta, without = run_rank(meta), run_rank(bare)
-    load = os.getloadavg()[0]
     rows = [
         ["preflab rank --ci both, Parquet with conv_metadata", f"{with_meta[0]:.2f}", f"{with_meta[1]:.2f}",
          f"{with_meta[2]:.0f}", f"{with_meta[0] / without[0]:.2f}x"],
@@ -64,10 +85,17 @@ def main() -> None:
         ["pandas.read_parquet of the file with conv_metadata (read only)", f"{t_pandas:.2f}", f"{t_pandas:.2f}", "",
          f"read {with_meta[1] / t_pandas:.2f}x of pandas"],
     ]
-    write_table("bench_rank_metadata", f"{N:,} battles in Chatbot Arena's layout, 100 models: rank --ci both",
+    with tempfile.TemporaryDirectory() as tmp:
+        rows += json_case(tmp)
+    _write(rows, "bench_rank_metadata")
+
+
+def _write(rows: list[list[str]], name: str) -> None:
+    load = os.getloadavg()[0]
+    write_table(name, f"{N:,} battles in Chatbot Arena's layout, 100 models: rank --ci both",
                 ["what", "wall (s, median of 3)", "read part (s)", "peak memory of any run (MB)", "ratio"], rows,
                 notes=f"Machine: {os.cpu_count()} CPU cores shared with other jobs, load average {load:.1f} at the "
-                      f"end. Targets: Parquet <= 2.5 s, peak <= 1 GB. Python {sys.version.split()[0]}.")
+                      f"end. Targets: Parquet <= 2.5 s, JSON <= 5 s, peak <= 1 GB. Python {sys.version.split()[0]}.")
 
 
 if __name__ == "__main__":

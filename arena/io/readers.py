@@ -218,7 +218,12 @@ def _read_jsonl_arrow(path: Path, lean: Lean | None = None) -> pd.DataFrame | No
     (a lean load: none at all; otherwise ``conv_metadata``'s, made a slice at a time). None when the file is
     anything but plain, strict, one-object-per-line JSONL (gzip, blank lines, NaN, mixed types, bad bytes,
     nested values where scalars belong...): the line-by-line reader then names the problem."""
-    table = _strict_jsonl_table(path)
+    return table_frame(_strict_jsonl_table(path), lean)
+
+
+def table_frame(table, lean: Lean | None) -> pd.DataFrame | None:  # noqa: ANN001  (pyarrow.Table | None)
+    """An Arrow table of battle objects (one per line or array record: ``line`` = row + 1) as the line
+    reader's frame, or None when a value is nested where a scalar belongs."""
     if table is None:
         return None
     columns = {}
@@ -259,7 +264,7 @@ def _strict_jsonl_table(path: Path):  # noqa: ANN202  (pyarrow.Table | None)
         return None
     if table.num_rows == 0 or table.num_rows != lines:  # blank lines: line numbers would shift
         return None
-    if any(_has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
+    if any(has_nonfinite(col) for col in table.columns):  # Arrow parses NaN/Infinity literals
         return None
     return table
 
@@ -316,14 +321,14 @@ def _dict_slices(col) -> Iterator[list]:
         yield [m if not isinstance(m, dict) else {k: v for k, v in m.items() if v is not None} for m in rows]
 
 
-def _has_nonfinite(col) -> bool:
+def has_nonfinite(col) -> bool:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if isinstance(col, pa.ChunkedArray):
-        return any(_has_nonfinite(chunk) for chunk in col.chunks)
+        return any(has_nonfinite(chunk) for chunk in col.chunks)
     if pa.types.is_struct(col.type):
-        return any(_has_nonfinite(col.field(i)) for i in range(col.type.num_fields))
+        return any(has_nonfinite(col.field(i)) for i in range(col.type.num_fields))
     if pa.types.is_floating(col.type):
         return pc.all(pc.is_finite(col), skip_nulls=True).as_py() not in (True, None)
     return False

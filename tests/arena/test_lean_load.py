@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.io import battles as data
-from arena.io import lean_load, readers
+from arena.io import json_array, lean_load, readers
 from preflab.errors import InputError
 from tests.preflab.test_fuzz_readers import byte_mutations, record_mutations
 from tests.preflab_cli import bad_cases as bc
@@ -77,6 +77,7 @@ def whole_file_readers() -> ExitStack:
     stack = ExitStack()
     stack.enter_context(mock.patch.object(readers, "read_csv_chunks", lambda p, lean: None))
     stack.enter_context(mock.patch.object(readers, "read_parquet_batches", lambda p, lean: None))
+    stack.enter_context(mock.patch.object(json_array, "read_json_array", lambda p, lean: None))
     return stack
 
 
@@ -85,6 +86,7 @@ def small_chunks() -> ExitStack:
     stack.enter_context(mock.patch.object(readers, "CHUNK_ROWS", 4))
     stack.enter_context(mock.patch.object(readers, "PARQUET_BATCH_BYTES", 1))
     stack.enter_context(mock.patch.object(data, "CHUNK_ROWS", 4))
+    stack.enter_context(mock.patch.object(json_array, "BLOCK_BYTES", 300))  # an array's records, a few per block
     return stack
 
 
@@ -219,8 +221,9 @@ def test_mutated_files_same_outcome_lean_full_and_whole_file(name, tmp_path_fact
                 full, lean = outcome(path, on_error=on_error), outcome(path, on_error=on_error, lean=True)
                 slim = outcome(path, on_error=on_error, lean=True, need=())
             whole_lean, whole_slim = lean, slim  # JSON: no whole-file reader of its own
-            if name.endswith((".csv", ".parquet")):
+            if name != "b.jsonl":  # chunked CSV/Parquet and the streamed JSON array: the whole-file read's
                 assert_same(full, before)
+            if name.endswith((".csv", ".parquet")):
                 with whole_file_readers():  # the full read restricted to the lean columns: the lean load's fallback
                     whole_lean = outcome(path, on_error=on_error, lean=True)
                     whole_slim = outcome(path, on_error=on_error, lean=True, need=())
@@ -254,7 +257,8 @@ def test_columns_left_out_are_still_checked(tmp_path, name):
     chunk) is still the full load's error, or skipped row; and the leaderboard of a slim load is the full load's.
     A CSV's or Parquet file's ``conv_metadata`` is not read at all when no style total is kept (issue 37: most of
     a Parquet read's time): a bad cell there leaves the slim load equal to the full load of the file without the
-    column. (JSON records are parsed whole: their reader still reports it.)"""
+    column; so does a JSON array's, streamed (a JSONL file's records are parsed whole: its reader still reports it).
+    """
     from arena.leaderboard import fit_leaderboard
     from arena.leaderboard_options import IntervalOptions
 
@@ -269,7 +273,7 @@ def test_columns_left_out_are_still_checked(tmp_path, name):
         for on_error in ("raise", "skip"):
             with small_chunks():
                 full, slim = outcome(path, on_error=on_error), outcome(path, on_error=on_error, lean=True, need=())
-            if what in ("style", "json") and name.endswith((".csv", ".parquet")):
+            if what in ("style", "json") and name.endswith((".csv", ".parquet")) or (what, name) == ("style", "b.json"):
                 bare = write([{k: v for k, v in r.items() if k != "conv_metadata"} for r in recs],
                              tmp_path / f"bare-{what}-{name}")
                 with small_chunks():

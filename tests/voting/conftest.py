@@ -115,3 +115,16 @@ def downloads(monkeypatch):
         return files[found[0].proto.url.rsplit("/", 1)[1].split(".")[0]]
 
     return bytes_of
+
+
+def settle(at):  # noqa: ANN001, ANN201  (an AppTest)
+    """Run the page again once its battle's answers finished: the browser redraws them every REDRAW_S (a
+    fragment's run_every, which AppTest does not run), so a test waits on the run's state, then reruns."""
+    from voting.battle_runs import live_run
+
+    try:
+        current = at.session_state["battle"]
+    except KeyError:
+        return at
+    wait_for(lambda: live_run(current["id"]) is None, timeout=600)
+    return at.run()

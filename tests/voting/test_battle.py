@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from answering.model_specs import ModelSpec
 from llm.providers.generation import Generation
 from tests.judge.conftest import llama_url  # noqa: F401  (the real llama.cpp server fixture)
+from tests.voting.conftest import settle
 from tests.voting.test_battle_limits import vote_button
 from tests.voting.test_vote_page import login
 from voting.battles import (
@@ -118,18 +119,6 @@ def _page(monkeypatch, tmp_path: Path, url: str, roster: str) -> AppTest:
     return login(at, "ann")
 
 
-def settle(at: AppTest) -> AppTest:
-    """Run the page again once its battle's answers finished: the browser redraws them every REDRAW_S (a
-    fragment's run_every, which AppTest does not run), so a test waits on the run's state, then reruns."""
-    from tests.voting.conftest import wait_for
-    from voting.battle_runs import live_run
-
-    try:
-        current = at.session_state["battle"]
-    except KeyError:
-        return at
-    wait_for(lambda: live_run(current["id"]) is None, timeout=600)
-    return at.run()
 
 
 def _everything(at: AppTest) -> str:

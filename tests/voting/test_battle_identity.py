@@ -16,7 +16,8 @@ from answering.model_specs import ModelSpec
 from arena.bt import hygiene
 from arena.io.battles import load_battles
 from tests.judge.api_fakes import ApiFake
-from tests.voting.test_battle_limits import _ask, vote_button
+from tests.voting.conftest import settle
+from tests.voting.test_battle_limits import SEND, vote_button
 from tests.voting.test_vote_page import login, start
 from voting.battle_board import left_out_votes, minus_votes
 from voting.battles import BATTLE_DATASET, battles_t
@@ -95,7 +96,8 @@ def test_battles_that_name_a_model_are_marked_and_left_out_of_the_leaderboard(mo
                                      default_timeout=60).run(), "ann")
         for prompt in ("Who are you?", "Story time", "Who are you, really?", "A Story please", "Capital?",
                        "Capital of France?"):
-            _ask(at, prompt)
+            at.text_area(key="battle_text").input(prompt)
+            settle(at.button(key=SEND).click().run())
             vote_button(at, "A").click().run()
             assert "Vote saved" in "\n".join(s.value for s in at.success)
     engine = open_store(sqlite_url)

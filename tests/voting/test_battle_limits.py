@@ -18,6 +18,7 @@ from answering.model_specs import ModelSpec
 from llm.prices import Price
 from llm.providers.generation import Generation
 from tests.judge.api_fakes import ApiFake
+from tests.voting.conftest import settle
 from tests.voting.test_vote_page import login
 from voting.access import GuestLimit, issue_guest
 from voting.arena_guard import (
@@ -213,12 +214,8 @@ def _page(monkeypatch, tmp_path: Path, url: str, api_url: str, guest: bool = Fal
 
 
 def _ask(at: AppTest, text: str) -> AppTest:
-    """Send ``text`` and wait for its answers: the page streams them in a fragment AppTest does not rerun."""
-    from tests.voting.test_battle import settle
-
     at.text_area(key="battle_text").input(text)
-    at = at.button(key=SEND).click().run()
-    return settle(at) if at.text_area(key="battle_text").disabled else at  # a refusal's warning shows once
+    return settle(at.button(key=SEND).click().run())
 
 
 def vote_button(at: AppTest, choice: str):  # noqa: ANN201
@@ -325,7 +322,7 @@ def test_preflab_app_states_the_limits_and_names_models_without_a_price(tmp_path
     started: list = []
     monkeypatch.setattr(os, "execve", lambda *a: started.append(a))  # the server would replace this process
     with pytest.raises(SystemExit) as e:
-        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster), "--no-arena-check"])
+        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
     out, err = capsys.readouterr()
     assert e.value.code == 0
     assert started and "Battle limits: 6 prompts a minute per voter, 20 per client address" in out

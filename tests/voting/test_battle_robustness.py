@@ -10,7 +10,8 @@ import logging
 
 import pytest
 
-from tests.voting.test_battle import NAMES, SEND, _everything, _page, _roster, gen, settle
+from tests.voting.conftest import settle
+from tests.voting.test_battle import NAMES, SEND, _everything, _page, _roster, gen
 from tests.voting.test_vote_page import start
 from voting.battles import battles_t, failed_battles, load_battle, open_battles, save_turn, start_battle
 from voting.pages.battle import vote_key
