@@ -228,8 +228,10 @@ def vote_button(at: AppTest, choice: str):  # noqa: ANN201
 def test_the_page_says_when_a_conversation_reaches_its_cap(monkeypatch, tmp_path, sqlite_url):
     with ApiFake() as api:
         at = _page(monkeypatch, tmp_path, sqlite_url, api.url, PREFLAB_ARENA_MAX_TURNS="2")
-        for text in ("First?", "Second?", "Third?"):
+        for text in ("First?", "Second?"):
             _ask(at, text)
+        at.text_area(key="battle_text").input("Third?")
+        at.button(key=SEND).click().run()  # refused before any call: nothing to settle, and a rerun drops the note
         warned = "\n".join(w.value for w in at.warning)
         assert "This battle has reached 2 turns: vote on it" in warned
         assert len(api.log) == 4  # two turns, two calls each: the third was refused before any call
@@ -322,7 +324,7 @@ def test_preflab_app_states_the_limits_and_names_models_without_a_price(tmp_path
     started: list = []
     monkeypatch.setattr(os, "execve", lambda *a: started.append(a))  # the server would replace this process
     with pytest.raises(SystemExit) as e:
-        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
+        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster), "--no-arena-check"])
     out, err = capsys.readouterr()
     assert e.value.code == 0
     assert started and "Battle limits: 6 prompts a minute per voter, 20 per client address" in out
