@@ -134,10 +134,11 @@ async def _probe(spec: ModelSpec) -> str | None:
     from llm.providers.base import ProviderError
     from preflab.redact import redact
 
-    gen = make_provider(spec.spec, timeout=spec.timeout)
     request = spec.request([{"role": "user", "content": "Reply with OK."}])
     request = type(request)(request.messages, 1, request.temperature, request.top_p, request.seed)
-    try:
+    gen = None
+    try:  # a missing API key is raised when the provider is made: that model does not answer either
+        gen = make_provider(spec.spec, timeout=spec.timeout)
         async with asyncio.timeout(spec.timeout):
             await gen.generate(request)
         return None
@@ -145,7 +146,8 @@ async def _probe(spec: ModelSpec) -> str | None:
         kind = e.kind if isinstance(e, ProviderError) else type(e).__name__
         return redact(f"{kind}: {str(e)[:300]}")
     finally:
-        await gen.aclose()
+        if gen is not None:
+            await gen.aclose()
 
 
 def check_roster(roster: Sequence[ModelSpec]) -> dict[str, str]:

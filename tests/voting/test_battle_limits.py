@@ -229,8 +229,10 @@ def vote_button(at: AppTest, choice: str):  # noqa: ANN201
 def test_the_page_says_when_a_conversation_reaches_its_cap(monkeypatch, tmp_path, sqlite_url):
     with ApiFake() as api:
         at = _page(monkeypatch, tmp_path, sqlite_url, api.url, PREFLAB_ARENA_MAX_TURNS="2")
-        for text in ("First?", "Second?", "Third?"):
+        for text in ("First?", "Second?"):
             _ask(at, text)
+        at.text_area(key="battle_text").input("Third?")
+        at.button(key=SEND).click().run()  # refused before any call: nothing to settle, and a rerun drops the note
         warned = "\n".join(w.value for w in at.warning)
         assert "This battle has reached 2 turns: vote on it" in warned
         assert len(api.log) == 4  # two turns, two calls each: the third was refused before any call

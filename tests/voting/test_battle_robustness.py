@@ -108,3 +108,18 @@ def test_app_refuses_a_roster_whose_models_do_not_answer(tmp_path, capsys):
     assert all(f"model {n!r} did not answer: refused: {DEAD}: connection refused" in err for n in NAMES)
     assert "--no-arena-check" in err
     assert "Traceback" not in err
+
+
+def test_a_roster_model_without_its_api_key_is_named_by_the_check_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """The check made each provider outside its guard, so a missing key ended `preflab app` with exit 1."""
+    from preflab_cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    roster = tmp_path / "roster.toml"
+    roster.write_text('[[model]]\nname = "keyless"\nspec = "openai:gpt-4o-mini"\n\n'
+                      '[[model]]\nname = "other"\nspec = "openai:gpt-4o"\n')
+    with pytest.raises(SystemExit) as e:
+        main(["app", "--db", f"sqlite:///{tmp_path / 'v.db'}", "--arena", str(roster)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2, err
+    assert "model 'keyless' did not answer" in err and "OPENAI_API_KEY" in err and "Traceback" not in err
