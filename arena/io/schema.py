@@ -98,6 +98,8 @@ def number_checks(values: pd.Series, col: str, what: str, lo: float, hi: float
                    ) -> list[tuple[str, str, str, np.ndarray]]:
     """Row masks of a numeric column's problems: given but not a number; not finite or outside [lo, hi]."""
     structured = np.zeros(len(values), bool)
+    if (bad_text := not_utf8_rows(values)) is not None:  # text a number column holds, bytes not UTF-8: converting
+        structured, values = bad_text, values.where(~bad_text, None)  # it raised a bare ArrowException (fuzz)
     if isinstance(values.dtype, pd.ArrowDtype) and not pd.api.types.is_numeric_dtype(values):
         values = values.astype(object)  # e.g. an Arrow struct or list column: its cells checked one by one
     if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) not in (

@@ -166,6 +166,23 @@ def test_parquet_corrupt_dictionary_page_of_a_dropped_column_is_an_input_error(t
             data.load_battles(path, lean=lean, need=need)
 
 
+def test_parquet_number_column_held_as_text_that_is_not_utf8_is_an_input_error(tmp_path):
+    """A style count held as text with a byte that is not UTF-8 raised a bare ArrowException ("Wrapping ...
+    failed") when it was converted to numbers (found by the reader fuzz). Now the usual message, or skipped."""
+    frame = pd.DataFrame({"model_a": ["alpha", "beta"] * 3, "model_b": ["gamma"] * 6,
+                          "winner": ["model_a", "tie"] * 3, "bold_count_a": ["1", "2", "0", "zeta", "1", "3"]})
+    frame.to_parquet(tmp_path / "ok.parquet", compression=None)
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    raw[raw.index(b"zeta") + 1] = 0xFF
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    for lean in (False, True):
+        with pytest.raises(InputError, match="line 4: field 'bold_count_a': not valid UTF-8 text"):
+            data.load_battles(path, lean=lean)
+        kept = data.load_battles(path, lean=lean, on_error="skip")
+        assert len(kept.df) == 5 and [(s.line, s.field) for s in kept.skipped] == [(4, "bold_count_a")]
+
+
 @pytest.mark.parametrize("name", ["b.parquet", "b.csv", "b.jsonl"])
 def test_conv_metadata_is_parsed_only_when_a_style_total_is_kept(tmp_path, name, monkeypatch):
     """Issue 37: a 1M-battle Parquet file with ``conv_metadata`` took 7.2 s to rank (1.9 s without the column):
