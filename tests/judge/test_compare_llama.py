@@ -25,7 +25,7 @@ def test_compare_with_the_real_judge_and_a_cached_rerun(tmp_path, capsys, llama_
             f"local:{llama_url}#smollm2", "--rubric", "concise", "--rubric", "abt", "--guard", "abt",
             "--concurrency", "2", "--cache", str(tmp_path / "cache.sqlite"), "--json", "-"]
     code, out, err = preflab(capsys, *args)
-    assert code in (0, 1), err
+    assert code in (0, 1, 3), err  # 3: no verdict, a guard's judge flips with the order (docs/compare.md)
     report = json.loads(out)
     rows_by_dim = {r["dimension"]: r for r in report["dimensions"]}
     assert set(rows_by_dim) == {"concise", "abt"}
@@ -39,7 +39,10 @@ def test_compare_with_the_real_judge_and_a_cached_rerun(tmp_path, capsys, llama_
     # SmolLM2 says "A" whatever it sees: every pair flips with the order, and the check says so
     if rows_by_dim["abt"]["flip_rate"] > 0.2:
         assert any("abt: the judge flips" in w for w in report["checks"]["warnings"])
-    assert (code == 1) == (rows_by_dim["abt"]["verdict"] == "worse")
+    gate = report["gate"]
+    assert (code == 3) == bool(gate.get("no_verdict"))  # the exit follows the gate, whatever the model wrote
+    if not gate.get("no_verdict"):
+        assert (code == 1) == (rows_by_dim["abt"]["verdict"] == "worse")
     code2, out2, _ = preflab(capsys, *args)
     again = json.loads(out2)
     assert again["judge_runs"]["concise"]["summary"].startswith(f"0 calls, {2 * PROMPTS} cached")
