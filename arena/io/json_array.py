@@ -44,12 +44,23 @@ def read_json_array(path: Path, lean: Lean | None = None, block_bytes: int | Non
     block_bytes = block_bytes or BLOCK_BYTES
     try:
         try:
-            return table_frame(_array_table(path, lean, block_bytes), lean)
+            return _as_whole_read(table_frame(_array_table(path, lean, block_bytes), lean), lean)
         except Decline:
             full = checks_kept(lean)  # type: ignore[arg-type]
             return table_frame(_array_table(path, full, block_bytes), full)
     except (_NotPlain, Decline):
         return None
+
+
+def _as_whole_read(df: pd.DataFrame | None, lean: Lean | None) -> pd.DataFrame | None:
+    """A full read's text columns as the whole-file parse gives them (``str``, not Arrow's dictionaries): the two
+    readers of one file must give the same frame; a lean read keeps its categoricals (validation codes them)."""
+    if df is None or lean is not None:
+        return df
+    for col in df.columns:
+        if isinstance(df[col].dtype, pd.CategoricalDtype) and df[col].cat.categories.dtype == "str":
+            df[col] = df[col].astype("str")
+    return df
 
 
 def _array_table(path: Path, lean: Lean | None, block_bytes: int):  # noqa: ANN202  (pyarrow.Table)
