@@ -278,7 +278,8 @@ def test_import_preview_then_import_and_the_new_dataset_is_listed(server, browse
     page.get_by_text("No problems found").wait_for(timeout=120_000)
     assert count_rows(engine, "items") == 6 + 2  # a preview writes nothing
     page.locator(".st-key-import_go button").click()
-    page.get_by_text("Imported 2 items (6 answers from 3 models) into 'uploaded'.").wait_for(timeout=120_000)
+    # the dataset name is a code span (names are plain text, never Markdown): "into uploaded."
+    page.get_by_text("Imported 2 items (6 answers from 3 models) into uploaded.").wait_for(timeout=120_000)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")  # the run is over
     shot(page, "data-after-import")
     page.get_by_text("Datasets: tiny, uploaded, zz-poems").wait_for(timeout=60_000)  # listed without a reload
