@@ -169,24 +169,26 @@ def _check_rate_keys(conn: sa.Connection, voter_key: str, address: str | None, l
         raise ArenaRefused(reason, str(e)) from None
 
 
-def _conversation_chars(battle: dict | None, prompt: str) -> int:
-    """Characters of the longest conversation a side would be sent with ``prompt`` (system prompt aside)."""
-    if battle is None:
-        return len(prompt)
-    return len(prompt) + max(sum(len(m["content"]) for m in battle[side]) for side in ("conversation_a",
-                                                                                       "conversation_b"))
+def _conversation_chars(conversations: Mapping[str, list[dict]]) -> int:
+    """Characters of the longest conversation a side would be sent (system prompt aside)."""
+    return max(sum(len(m["content"]) for m in conv) for conv in conversations.values())
 
 
 def claim_turn(engine: Engine, voter: str, address: str | None, prompt: str, specs: Mapping[str, ModelSpec],
-               settings: ArenaSettings, battle: dict | None = None) -> dict:
+               settings: ArenaSettings, battle: dict | None = None,
+               earlier: Mapping[str, list[dict]] | None = None) -> dict:
     """Start a battle of ``specs`` (a = shown as A) on ``prompt``, or with ``battle`` its next turn, when
-    every limit allows it (else :class:`ArenaRefused`); returns the stored battle, ``answering``."""
+    every limit allows it (else :class:`ArenaRefused`); returns the stored battle, ``answering``. ``earlier``
+    (``{"a": [...], "b": [...]}``, a new battle only): the turns it carries as context (Regenerate), counted
+    in its length and cost like a battle's own."""
     limits = settings.limits
-    if battle is not None and battle["turns"] >= limits.max_turns:
-        raise ArenaRefused("turns", f"battle {battle['id']} has {battle['turns']} turns")
-    if (chars := _conversation_chars(battle, prompt)) > limits.max_conversation_chars:
+    carried = {s: battle[f"conversation_{s}"] for s in "ab"} if battle else dict(earlier or {"a": [], "b": []})
+    turns = max(battle["turns"] if battle else 0, sum(m["role"] == "user" for m in carried["a"]))
+    if turns >= limits.max_turns:  # a regenerated battle's carried turns count: Regenerate resets no count
+        raise ArenaRefused("turns", f"the conversation has {turns} turns")
+    convs = {s: list(carried[s]) + [{"role": "user", "content": prompt}] for s in "ab"}
+    if (chars := _conversation_chars(convs)) > limits.max_conversation_chars:
         raise ArenaRefused("length", f"the conversation would be {chars:,} characters")
-    convs = {s: (battle[f"conversation_{s}"] if battle else []) + [{"role": "user", "content": prompt}] for s in "ab"}
     usd, tokens = turn_cost(specs, convs, settings)
     bid = battle["id"] if battle else secrets.token_hex(12)
 

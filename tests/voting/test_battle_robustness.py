@@ -9,13 +9,26 @@ from __future__ import annotations
 import logging
 
 import pytest
+import sqlalchemy as sa
 
+from answering.model_specs import ModelSpec
 from tests.voting.conftest import settle
 from tests.voting.test_battle import NAMES, SEND, _everything, _page, _roster, gen
 from tests.voting.test_vote_page import start
-from voting.battles import battles_t, failed_battles, load_battle, open_battles, save_turn, start_battle
+from voting.arena_guard import ArenaRefused, ArenaSettings, claim_turn, turn_cost
+from voting.battles import (
+    ArenaLimits,
+    battles_t,
+    failed_battles,
+    load_arena,
+    load_battle,
+    open_battles,
+    save_turn,
+    start_battle,
+)
 from voting.pages.battle import vote_key
 from voting.store import load_votes, open_store
+from voting.tables import spend_t
 
 DEAD = "http://127.0.0.1:9/v1"  # the discard port: connection refused at once
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -51,10 +64,11 @@ def test_a_failure_keeps_the_prompt_and_logs_its_cause_for_the_admin_only(monkey
         shown[0]["model_b"])
 
 
-def _answered(sqlite_url: str) -> str:
+def _answered(sqlite_url: str, long: int = 0) -> str:
+    """A stored battle of two turns ("first", "second"); ``long``: characters of each side's first answer."""
     engine = open_battles(open_store(sqlite_url))
     bid = start_battle(engine, "ann", *NAMES)
-    conv = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
+    conv = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one" + "x" * long},
             {"role": "user", "content": "second"}, {"role": "assistant", "content": "two"}]
     assert save_turn(engine, bid, conv[:2], conv[:2], {"a": gen("one"), "b": gen("one")})
     with engine.begin() as c:
@@ -77,6 +91,64 @@ def test_regenerate_is_a_new_battle_with_the_same_models_and_the_old_one_never_c
     convs = load_battle(open_store(sqlite_url), new["id"])["conversation_a"]
     assert [m["content"] for m in convs if m["role"] == "user"] == ["first", "second"]  # the last prompt again
     assert load_votes(open_store(sqlite_url), "battle").empty
+
+
+def test_regenerate_is_held_by_the_spend_caps_on_what_it_sends(monkeypatch, tmp_path, sqlite_url):
+    """Regenerate sends the earlier turns with the last prompt: its claim counts them against the caps (before:
+    the prompt alone, "second", was checked, 2 x (6 + 4 + 24) = 68 tokens, under a 1,000-token day; what it
+    sends carries a 5,000-character answer: over 10,000 tokens)."""
+    monkeypatch.setenv("PREFLAB_ARENA_TOKENS_PER_DAY", "1000")
+    bid = _answered(sqlite_url, long=5000)
+    specs = dict(zip("ab", load_arena(_write_roster(tmp_path)), strict=True))
+    sent = {s: load_battle(open_store(sqlite_url), bid)[f"conversation_{s}"][:-1] for s in "ab"}
+    assert turn_cost(specs, sent, ArenaSettings(ArenaLimits()))[1] > 10_000  # what Regenerate would send
+    at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
+    at.session_state["battle"] = {"id": bid}
+    at.run()
+    at.button(key="battle_regenerate").click().run()
+    assert "spending limit" in "\n".join(w.value for w in at.warning)
+    (row,) = rows(sqlite_url)
+    assert row["id"] == bid and row["status"] == "answered"
+    with open_store(sqlite_url).connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(spend_t)).scalar_one() == 0
+
+
+def test_regenerate_meets_the_conversation_length_cap(monkeypatch, tmp_path, sqlite_url):
+    """A battle carried past the cap (here: the cap lowered since) is not regenerated: the page says why and the
+    old battle stays (before: a new battle sent all 5,000+ characters against a 2,000-character cap)."""
+    monkeypatch.setenv("PREFLAB_ARENA_MAX_CONVERSATION", "2000")
+    bid = _answered(sqlite_url, long=5000)
+    at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
+    at.session_state["battle"] = {"id": bid}
+    at.run()
+    at.button(key="battle_regenerate").click().run()
+    assert "length limit (2,000 characters)" in "\n".join(w.value for w in at.warning)
+    (row,) = rows(sqlite_url)
+    assert row["id"] == bid and row["status"] == "answered"
+
+
+def test_a_regenerated_battle_counts_its_carried_turns(sqlite_url):
+    """Regenerate resets no count: a new battle carrying two turns is at the two-turn cap (before: it was at
+    turn 0 and could take max_turns more)."""
+    engine = open_store(sqlite_url)
+    carried = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
+               {"role": "user", "content": "second"}, {"role": "assistant", "content": "two"}]
+    specs = {s: ModelSpec(n, f"local:{DEAD}#{n}") for s, n in zip("ab", NAMES, strict=True)}
+    settings = ArenaSettings(ArenaLimits(max_turns=2))
+    with pytest.raises(ArenaRefused) as e:
+        claim_turn(engine, "ann", None, "third", specs, settings, None, {"a": carried, "b": carried})
+    assert e.value.reason == "turns"
+    regenerated = claim_turn(engine, "ann", None, "second", specs, settings, None,
+                             {"a": carried[:2], "b": carried[:2]})
+    assert save_turn(engine, regenerated["id"], carried, carried, {"a": gen("two"), "b": gen("two")})
+    with pytest.raises(ArenaRefused) as e:  # its follow-up: the conversation has two turns, the battle one
+        claim_turn(engine, "ann", None, "third", specs, settings, load_battle(engine, regenerated["id"]))
+    assert e.value.reason == "turns"
+
+
+def _write_roster(tmp_path) -> str:  # noqa: ANN001
+    (tmp_path / "roster.toml").write_text(_roster(DEAD, DEAD))
+    return str(tmp_path / "roster.toml")
 
 
 @pytest.mark.parametrize("when", ["before the vote", "after the vote"])

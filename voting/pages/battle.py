@@ -145,7 +145,8 @@ def _start(path: str, voter: str, prompt: str, specs: dict[str, ModelSpec], batt
     answering ``prompt`` in the background; a refusal is a warning and keeps the prompt."""
     state, engine, cfg, arena = st.session_state, open_battles(get_engine()), get_config(), settings(path)
     try:
-        claimed = claim_turn(engine, voter, client_address(cfg), prompt, specs, arena, battle)
+        claimed = claim_turn(engine, voter, client_address(cfg), prompt, specs, arena, battle,
+                             {s: (earlier or {}).get(f"conversation_{s}", []) for s in "ab"})
     except ArenaRefused as e:
         state["warn"] = REFUSED[e.reason].format(l=arena.limits)
         if e.reason == "state":
