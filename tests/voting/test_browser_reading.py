@@ -115,10 +115,13 @@ def single_line_cells(page) -> list[str]:  # noqa: ANN001
         .map(c => c.textContent)""")
 
 
-def pair_top_in_view(page) -> None:  # noqa: ANN001
-    page.wait_for_function("""() => { const p = document.querySelector('.preflab-pair[data-item]');
-        if (!p || p.closest("[data-stale='true']")) return false;
-        const t = p.getBoundingClientRect().top; return t >= 0 && t < innerHeight / 2; }""")
+def pair_top_in_view(page, item: str | None = None) -> None:  # noqa: ANN001
+    """Wait until the pair of ``item`` (any, when None) is drawn by the latest run, that run has finished (no
+    element of the run before is left, data-stale), and its top is in the upper half of the view."""
+    page.wait_for_function("""(item) => { const p = document.querySelector('.preflab-pair[data-item]');
+        if (!p || p.closest("[data-stale='true']") || document.querySelector("[data-stale='true']")) return false;
+        if (item !== null && p.getAttribute('data-item') !== item) return false;
+        const t = p.getBoundingClientRect().top; return t >= 0 && t < innerHeight / 2; }""", arg=item)
 
 
 def scroll_to_bottom(page) -> None:  # noqa: ANN001
@@ -235,19 +238,19 @@ def test_back_to_the_top_of_the_pair_after_skip_undo_and_next(server, browser):
     scroll_to_bottom(page)
     page.locator(".st-key-skip button").click()
     shown = shown_item(page, old=shown)
-    pair_top_in_view(page)
+    pair_top_in_view(page, shown)
     page.locator(".st-key-vote_B button").click()
     wait_revealed(page, "B is better.")
     scroll_to_bottom(page)
     page.locator(".st-key-undo button").click()  # the models were revealed: another item comes
     shown = shown_item(page, old=shown)
-    pair_top_in_view(page)
+    pair_top_in_view(page, shown)
     page.locator(".st-key-vote_A button").click()
     wait_revealed(page, "A is better.")
     scroll_to_bottom(page)
     page.locator(".st-key-next button").click()
-    shown_item(page, old=shown)
-    pair_top_in_view(page)
+    shown = shown_item(page, old=shown)
+    pair_top_in_view(page, shown)
     assert not outside, outside
 
 

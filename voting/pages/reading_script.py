@@ -56,11 +56,19 @@ _INSTALL = """
       const first = lastPair === null;
       lastPair = token;
       if (first) return;
-      let tries = 0;
+      // Keep it there until the page has settled (the new pair drawn and no element of the run before left:
+      // Streamlit marks those data-stale until the run ends, and their removal moves the page), however long
+      // a busy machine takes; a newer pair, or the voter scrolling or pressing a key, ends it.
+      let mine = true, held = 0;
+      const stop = () => { mine = false; };
+      for (const e of ["wheel", "touchmove", "keydown", "mousedown"]) doc.addEventListener(e, stop, {once: true});
       const go = () => {
+        if (!mine || lastPair !== token) return;
         const pair = doc.querySelector(".preflab-pair[data-item]");
-        if (!pair && tries++ < 60) { w.requestAnimationFrame(go); return; }
-        if (pair && !shown(pair)) pair.scrollIntoView({block: "start"});
+        const fresh = pair && !pair.closest("[data-stale='true']");
+        if (fresh && !shown(pair)) pair.scrollIntoView({block: "start"});
+        if (fresh && shown(pair) && (!doc.querySelector("[data-stale='true']") || ++held > 600)) return;
+        w.requestAnimationFrame(go);
       };
       w.requestAnimationFrame(go);
     },
