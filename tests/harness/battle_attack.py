@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,13 @@ def wait_answered(a: Arena, timeout: float = 300) -> dict[str, int]:
 
     wait_for(lambda: counts(a)["answering"] == 0, timeout=timeout)
     return counts(a)
+
+
+def run(make: Callable[[], Coroutine]) -> object:
+    """``asyncio.run`` of the coroutine ``make()`` returns, in a thread of its own: the tests' sync Playwright
+    (the module's ``browser`` fixture) may already run an event loop in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
 
 
 def load_average() -> str:

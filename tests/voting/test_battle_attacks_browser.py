@@ -3,8 +3,6 @@ stdlib fake server on loopback: a vote message replayed from an earlier battle v
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.judge.api_fakes import ApiFake
@@ -79,11 +77,11 @@ def test_guests_minted_in_new_browser_contexts_meet_the_address_limits(tmp_path)
     With 2 prompts a minute per guest, 4 per address and 3 guest ids an hour, exactly 4 battles start (8 calls)
     and no fourth guest id is issued. The workers stop on what the page says (the address's or the guest-id
     limit), never on time."""
-    from tests.harness.battle_attack import arena, many_guests, wait_answered
+    from tests.harness.battle_attack import arena, many_guests, run, wait_answered
 
     with arena(tmp_path, PREFLAB_ARENA_PER_MINUTE="2", PREFLAB_ARENA_PER_ADDRESS="4",
                PREFLAB_GUESTS_PER_ADDRESS="3") as a:
-        tally = asyncio.run(many_guests(a.base, 3, lambda t: t.presses["address"] + t.sign_ins["refused"] >= 3))
+        tally = run(lambda: many_guests(a.base, 3, lambda t: t.presses["address"] + t.sign_ins["refused"] >= 3))
         got = wait_answered(a)
     assert tally.presses["started"] == got["battles"] == got["turns"] == 4, (tally, got)
     assert got["model calls"] == 8 and got["guest ids"] == 3, got
@@ -93,10 +91,10 @@ def test_guests_minted_in_new_browser_contexts_meet_the_address_limits(tmp_path)
 def test_one_guest_in_sixteen_tabs_pressing_send_together_starts_the_limit(tmp_path):
     """One guest, 16 tabs, Send pressed in all at once (before the one-transaction claim: 9 started against a
     limit of 6 a minute): exactly 6 start, 12 model calls; the other 10 tabs say the per-guest limit."""
-    from tests.harness.battle_attack import arena, many_tabs, wait_answered
+    from tests.harness.battle_attack import arena, many_tabs, run, wait_answered
 
     with arena(tmp_path) as a:
-        said = asyncio.run(many_tabs(a.base, 16))
+        said = run(lambda: many_tabs(a.base, 16))
         got = wait_answered(a)
     assert got["battles"] == got["turns"] == 6 and got["model calls"] == 12, got
     assert said == {"started": 6, "voter": 10}, said
