@@ -97,8 +97,9 @@ def shown_item(page, old: str | None = None, timeout: float = 120_000) -> str:  
 
 
 def wait_revealed(page, said: str, timeout: float = 120_000) -> None:  # noqa: ANN001
-    """Wait for the after-vote panel of this vote (its message and a fresh Next button)."""
-    page.get_by_text(f"Vote saved: {said}").wait_for(timeout=timeout)
+    """Wait for the after-vote panel of this vote (its message and a fresh Next button); ``first``: a copy of
+    the message the run before drew may still be in the page (strict mode would fail at once on two)."""
+    page.get_by_text(f"Vote saved: {said}").first.wait_for(timeout=timeout)
     page.wait_for_function("""() => { const b = document.querySelector('.st-key-next button');
         return b && !b.closest("[data-stale='true']"); }""", timeout=timeout)
 

@@ -14,7 +14,6 @@ import re
 
 import pandas as pd
 import pytest
-from playwright.sync_api import Error as PlaywrightError
 
 from tests.voting import browser_app
 from tests.voting.browser_app import (
@@ -84,9 +83,31 @@ def open_reader(browser, base: str, voter: str, viewport: dict):  # noqa: ANN001
     list of requests to other hosts, which stays empty)."""
     outside: list = []
     page = open_as(browser, base, voter, viewport, outside)
-    shown = shown_item(page)
+    shown_item(page)
     page.wait_for_function("() => !!window.__preflabReading")
+    _, shown = fresh_round(page, None)
     return page, shown, outside
+
+
+FRESH_ROUND = """(old) => { const r = window.__preflabReading && window.__preflabReading.round;
+  if (!r || r === old) return null;
+  const bar = document.getElementsByClassName('st-key-vote_A-' + r.replace(/[^a-zA-Z0-9_-]/g, '-'))[0];
+  const p = document.querySelector('.preflab-pair[data-item]');
+  if (!bar || !p || bar.closest("[data-stale='true']") || p.closest("[data-stale='true']")) return null;
+  return [r, p.getAttribute('data-item')];
+}"""
+
+
+def fresh_round(page, old: str | None) -> tuple[str, str]:  # noqa: ANN001
+    """Wait until the page shows a round other than ``old`` with its own vote buttons (their keys carry the
+    round; Streamlit marks the run before's buttons data-stale only after a while, so a button not marked
+    stale may still be the old one, whose click the page refuses); (round, item)."""
+    r, item = page.wait_for_function(FRESH_ROUND, arg=old, timeout=120_000).json_value()
+    return r, item
+
+
+def current_round(page) -> str:  # noqa: ANN001
+    return page.evaluate("() => window.__preflabReading.round")
 
 
 def go_to(page, item: str, shown: str) -> str:  # noqa: ANN001
@@ -94,8 +115,9 @@ def go_to(page, item: str, shown: str) -> str:  # noqa: ANN001
     for _ in range(len(ANSWERS)):
         if shown == item:
             return shown
+        old = current_round(page)
         page.locator(".st-key-skip button").click()
-        shown = shown_item(page, old=shown)
+        _, shown = fresh_round(page, old)
     assert shown == item, shown
     return shown
 
@@ -116,10 +138,13 @@ def single_line_cells(page) -> list[str]:  # noqa: ANN001
 
 
 def pair_top_in_view(page, item: str | None = None) -> None:  # noqa: ANN001
-    """Wait until the pair of ``item`` (any, when None) is drawn by the latest run, that run has finished (no
-    element of the run before is left, data-stale), and its top is in the upper half of the view."""
+    """Wait until the pair of ``item`` (any, when None) is drawn by the latest run, that run has finished (one
+    vote bar: the run before's has gone, and no element is marked data-stale; Streamlit marks them only after
+    a while, so that mark alone is not the state), and its top is in the upper half of the view."""
     page.wait_for_function("""(item) => { const p = document.querySelector('.preflab-pair[data-item]');
-        if (!p || p.closest("[data-stale='true']") || document.querySelector("[data-stale='true']")) return false;
+        const bars = document.querySelectorAll('.st-key-vote_B button');
+        if (bars.length !== 1 || document.querySelector("[data-stale='true']")) return false;
+        if (!p || p.closest("[data-stale='true']")) return false;
         if (item !== null && p.getAttribute('data-item') !== item) return false;
         const t = p.getBoundingClientRect().top; return t >= 0 && t < innerHeight / 2; }""", arg=item)
 
@@ -164,15 +189,10 @@ CHECKS = {"table": check_table, "code": check_code, "rtl": check_rtl, "poem": ch
 
 
 def the_one_bar_box(page):  # noqa: ANN001, ANN201
-    """The vote bar's box once the new pair's bar is the only one (the old round's bar goes when its
-    redraw ends, which may be after the new item is on screen)."""
-    for _ in range(100):
-        page.wait_for_function("() => document.querySelectorAll('.st-key-vote_A button').length === 1")
-        try:
-            return page.locator(".st-key-vote_A button").bounding_box(timeout=1_000)
-        except PlaywrightError:  # a second bar came back between the wait and the read: wait again
-            page.wait_for_timeout(100)
-    raise AssertionError("two vote bars stayed on screen")
+    """The vote bar's box: the bar of the round shown (its buttons' keys carry the round), never the round
+    before's, which stays until its redraw ends (after :func:`fresh_round`)."""
+    rnd = current_round(page)
+    return page.locator(f".st-key-vote_A-{re.sub(r'[^a-zA-Z0-9_-]', '-', rnd)} button").bounding_box()
 
 
 def test_every_kind_of_answer_reads_well_at_1280x800(server, browser):
@@ -192,8 +212,9 @@ def test_every_kind_of_answer_reads_well_at_1280x800(server, browser):
         shot(page, f"reading-{shown}-1280x800")
         seen.append(shown)
         if k < len(ANSWERS) - 1:
+            old = current_round(page)
             page.locator(".st-key-skip button").click()
-            shown = shown_item(page, old=shown)
+            _, shown = fresh_round(page, old)
     assert sorted(seen) == sorted(ANSWERS)
     assert not outside, outside
 
@@ -235,21 +256,22 @@ def test_expand_read_both_and_the_vote_at_1280x800(server, browser):
 def test_back_to_the_top_of_the_pair_after_skip_undo_and_next(server, browser):
     base, _ = server
     page, shown, outside = open_reader(browser, base, "reader-scroll", {"width": 1280, "height": 500})
+    rnd = current_round(page)
     scroll_to_bottom(page)
     page.locator(".st-key-skip button").click()
-    shown = shown_item(page, old=shown)
+    rnd, shown = fresh_round(page, rnd)
     pair_top_in_view(page, shown)
     page.locator(".st-key-vote_B button").click()
     wait_revealed(page, "B is better.")
     scroll_to_bottom(page)
     page.locator(".st-key-undo button").click()  # the models were revealed: another item comes
-    shown = shown_item(page, old=shown)
+    rnd, shown = fresh_round(page, rnd)
     pair_top_in_view(page, shown)
     page.locator(".st-key-vote_A button").click()
     wait_revealed(page, "A is better.")
     scroll_to_bottom(page)
     page.locator(".st-key-next button").click()
-    shown = shown_item(page, old=shown)
+    rnd, shown = fresh_round(page, rnd)
     pair_top_in_view(page, shown)
     assert not outside, outside
 

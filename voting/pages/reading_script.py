@@ -52,9 +52,11 @@ _INSTALL = """
   };
   w.__preflabReading = {
     keys: [],
+    round: null,  // the round last shown (its vote buttons' keys carry it): what a test can wait on
     newPair(token) {  // a new pair: bring its top (progress, item id, prompt) into view
       const first = lastPair === null;
       lastPair = token;
+      w.__preflabReading.round = token;
       if (first) return;
       // Keep it there until the page has settled (the new pair drawn and no element of the run before left:
       // Streamlit marks those data-stale until the run ends, and their removal moves the page), however long
