@@ -81,8 +81,8 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     """Both stages under instruction weights (ones = the data; counts = a bootstrap replicate).
 
     ``warm``: ``start`` is near the optimum (a bootstrap warm start), so the joint fit takes chord-Newton
-    steps, refactored twice (:func:`arena.lc.fit.chord_difficulty`, 3 rounds of 6), instead of damped Newton;
-    ``joint_ok`` says if that converged.
+    steps, refactored twice (:func:`arena.lc.fit.chord_difficulty`, 3 rounds of 3; rounds of 6 diverged on
+    some resamples of AlpacaEval's results folder), instead of damped Newton; ``joint_ok`` says if that converged.
 
     The joint fit also sees the baseline judged against itself (:func:`arena.lc.fit.with_baseline_row`).
     Returns ``lc``, ``raw``, ``params`` (models), ``grad_norm`` (stage 2, per model), ``joint`` (theta; beta,
@@ -96,7 +96,7 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
     gamed_grid = lc_grid(gamed, gamed.mask * instr_weight[None, :])
     ridge = hyper.instruction * jnp.where(instr_weight > 0, instr_weight, 1.0)
     if warm:
-        a, gamma, gnorm = chord_difficulty(joint_grid, ridge, start.joint, start.gamma, fixed_gamma, 6, 3)
+        a, gamma, gnorm = chord_difficulty(joint_grid, ridge, start.joint, start.gamma, fixed_gamma, 3, 3)
     else:
         a, gamma, gnorm = solve_difficulty(joint_grid, ridge, start.joint, start.gamma, fixed_gamma)
     joint_beta = a[n + 1:2 * n + 1]
@@ -127,9 +127,10 @@ def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_
                  fixed_gamma: bool = False, chunk: int = 20, n_iter: int = 4) -> dict:
     """Refit everything on ``n_bootstrap`` instruction resamples (paired across models), vmapped in chunks.
 
-    Warm starts at the full-data fit ``start``: the joint fit takes 8 chord-Newton steps and the per-model
+    Warm starts at the full-data fit ``start``: the joint fit takes 9 chord-Newton steps and the per-model
     GLMs ``n_iter`` Newton steps (both reach machine precision on AlpacaEval-sized data); replicates whose
-    gradients are still large are refitted with damped Newton and 25 steps (``n_fallback``).
+    gradients are still large are refitted with damped Newton and 25 steps, one by one (:func:`refit_each`,
+    ``n_fallback``).
     ``n_unconverged`` counts replicates still not converged after that (excluded by the caller).
     Returns ``lc``, ``raw`` (n_bootstrap, models), ``converged`` (n_bootstrap,), and the two counts.
     """
@@ -137,11 +138,21 @@ def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_
     out = _run_chunks(data, gamed, hyper, start, counts, chunk, fixed_gamma, n_iter, True)
     bad = np.flatnonzero(~out["converged"])
     if bad.size:
-        redo = _run_chunks(data, gamed, hyper, start, counts[bad], chunk, fixed_gamma, 25, False)
+        redo = refit_each(data, gamed, hyper, start, counts[bad], fixed_gamma)
         out = {k: v.copy() for k, v in out.items()}
         for k, v in redo.items():
             out[k][bad] = v
     return {**out, "n_fallback": int(bad.size), "n_unconverged": int((~out["converged"]).sum())}
+
+
+def refit_each(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, counts: Array,
+               fixed_gamma: bool) -> dict[str, np.ndarray]:
+    """The fallback: damped Newton (25 stage-2 steps) on each resample alone, one compiled program of one
+    replicate for any number of them. (Before, one chunk of exactly that many: a new program for every count,
+    and a vmapped damped Newton runs as long as its slowest replicate.)"""
+    outs = [_run_chunks(data, gamed, hyper, start, counts[i:i + 1], 1, fixed_gamma, 25, False)
+            for i in range(counts.shape[0])]
+    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
 
 
 def _run_chunks(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, counts: Array, chunk: int,
