@@ -162,15 +162,37 @@ def _run_chunks(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, cou
     n_chunks = -(-n // chunk)
     counts = jnp.concatenate([counts, jnp.ones((n_chunks * chunk - n, counts.shape[1]))])
     out = _bootstrap_chunks(data, gamed, hyper, start, counts.reshape(n_chunks, chunk, -1), fixed_gamma, n_iter,
-                            warm)
+                            warm, resampled_width(counts) if warm else counts.shape[1])
     return {k: np.asarray(v).reshape(n_chunks * chunk, *v.shape[2:])[:n] for k, v in out.items()}
 
 
-@partial(jax.jit, static_argnames=("fixed_gamma", "n_iter", "warm"))
+def resampled_width(counts: Array, step: int = 32) -> int:
+    """Columns enough for every replicate's resampled instructions (most distinct in one replicate, rounded up to
+    ``step``; at most all). A resample of n instructions holds about 63% of them once or more (1 - 1/e)."""
+    most = int(np.max(np.count_nonzero(np.asarray(counts), axis=1)))
+    return min(counts.shape[1], -(-most // step) * step)
+
+
+def resampled_columns(data: LCData, gamed: LCData, start: LCStart, counts: Array,
+                      width: int) -> tuple[LCData, LCData, LCStart, Array]:
+    """One replicate on its resampled instructions only (``width`` columns, the rest padding at weight 0).
+
+    Exact: an instruction drawn 0 times has weight 0 in every sum, and its ``gamma`` (ridge only) is 0, so it
+    changes no estimate; dropping it saves about a third of every pass over the rows.
+    """
+    drawn = counts > 0
+    idx = jnp.nonzero(drawn, size=width, fill_value=0)[0]
+    weight = jnp.where(jnp.arange(width) < drawn.sum(), counts[idx], 0.0)
+    return (LCData(*(x[:, idx] for x in data)), LCData(*(x[:, idx] for x in gamed)),
+            LCStart(start.joint, start.gamma[idx], start.params), weight)
+
+
+@partial(jax.jit, static_argnames=("fixed_gamma", "n_iter", "warm", "width"))
 def _bootstrap_chunks(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, counts: Array,
-                      fixed_gamma: bool, n_iter: int, warm: bool) -> dict[str, Array]:
+                      fixed_gamma: bool, n_iter: int, warm: bool, width: int) -> dict[str, Array]:
     def rep(c: Array) -> dict[str, Array]:
-        res = fit_lc(data, gamed, c, hyper, start, fixed_gamma, n_iter, warm)
+        sub, sub_gamed, sub_start, weight = resampled_columns(data, gamed, start, c, width)
+        res = fit_lc(sub, sub_gamed, weight, hyper, sub_start, fixed_gamma, n_iter, warm)
         return {"lc": res["lc"], "raw": res["raw"],
                 "converged": res["joint_ok"] & (jnp.max(res["grad_norm"]) < 1e-6)}
 

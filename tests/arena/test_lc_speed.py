@@ -20,6 +20,7 @@ from arena.lc.bootstrap import (
     fit_lc_jit,
     hyper_from_penalty,
     refit_each,
+    resampled_width,
 )
 from arena.lc.data import _annotation_rows, _sources_sharing_nothing, load_alpaca_table
 from arena.lc.fit import LCData, LCPenalty, solve3
@@ -87,3 +88,16 @@ def test_fallback_refits_compile_one_program_whatever_their_number():
     for k, out in outs.items():
         assert out["lc"].shape == (k, data.y.shape[0]) and out["converged"].all()
         np.testing.assert_allclose(out["lc"], together["lc"][:k], rtol=0, atol=1e-10)
+
+
+def test_replicates_fitted_on_their_drawn_instructions_only_equal_the_full_width_fits():
+    """A resample holds about 63% of the instructions; the warm path fits those columns only (exact)."""
+    data, gamed, hyper, start = _small_problem(n_models=4, n_instr=96, seed=3)
+    counts = bootstrap_counts(jax.random.PRNGKey(5), 10, 96).reshape(1, 10, 96)
+    width = resampled_width(counts[0])
+    assert width < 96
+    narrow = _bootstrap_chunks(data, gamed, hyper, start, counts, False, 4, True, width)
+    full = _bootstrap_chunks(data, gamed, hyper, start, counts, False, 4, True, 96)
+    assert np.asarray(full["converged"]).all() and np.asarray(narrow["converged"]).all()
+    np.testing.assert_allclose(np.asarray(narrow["lc"]), np.asarray(full["lc"]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(narrow["raw"]), np.asarray(full["raw"]), rtol=0, atol=1e-12)
