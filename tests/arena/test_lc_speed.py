@@ -92,12 +92,12 @@ def test_fallback_refits_compile_one_program_whatever_their_number():
 
 def test_replicates_fitted_on_their_drawn_instructions_only_equal_the_full_width_fits():
     """A resample holds about 63% of the instructions; the warm path fits those columns only (exact)."""
-    data, gamed, hyper, start = _small_problem(n_models=4, n_instr=96, seed=3)
-    counts = bootstrap_counts(jax.random.PRNGKey(5), 10, 96).reshape(1, 10, 96)
+    data, gamed, hyper, start = _small_problem(n_models=4, n_instr=200, seed=3)
+    counts = bootstrap_counts(jax.random.PRNGKey(5), 10, 200).reshape(1, 10, 200)
     width = resampled_width(counts[0])
-    assert width < 96
+    assert width < 200
     narrow = _bootstrap_chunks(data, gamed, hyper, start, counts, False, 4, True, width)
-    full = _bootstrap_chunks(data, gamed, hyper, start, counts, False, 4, True, 96)
+    full = _bootstrap_chunks(data, gamed, hyper, start, counts, False, 4, True, 200)
     assert np.asarray(full["converged"]).all() and np.asarray(narrow["converged"]).all()
     np.testing.assert_allclose(np.asarray(narrow["lc"]), np.asarray(full["lc"]), rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(narrow["raw"]), np.asarray(full["raw"]), rtol=0, atol=1e-12)
