@@ -101,7 +101,8 @@ def fit_lc(data: LCData, gamed: LCData, instr_weight: Array, hyper: LCHyper, sta
         a, gamma, gnorm = solve_difficulty(joint_grid, ridge, start.joint, start.gamma, fixed_gamma)
     joint_beta = a[n + 1:2 * n + 1]
     prior = stage2_prior(hyper, joint_beta)
-    res = fit_all_models(grid, w, gamma, gamed_grid, hyper.gamed_weight, prior, start.params, n_iter)
+    res = fit_all_models(grid, w, gamma, gamed_grid, hyper.gamed_weight, prior, start.params, n_iter,
+                         damped=not warm)
     return {**res, "joint": a, "joint_beta": joint_beta, "gamma": gamma, "beta0": prior.centre[1],
             "joint_ok": gnorm < difficulty_tolerance(joint_grid)}
 
@@ -128,7 +129,7 @@ def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_
     """Refit everything on ``n_bootstrap`` instruction resamples (paired across models), vmapped in chunks.
 
     Warm starts at the full-data fit ``start``: the joint fit takes 9 chord-Newton steps and the per-model
-    GLMs ``n_iter`` Newton steps (both reach machine precision on AlpacaEval-sized data); replicates whose
+    GLMs ``n_iter`` full Newton steps (no line search) (both reach machine precision on AlpacaEval-sized data); replicates whose
     gradients are still large are refitted with damped Newton and 25 steps, one by one (:func:`refit_each`,
     ``n_fallback``).
     ``n_unconverged`` counts replicates still not converged after that (excluded by the caller).

@@ -328,8 +328,8 @@ def solve3(h: Array, g: Array) -> Array:
 def _row_sums(eta: Array, y: Array, w: Array, x1: Array, x2: Array) -> tuple[Array, Array, Array]:
     """Loss, ``sum r [1, x1, x2]`` and the six ``sum h x x^T`` entries of weighted soft cross-entropy rows with
     linear predictor ``eta``: one pass, sums only (``r = w (p - y)``, ``h = w p (1 - p)``)."""
-    log_p = jax.nn.log_sigmoid(eta)
-    p = jnp.exp(log_p)
+    p = jax.nn.sigmoid(eta)
+    log_p = jax.nn.log_sigmoid(eta)  # for the loss only: compiled away where the loss is unused
     r, h = w * (p - y), w * p * (1.0 - p)
     loss = -(w * (log_p - (1.0 - y) * eta)).sum()
     hx1, hx2 = h * x1, h * x2
@@ -355,7 +355,8 @@ def _loss_grad_hess(params: Array, y: Array, tanh_len: Array, weight: Array, gam
 
 @float64
 def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed: LCGrid,
-                  gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25) -> tuple[Array, Array]:
+                  gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25,
+                  damped: bool = True) -> tuple[Array, Array]:
     """Newton fit of one model's ``(theta, beta, psi)``; returns ``(params, |gradient|_inf)``.
 
     Steps are capped at length 5 so near-separable soft labels cannot overshoot, and halved while they raise
@@ -363,6 +364,8 @@ def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed:
     loss, gradient and Hessian come from one pass over the rows (:func:`_loss_grad_hess`), and an accepted
     point's are carried into the next step. Reference: IRLS for the logistic GLM (McCullagh & Nelder 1989,
     sec. 4.4) with the AlpacaEval design (Dubois et al. 2024); Nocedal & Wright (2006), 3.1 (backtracking).
+    ``damped=False`` takes the capped full steps without evaluating the loss (bootstrap warm starts, which
+    start near the optimum; the caller refits with damping where the gradient stays large).
     """
 
     def at(params: Array) -> tuple[Array, Array, Array]:
@@ -372,6 +375,8 @@ def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed:
         params, f0, grad, hess = state
         delta = solve3(hess + 1e-9 * jnp.eye(3), grad)
         delta = delta * jnp.minimum(1.0, 5.0 / jnp.maximum(jnp.linalg.norm(delta), 1e-12))
+        if not damped:
+            return (params - delta, *at(params - delta))
 
         def halve(s: tuple) -> tuple:
             u = s[0] * 0.5
@@ -403,11 +408,11 @@ def raw_win_rate(y: Array, weight: Array) -> Array:
 
 @float64
 def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gamed_weight: float,
-                   prior: Prior, start: Array, n_iter: int = 25) -> dict[str, Array]:
+                   prior: Prior, start: Array, n_iter: int = 25, damped: bool = True) -> dict[str, Array]:
     """Fit every model (vmapped) under per-row ``weight`` (models, instructions); LC and raw win rates too."""
 
     def one(y: Array, t: Array, w: Array, p0: Array) -> tuple[Array, Array, Array, Array]:
-        params, gnorm = fit_model_glm(y, t, w, gamma, gamed, gamed_weight, prior, p0, n_iter)
+        params, gnorm = fit_model_glm(y, t, w, gamma, gamed, gamed_weight, prior, p0, n_iter, damped)
         return params, gnorm, lc_win_rate(params, gamma, w), raw_win_rate(y, w)
 
     params, gnorm, lc, raw = jax.vmap(one)(grid.y, grid.tanh_len, weight, start)

@@ -23,7 +23,7 @@ from arena.lc.bootstrap import (
     resampled_width,
 )
 from arena.lc.data import _annotation_rows, _sources_sharing_nothing, load_alpaca_table
-from arena.lc.fit import LCData, LCPenalty, solve3
+from arena.lc.fit import LCData, LCPenalty, Prior, fit_model_glm, no_gamed_rows, solve3
 from preflab.alpaca import load_annotations
 
 pytestmark = pytest.mark.usefixtures("jax_float64")
@@ -101,3 +101,22 @@ def test_replicates_fitted_on_their_drawn_instructions_only_equal_the_full_width
     assert np.asarray(full["converged"]).all() and np.asarray(narrow["converged"]).all()
     np.testing.assert_allclose(np.asarray(narrow["lc"]), np.asarray(full["lc"]), rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(narrow["raw"]), np.asarray(full["raw"]), rtol=0, atol=1e-12)
+
+
+def test_undamped_warm_newton_reaches_the_damped_fit():
+    """Bootstrap warm starts take full Newton steps without the loss (the line search's extra pass); from near
+    the optimum they reach the damped fit, and the gradient they report is the one the fallback check reads."""
+    rng = np.random.default_rng(4)
+    n = 300
+    t, g = np.tanh(rng.normal(size=n)), rng.normal(size=n)
+    y = jnp.asarray(1 / (1 + np.exp(-(-0.5 + 1.4 * t + 0.7 * g + rng.normal(0, 0.4, n)))))
+    prior = Prior(jnp.array([0.0, 1.61, 0.76]), jnp.array([0.0, 10.0, 10.0]))
+    args = (y, jnp.asarray(t), jnp.asarray(rng.integers(0, 3, n).astype(float)), jnp.asarray(g), no_gamed_rows(n),
+            0.0, prior)
+    exact, _ = fit_model_glm(*args, jnp.zeros(3))
+    warm_start = exact + jnp.array([0.2, -0.3, 0.25])
+    damped, g_damped = fit_model_glm(*args, warm_start, 4)
+    undamped, g_undamped = fit_model_glm(*args, warm_start, 4, damped=False)
+    assert float(g_undamped) < 1e-8 and float(g_damped) < 1e-8
+    np.testing.assert_allclose(np.asarray(undamped), np.asarray(exact), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(undamped), np.asarray(damped), rtol=0, atol=1e-10)
