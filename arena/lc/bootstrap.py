@@ -129,9 +129,9 @@ def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_
     """Refit everything on ``n_bootstrap`` instruction resamples (paired across models), vmapped in chunks.
 
     Warm starts at the full-data fit ``start``: the joint fit takes 9 chord-Newton steps and the per-model
-    GLMs ``n_iter`` full Newton steps (no line search) (both reach machine precision on AlpacaEval-sized data); replicates whose
-    gradients are still large are refitted with damped Newton and 25 steps, one by one (:func:`refit_each`,
-    ``n_fallback``).
+    GLMs ``n_iter`` full Newton steps, no line search (both reach machine precision on AlpacaEval-sized data);
+    replicates whose gradients are still large are refitted with damped Newton and 25 steps, one by one
+    (:func:`refit_each`, ``n_fallback``).
     ``n_unconverged`` counts replicates still not converged after that (excluded by the caller).
     Returns ``lc``, ``raw`` (n_bootstrap, models), ``converged`` (n_bootstrap,), and the two counts.
     """
