@@ -136,10 +136,11 @@ def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_
     Returns ``lc``, ``raw`` (n_bootstrap, models), ``converged`` (n_bootstrap,), and the two counts.
     """
     counts = bootstrap_counts(jax.random.PRNGKey(seed), n_bootstrap, data.y.shape[1])
-    out = _run_chunks(data, gamed, hyper, start, counts, chunk, fixed_gamma, n_iter, True)
+    width = resampled_width(counts)
+    out = _run_chunks(data, gamed, hyper, start, counts, chunk, fixed_gamma, n_iter, True, width)
     bad = np.flatnonzero(~out["converged"])
     if bad.size:
-        redo = refit_each(data, gamed, hyper, start, counts[bad], fixed_gamma)
+        redo = refit_each(data, gamed, hyper, start, counts[bad], fixed_gamma, width)
         out = {k: v.copy() for k, v in out.items()}
         for k, v in redo.items():
             out[k][bad] = v
@@ -147,23 +148,26 @@ def bootstrap_lc(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, n_
 
 
 def refit_each(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, counts: Array,
-               fixed_gamma: bool) -> dict[str, np.ndarray]:
+               fixed_gamma: bool, width: int | None = None) -> dict[str, np.ndarray]:
     """The fallback: damped Newton (25 stage-2 steps) on each resample alone, one compiled program of one
-    replicate for any number of them. (Before, one chunk of exactly that many: a new program for every count,
-    and a vmapped damped Newton runs as long as its slowest replicate.)"""
-    outs = [_run_chunks(data, gamed, hyper, start, counts[i:i + 1], 1, fixed_gamma, 25, False)
+    replicate (``width`` columns, default enough for all of ``counts``; see :func:`resampled_columns`) for any
+    number of them. (Before, one chunk of exactly that many: a new program for every count, and a vmapped
+    damped Newton runs as long as its slowest replicate.)"""
+    width = resampled_width(counts) if width is None else width
+    outs = [_run_chunks(data, gamed, hyper, start, counts[i:i + 1], 1, fixed_gamma, 25, False, width)
             for i in range(counts.shape[0])]
     return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
 
 
 def _run_chunks(data: LCData, gamed: LCData, hyper: LCHyper, start: LCStart, counts: Array, chunk: int,
-                fixed_gamma: bool, n_iter: int, warm: bool) -> dict[str, np.ndarray]:
+                fixed_gamma: bool, n_iter: int, warm: bool, width: int | None = None) -> dict[str, np.ndarray]:
+    """Replicates in chunks of ``chunk``, each on ``width`` columns (default: enough for all of ``counts``)."""
     n = counts.shape[0]
     chunk = min(chunk, n)
     n_chunks = -(-n // chunk)
     counts = jnp.concatenate([counts, jnp.ones((n_chunks * chunk - n, counts.shape[1]))])
     out = _bootstrap_chunks(data, gamed, hyper, start, counts.reshape(n_chunks, chunk, -1), fixed_gamma, n_iter,
-                            warm, resampled_width(counts) if warm else counts.shape[1])
+                            warm, resampled_width(counts) if width is None else width)
     return {k: np.asarray(v).reshape(n_chunks * chunk, *v.shape[2:])[:n] for k, v in out.items()}
 
 

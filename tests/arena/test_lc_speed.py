@@ -82,7 +82,8 @@ def test_fallback_refits_compile_one_program_whatever_their_number():
     data, gamed, hyper, start = _small_problem()
     counts = bootstrap_counts(jax.random.PRNGKey(0), 13, data.y.shape[1])
     before = _bootstrap_chunks._cache_size()
-    outs = {k: refit_each(data, gamed, hyper, start, counts[:k], False) for k in (3, 7, 13)}
+    width = resampled_width(counts)
+    outs = {k: refit_each(data, gamed, hyper, start, counts[:k], False, width) for k in (3, 7, 13)}
     assert _bootstrap_chunks._cache_size() - before <= 1
     together = _run_chunks(data, gamed, hyper, start, counts, 13, False, 25, False)  # the old way: same numbers
     for k, out in outs.items():
