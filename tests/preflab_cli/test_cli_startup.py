@@ -233,3 +233,27 @@ def test_the_plugin_scan_filter_serves_other_callers_everything() -> None:
     assert ours == every and "jax" in every
     assert all(name.startswith("jax_rocm") for name in jax_module["found"])
     assert md.distributions.__module__ == "importlib.metadata"
+
+
+def test_rank_starts_the_jax_import_thread_before_numpy_or_jax_is_loaded() -> None:
+    """``rank`` checks ``--output`` before it starts importing JAX in the background: that check must not
+    import JAX itself (it did, through the table's decimals: ~0.7 s of CPU before the read, not overlapped,
+    and numpy loaded before ``OPENBLAS_THREAD_TIMEOUT`` was set)."""
+    code = ("import sys\n"
+            "import preflab_cli.common as common\n"
+            "from preflab_cli import main\n"
+            "seen, start = [], common.import_jax_in_background\n"
+            "def record():\n"
+            "    seen.append(sorted(m for m in ('numpy', 'pandas', 'jax') if m in sys.modules))\n"
+            "    return start()\n"
+            "common.import_jax_in_background = record\n"
+            f"sys.argv = ['preflab', 'rank', {str(DEMO)!r}, '--ci', 'sandwich']\n"
+            "try:\n"
+            "    main()\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(seen, file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip().splitlines()[-1] == "[[]]", res.stderr
