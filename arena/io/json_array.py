@@ -3,9 +3,12 @@
 The array's text is read a block at a time; its top-level structure is found with array operations on the
 block's bytes (quotes not escaped, brackets and commas outside strings: never one Python object per byte or
 per record), each block's complete records are rewritten as one record per line (JSON text holds no raw
-newline inside a string, so every newline is whitespace) and parsed by Arrow's JSONL reader, and each block's
+newline inside a string, so every newline is whitespace) and parsed by Arrow's JSON reader, and each block's
 table is cut at once to the columns the load keeps (``conv_metadata`` only when a style total is kept). The
-frame is then built as for JSONL (:func:`arena.io.readers.table_frame`), record numbers as ``line``.
+frame is then built as for JSONL (:func:`arena.io.readers.table_frame`), record numbers as ``line``. An
+indented array (``json.dump(..., indent=N)``, Chatbot Arena's layout) is cut where its records end, a line break
+and the records' indent before ``},``: found among the block's closing braces, the records keep their line
+breaks, and only the last block is scanned in full (issue 37: 1.9 s of a 1M-battle read's 4.3 s of CPU).
 
 Like the other fast readers it returns None on anything unusual (not UTF-8, a record that is not an object,
 NaN, mixed types, text after the array...): :func:`arena.io.battles.read_file` then parses the file whole and
@@ -94,15 +97,16 @@ def _block_table(lines: bytearray, schema):  # noqa: ANN001, ANN202  (pyarrow.Sc
     import pyarrow as pa
     from pyarrow import json as pa_json
 
-    options = pa_json.ReadOptions(block_size=len(lines) + 1)
+    options = pa_json.ReadOptions(block_size=len(lines) + 1)  # one block: records may span lines (indented)
     if schema is not None:
         try:
             return pa_json.read_json(io.BytesIO(lines), read_options=options, parse_options=pa_json.ParseOptions(
-                explicit_schema=schema, unexpected_field_behavior="ignore"))
+                explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=True))
         except (pa.ArrowException, ValueError):
             pass
     try:
-        return pa_json.read_json(io.BytesIO(lines), read_options=options)
+        return pa_json.read_json(io.BytesIO(lines), read_options=options,
+                                 parse_options=pa_json.ParseOptions(newlines_in_values=True))
     except (pa.ArrowException, ValueError) as e:
         raise _NotPlain(str(e)) from None
 
@@ -135,22 +139,24 @@ def _read(name: str, lean: Lean | None) -> bool:
 
 
 def record_lines(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
-    """The array's records, a block at a time, as JSONL bytes (one record per line) and their number."""
+    """The array's records, a block at a time, as JSONL bytes (one record per line; an indented array's records
+    keep their own line breaks) and their number."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    rest, first, done = b"", True, False
+    rest, first, done, indent = b"", True, False, None
     with open(path, "rb") as fh:
         while not done:
             block = fh.read(block_bytes)
-            try:
-                decoder.decode(block, final=not block)
-            except UnicodeDecodeError:
-                raise _NotPlain("utf-8") from None
+            _check_utf8(decoder, block)
             text = rest + block
             if first:
-                text = text.lstrip()
-                if not text.startswith(b"["):
-                    raise _NotPlain("not an array")
-                text, first = text[1:], False
+                text, first = _array_body(text), False
+                indent = _record_close(text)
+            if indent is not None and len(block) == block_bytes:  # (the last block: scanned, to find the end)
+                fast = _pretty_block(text, indent)
+                if fast is not None:
+                    lines, count, rest = fast
+                    yield lines, count
+                    continue
             cut, end = _top_level(text)
             if end is not None:  # the array's closing bracket: only whitespace may follow
                 if text[end + 1:].strip() or fh.read(1):
@@ -167,6 +173,54 @@ def record_lines(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
             else:
                 body, rest = text[:cut[-1]], text[cut[-1] + 1:]
             yield _as_lines(body, cut[:-1]), len(cut)
+
+
+def _check_utf8(decoder: codecs.IncrementalDecoder, block: bytes) -> None:
+    try:
+        decoder.decode(block, final=not block)
+    except UnicodeDecodeError:
+        raise _NotPlain("utf-8") from None
+
+
+def _array_body(text: bytes) -> bytes:
+    """The text after the array's opening bracket."""
+    text = text.lstrip()
+    if not text.startswith(b"["):
+        raise _NotPlain("not an array")
+    return text[1:]
+
+
+def _record_close(text: bytes) -> bytes | None:
+    """The indent of the records in an indented array (``json.dump(..., indent=N)``, as Chatbot Arena's files
+    are), where a record ends with a line break, this indent and ``},``; None for other layouts (every block is
+    then scanned in full). A line break is never inside a JSON string, so such an end is outside strings."""
+    start = len(text) - len(text.lstrip())
+    head = text[:start]
+    if text[start:start + 1] != b"{" or b"\n" not in head:
+        return None
+    indent = head[head.rfind(b"\n") + 1:]
+    return None if indent.strip(b" \t") else indent
+
+
+def _pretty_block(text: bytes, indent: bytes) -> tuple[bytearray, int, bytes] | None:
+    """A block's complete records (one a line: the commas between them become line breaks), their number and
+    the text left over, cut after each line break, ``indent``, ``}`` and ``,`` (found among the block's
+    closing braces, not by a scan of every quote and bracket); None where the block has no such record end.
+    The cuts need no other check: one that is not between two records leaves a text that is not a sequence
+    of whole objects, and Arrow's parse then fails or counts other rows (the whole read names the problem)."""
+    arr = np.frombuffer(text, np.uint8)
+    k = len(indent)
+    brace = np.flatnonzero(arr[k + 1:-1] == 125) + k + 1  # room for the line break before, the comma after
+    ends = brace[arr[brace + 1] == 44]
+    ends = ends[arr[ends - k - 1] == 10]
+    for j, byte in enumerate(indent):
+        ends = ends[arr[ends - k + j] == byte]
+    if not ends.size:
+        return None
+    commas = ends + 1
+    lines = bytearray(memoryview(text)[:commas[-1]])
+    np.frombuffer(lines, np.uint8)[commas[:-1]] = 10
+    return lines, len(commas), text[commas[-1] + 1:]
 
 
 def _as_lines(body: bytes, commas: np.ndarray) -> bytearray:
