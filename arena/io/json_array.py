@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +33,9 @@ from arena.io.readers import has_nonfinite, release_memory, table_frame
 
 BLOCK_BYTES = 16 << 20
 """Bytes of array text read at a time (a block's records are parsed together, then cut to the kept columns)."""
+
+PARSE_THREADS = min(2, os.cpu_count() or 1)
+"""Blocks parsed at once (Arrow's parse runs outside the GIL, beside the reading and cutting of the next one)."""
 
 _QUOTE_EVENT, _BACKSLASH_EVENT, _OPEN_EVENT, _CLOSE_EVENT, _COMMA_EVENT = 1, 2, 3, 4, 5
 _EVENTS = bytes(dict(zip(b'"\\[{]},', (1, 2, 3, 3, 4, 4, 5), strict=True)).get(b, 0) for b in range(256))
@@ -67,27 +73,44 @@ def _as_whole_read(df: pd.DataFrame | None, lean: Lean | None) -> pd.DataFrame |
 
 
 def _array_table(path: Path, lean: Lean | None, block_bytes: int):  # noqa: ANN202  (pyarrow.Table)
+    """The kept columns of every block, parsed by Arrow in :data:`PARSE_THREADS` threads while the next block
+    is read and cut (a block waits for the first one: its types are the later blocks' schema)."""
     import pyarrow as pa
 
     if path.suffix.lower() == ".gz":
         raise _NotPlain("gzip")
-    tables, schema = [], None
-    for lines, count in record_lines(path, block_bytes):
-        table = _block_table(lines, schema if schema is not None and _known(lines, schema, lean) else None)
-        if table.num_rows != count or any(has_nonfinite(col) for col in table.columns):
-            raise _NotPlain("records")
-        tables.append(table.select([n for n in table.column_names if _read(n, lean) and not (
-            schema is not None and n not in tables[0].schema.names and table[n].null_count == len(table))]))
-        if lean is not None and not lean.reads_metadata and schema is None:  # later blocks: only these fields
-            schema = _lean_schema(tables[0].schema, lean)
-        del table
-        release_memory()
+    tables: list = []
+    schema, pending = None, deque()
+    with ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="preflab-json") as pool:
+        for lines, count in record_lines(path, block_bytes):
+            parse_as = schema if schema is not None and _known(lines, schema, lean) else None
+            pending.append((pool.submit(_block_table, lines, parse_as), count, schema))
+            del lines
+            if not tables or len(pending) > PARSE_THREADS:
+                schema = _keep(*pending.popleft(), tables, lean)
+        while pending:
+            _keep(*pending.popleft(), tables, lean)
     if not tables:
         raise _NotPlain("empty")
     try:
         return pa.concat_tables(tables, promote_options="permissive")  # absent: null; ints widen as in one read
     except (pa.ArrowException, ValueError):  # a column's type differs between blocks
         raise _NotPlain("types") from None
+
+
+def _keep(parsed: Future, count: int, schema, tables: list, lean: Lean | None):  # noqa: ANN001, ANN202
+    """Append a parsed block's kept columns to ``tables`` (``schema``: the one its parse skipped fields by);
+    the schema later blocks are parsed by (``pyarrow.Schema | None``)."""
+    table = parsed.result()
+    if table.num_rows != count or any(has_nonfinite(col) for col in table.columns):
+        raise _NotPlain("records")
+    tables.append(table.select([n for n in table.column_names if _read(n, lean) and not (
+        schema is not None and n not in tables[0].schema.names and table[n].null_count == len(table))]))
+    del table
+    release_memory()
+    if lean is not None and not lean.reads_metadata and len(tables) == 1:  # later blocks: only these fields
+        return _lean_schema(tables[0].schema, lean)
+    return schema
 
 
 def _block_table(lines: bytearray, schema):  # noqa: ANN001, ANN202  (pyarrow.Schema | None -> pyarrow.Table)
