@@ -5,8 +5,8 @@ battles without the column are the baseline the issue named (a rank that needs n
 what it costs without them), and ``pandas.read_parquet`` of the file is the peer reading it whole. The same
 battles as a JSON array (Chatbot Arena's ``clean_battle_*.json``) are ranked beside ``pandas.read_json`` of
 that file (the peer the issue named; ``--json-only`` runs just this case, into
-``bench_rank_metadata_json.md``). Each CLI time is the median of 3 warm runs, with its ``read`` part
-(``PREFLAB_TIMINGS``) and peak memory (``ru_maxrss`` of each child). Run:
+``bench_rank_metadata_json.md``; a full run writes its JSON rows there too). Each CLI time is the median of 3
+warm runs, with its ``read`` part (``PREFLAB_TIMINGS``) and peak memory (``ru_maxrss`` of each child). Run:
 ``.venv/bin/python -m benchmarks.bench_rank_metadata``; writes ``benchmarks/results/bench_rank_metadata.md``.
 """
 
@@ -86,8 +86,9 @@ def main() -> None:
          f"read {with_meta[1] / t_pandas:.2f}x of pandas"],
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        rows += json_case(tmp)
-    _write(rows, "bench_rank_metadata")
+        json_rows = list(json_case(tmp))
+    _write(rows + json_rows, "bench_rank_metadata")
+    _write(json_rows, "bench_rank_metadata_json")  # the JSON rows of the same run
 
 
 def _write(rows: list[list[str]], name: str) -> None:
