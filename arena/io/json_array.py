@@ -199,6 +199,9 @@ def record_lines(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
 
 
 def _check_utf8(decoder: codecs.IncrementalDecoder, block: bytes) -> None:
+    """_NotPlain unless the text so far is UTF-8 (an ASCII block, nothing pending: no decoding at all)."""
+    if block.isascii() and not decoder.getstate()[0]:
+        return
     try:
         decoder.decode(block, final=not block)
     except UnicodeDecodeError:

@@ -145,3 +145,20 @@ def test_record_ends_inside_a_record_fall_back_to_the_whole_file_reader(tmp_path
         path.write_text(text[:at] + text[at:].replace('\n  "conv_metadata": {', nested, 1), encoding="utf-8")
         assert json_array.read_json_array(path, None, 512) is None
         assert len(data.load_battles(path)) == 60
+
+
+def test_utf8_is_checked_across_blocks_that_skip_decoding(tmp_path):
+    """ASCII blocks are not decoded, unless a sequence from the block before is pending: a lone lead byte at a
+    block's end, then ASCII, is still bad UTF-8 (the whole read names it), and text split inside a character
+    reads as the whole parse."""
+    text = json.dumps(arena_array(3)).encode()
+    path = tmp_path / "b.json"
+    for at in range(60, 70):  # the lead byte at, or near, the end of the first 64-byte block
+        path.write_bytes(text[:at] + b"\xc3" + text[at:])
+        assert json_array.read_json_array(path, None, 64) is None, at
+    recs = arena_array(30)
+    for r in recs[::3]:
+        r["model_a"] = "modèle-ü"
+    path.write_text(json.dumps(recs, ensure_ascii=False, indent=1), encoding="utf-8")
+    got = json_array.read_json_array(path, None, 61)
+    assert got is not None and (got["model_a"] == [r["model_a"] for r in recs]).all()
