@@ -2,8 +2,8 @@
 
 The array's text is read a block at a time; its top-level structure is found with array operations on the
 block's bytes (quotes not escaped, brackets and commas outside strings: never one Python object per byte or
-per record), each block's complete records are rewritten as one record per line (JSON text holds no raw
-newline inside a string, so every newline is whitespace) and parsed by Arrow's JSON reader, and each block's
+per record), the commas between a block's complete records become line breaks, the records are parsed by
+Arrow's JSON reader (records may span lines; a raw line break inside a string is refused), and each block's
 table is cut at once to the columns the load keeps (``conv_metadata`` only when a style total is kept). The
 frame is then built as for JSONL (:func:`arena.io.readers.table_frame`), record numbers as ``line``. An
 indented array (``json.dump(..., indent=N)``, Chatbot Arena's layout) is cut where its records end, a line break
@@ -39,7 +39,6 @@ PARSE_THREADS = min(2, os.cpu_count() or 1)
 
 _QUOTE_EVENT, _BACKSLASH_EVENT, _OPEN_EVENT, _CLOSE_EVENT, _COMMA_EVENT = 1, 2, 3, 4, 5
 _EVENTS = bytes(dict(zip(b'"\\[{]},', (1, 2, 3, 3, 4, 4, 5), strict=True)).get(b, 0) for b in range(256))
-_NEWLINES_AS_SPACES = bytes.maketrans(b"\r\n", b"  ")
 
 
 class _NotPlain(Exception):  # noqa: N818
@@ -250,7 +249,9 @@ def _pretty_block(text: bytes, indent: bytes) -> tuple[bytearray, int, bytes] | 
 
 
 def _as_lines(body: bytes, commas: np.ndarray) -> bytearray:
-    lines = bytearray(body.translate(_NEWLINES_AS_SPACES))
+    """The records, the commas between them made line breaks (their own line breaks kept: Arrow parses records
+    across lines, and refuses a raw line break inside a string, as the whole-file parse does)."""
+    lines = bytearray(body)
     np.frombuffer(lines, np.uint8)[commas] = 10
     return lines
 

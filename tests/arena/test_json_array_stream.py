@@ -162,3 +162,17 @@ def test_utf8_is_checked_across_blocks_that_skip_decoding(tmp_path):
     path.write_text(json.dumps(recs, ensure_ascii=False, indent=1), encoding="utf-8")
     got = json_array.read_json_array(path, None, 61)
     assert got is not None and (got["model_a"] == [r["model_a"] for r in recs]).all()
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+def test_a_raw_line_break_inside_a_string_is_refused_as_by_the_whole_file_reader(tmp_path, monkeypatch, indent):
+    """JSON text never holds a raw line break inside a string: blocks keep their line breaks, so Arrow's
+    parse refuses one and the whole-file reader names it (the streamed read made it a space and read on)."""
+    text = json.dumps(arena_array(60), indent=indent).replace('"model-', '"model\n },-', 1)
+    path = tmp_path / "b.json"
+    path.write_text(text, encoding="utf-8")
+    for block in (512, json_array.BLOCK_BYTES):
+        assert json_array.read_json_array(path, None, block) is None
+        monkeypatch.setattr(json_array, "BLOCK_BYTES", block)
+        with pytest.raises(ValueError, match="b.json, line .*not valid JSON"):
+            data.load_battles(path)
