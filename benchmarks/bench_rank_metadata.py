@@ -7,7 +7,8 @@ battles as a JSON array (Chatbot Arena's ``clean_battle_*.json``) are ranked bes
 that file (the peer the issue named; ``--json-only`` runs just this case, into
 ``bench_rank_metadata_json.md``; a full run writes its JSON rows there too). Each CLI time is the median of 3
 warm runs, with its ``read`` part (``PREFLAB_TIMINGS``) and peak memory (``ru_maxrss`` of each child; pandas
-runs in children of its own). Run: ``.venv/bin/python -m benchmarks.bench_rank_metadata``; writes ``benchmarks/results/bench_rank_metadata.md``.
+runs in children of its own). Run: ``.venv/bin/python -m benchmarks.bench_rank_metadata``; writes
+``benchmarks/results/bench_rank_metadata.md``.
 """
 
 from __future__ import annotations
