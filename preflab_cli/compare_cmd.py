@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judge import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import (
     JUDGE_CACHE,
@@ -47,7 +46,7 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
-    from judge import check_lines
+    from judge import check_lines, format_interval
 
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
@@ -65,6 +64,8 @@ def _print_dimensions(report: dict, out) -> None:
 def print_report(report: dict, out) -> None:
     """The console tables: dimensions, checks, lm-eval tasks, differing settings, the gate."""
     from rich.markup import escape
+
+    from judge import format_interval
 
     if report["dimensions"]:
         _print_dimensions(report, out)
