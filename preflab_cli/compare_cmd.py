@@ -1,8 +1,6 @@
 """``preflab compare``: did the change help? A thin shell over :func:`judge.gate.compare_run.run_compare`
 (``--plan``: :func:`judge_arena.compare_plan.plan_for_items`)."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -146,14 +144,14 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
             out.print(f"gate report -> {report_path}", markup=False)
 
 
-def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
+def _judge_run_config(rubric: str, **settings: object) -> "RunConfig":
     """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
     from judge import RunConfig, load_rubric
 
     return RunConfig(load_rubric(rubric), **settings)
 
 
-def _print_dry_run(request: CompareRequest, out: Console) -> None:
+def _print_dry_run(request: "CompareRequest", out: "Console") -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
     from judge import dry_run_compare
     from llm.calls.estimate import dry_run_lines
