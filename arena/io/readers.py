@@ -141,8 +141,8 @@ def read_parquet_batches(path: Path, lean: Lean | None) -> pd.DataFrame | None:
             release_memory()
     except Exception:  # noqa: BLE001
         return None
-    if not chunks:
-        return None
+    if not chunks or start - 1 != pf.metadata.num_rows:  # a corrupt page header's value count: the batches end
+        return None  # at the shortest column (rows silently lost) where the whole-file read names the mismatch
     df = finish(concat(chunks), lean)
     if schema.metadata and b"PANDAS_ATTRS" in schema.metadata:  # pandas.read_parquet restores df.attrs
         df.attrs = json.loads(schema.metadata[b"PANDAS_ATTRS"])

@@ -12,7 +12,7 @@ import pytest
 from arena.io import battles as data
 from arena.io import readers
 from preflab.errors import InputError
-from tests.arena.test_lean_load import arena_records, whole_file_readers, write
+from tests.arena.test_lean_load import arena_records, small_chunks, whole_file_readers, write
 from tests.preflab_cli import bad_cases as bc
 
 
@@ -202,3 +202,34 @@ def test_conv_metadata_is_parsed_only_when_a_style_total_is_kept(tmp_path, name,
     assert calls and set(STYLE_COLUMNS) <= set(styled.df.columns)
     names = ["model_a", "model_b", "winner"]
     pd.testing.assert_frame_equal(slim.df[names], styled.df[names])
+
+
+def test_parquet_page_header_short_of_its_rows_is_the_same_error_from_every_read(tmp_path):
+    """Found by the fuzz (seeds 1..20): a data page header of ``model_a`` that counts 6 values where its row group
+    holds 7. Arrow's batches (of 4 rows) end at the shortest column, so the chunked, lean and slim loads silently gave 8
+    battles of 9, while the whole-file read (and the lean load's fallback) named the mismatch. Every read now
+    gives that one message naming the file; the CLI exits 2 with it, no traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from preflab_cli import main
+
+    table = pa.Table.from_pylist([bc.battle(i) for i in range(9)])
+    pq.write_table(table, tmp_path / "ok.parquet", row_group_size=7, compression="NONE")
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    start = pq.ParquetFile(tmp_path / "ok.parquet").metadata.row_group(0).column(0).data_page_offset
+    at = raw.index(b",\x15\x0e", start) + 2  # DataPageHeader (field 5), num_values (field 1) = 7, zigzag 14
+    assert at < start + 12, "not the first data page header of model_a"
+    raw[at] = 0x0C  # 6 values
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    messages = set()
+    for readers_of in (small_chunks, ExitStack, whole_file_readers):  # batches of 4 rows, of all rows, none
+        for lean, need in ((False, None), (True, None), (True, ())):
+            with readers_of(), pytest.raises(InputError, match="not a readable Parquet file") as e:
+                data.load_battles(path, lean=lean, need=need)
+            messages.add(str(e.value))
+    assert len(messages) == 1 and str(path) in messages.pop()
+    with pytest.raises(SystemExit) as done:
+        main(["info", str(path)])
+    assert done.value.code == 2
