@@ -233,3 +233,31 @@ def test_parquet_page_header_short_of_its_rows_is_the_same_error_from_every_read
     with pytest.raises(SystemExit) as done:
         main(["info", str(path)])
     assert done.value.code == 2
+
+
+@pytest.mark.parametrize("column", ["model_a", "judge"])
+def test_parquet_dictionary_holding_a_value_twice_reads_as_written_in_every_read(tmp_path, column):
+    """The seed-5 fuzz class: Arrow's ``read_dictionary`` dedups a dictionary page's values but not its indices
+    (``a0 a1 a2 a3`` with ``a1`` flipped to ``a0`` reads as ``a0 a2 a3``, the last index out of bounds), while
+    decoding the column reads the names as written. Every read, chunked or whole, kept (``model_a``) or dropped
+    by a slim load (``judge``), gives the names as written: ``a0 a0 a2 a3``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = ["a0", "a1", "a2", "a3"] * 3
+    table = pa.table({"model_a": names if column == "model_a" else ["m"] * 12, "model_b": ["b"] * 12,
+                      "winner": ["model_a", "tie"] * 6, "judge": names if column == "judge" else ["j"] * 12})
+    pq.write_table(table, tmp_path / "ok.parquet", compression="NONE")
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    raw[raw.index(b"a1") + 1] = ord("0")  # the dictionary page comes first in its column chunk
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    with pytest.raises(IndexError):  # the cause: Arrow's dictionary read, not the file
+        pq.read_table(path, read_dictionary=[column]).to_pandas()
+    for readers_of in (small_chunks, ExitStack, whole_file_readers):
+        for lean, need in ((False, None), (True, None), (True, ())):
+            with readers_of():
+                got = data.load_battles(path, lean=lean, need=need)
+            if column in got.df:
+                assert got.df[column].astype(str).tolist() == ["a0", "a0", "a2", "a3"] * 3
+            assert len(got.df) == 12
