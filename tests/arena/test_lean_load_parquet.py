@@ -204,17 +204,14 @@ def test_conv_metadata_is_parsed_only_when_a_style_total_is_kept(tmp_path, name,
     pd.testing.assert_frame_equal(slim.df[names], styled.df[names])
 
 
-def test_parquet_page_header_short_of_its_rows_is_the_same_error_from_every_read(tmp_path):
-    """Found by the fuzz (seeds 1..20): a data page header of ``model_a`` that counts 6 values where its row group
-    holds 7. Arrow's batches (of 4 rows) end at the shortest column, so the chunked, lean and slim loads silently gave 8
-    battles of 9, while the whole-file read (and the lean load's fallback) named the mismatch. Every read now
-    gives that one message naming the file; the CLI exits 2 with it, no traceback."""
+def short_page_file(tmp_path, metadata: dict | None = None):
+    """9 battles in row groups of 7 and 2, the first data page of ``model_a`` counting 6 values, not 7."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from preflab_cli import main
-
     table = pa.Table.from_pylist([bc.battle(i) for i in range(9)])
+    if metadata is not None:
+        table = table.replace_schema_metadata(metadata)
     pq.write_table(table, tmp_path / "ok.parquet", row_group_size=7, compression="NONE")
     raw = bytearray((tmp_path / "ok.parquet").read_bytes())
     start = pq.ParquetFile(tmp_path / "ok.parquet").metadata.row_group(0).column(0).data_page_offset
@@ -223,6 +220,17 @@ def test_parquet_page_header_short_of_its_rows_is_the_same_error_from_every_read
     raw[at] = 0x0C  # 6 values
     path = tmp_path / "b.parquet"
     path.write_bytes(bytes(raw))
+    return path
+
+
+def test_parquet_page_header_short_of_its_rows_is_the_same_error_from_every_read(tmp_path):
+    """Found by flipping each bit of the fuzz's Parquet file in turn: a data page header of ``model_a`` that counts
+    6 values where its row group holds 7. Arrow's batches (of 4 rows) end at the shortest column, so the chunked,
+    lean and slim loads silently gave 8 battles of 9, while the whole-file read (and the lean load's fallback)
+    named the mismatch. Every read now gives that one message naming the file; the CLI exits 2 with it."""
+    from preflab_cli import main
+
+    path = short_page_file(tmp_path)
     messages = set()
     for readers_of in (small_chunks, ExitStack, whole_file_readers):  # batches of 4 rows, of all rows, none
         for lean, need in ((False, None), (True, None), (True, ())):
@@ -261,3 +269,17 @@ def test_parquet_dictionary_holding_a_value_twice_reads_as_written_in_every_read
             if column in got.df:
                 assert got.df[column].astype(str).tolist() == ["a0", "a0", "a2", "a3"] * 3
             assert len(got.df) == 12
+
+
+def test_parquet_corrupt_in_pandas_metadata_and_a_page_names_the_same_problem_in_every_read(tmp_path):
+    """Fuzz seed 5 (200 examples): pandas read the ``pandas`` metadata before the pages when given ``columns=``
+    (a slim load's whole-file read, without ``conv_metadata``) and after them otherwise, so the full and lean
+    loads named the bad page and the slim load the bad metadata. The metadata is now read first by every read."""
+    path = short_page_file(tmp_path, {"pandas": "{not json"})
+    messages = set()
+    for readers_of in (small_chunks, ExitStack, whole_file_readers):
+        for lean, need in ((False, None), (True, None), (True, ())):
+            with readers_of(), pytest.raises(InputError, match="not a readable Parquet file") as e:
+                data.load_battles(path, lean=lean, need=need)
+            messages.add(str(e.value))
+    assert len(messages) == 1 and "Expecting property name" in messages.pop()
