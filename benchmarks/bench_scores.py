@@ -115,7 +115,7 @@ def provider_rows() -> list[list[object]]:
         def reward_run() -> tuple[int, float]:
             t0 = time.perf_counter()
             _, stats = score_pairs(call_pairs(N_CALL_PAIRS), RewardProvider("bench", base), config)
-            return stats.sent, time.perf_counter() - t0
+            return stats.calls, time.perf_counter() - t0
 
         def judge_run() -> tuple[int, float]:
             t0 = time.perf_counter()

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judge.benchmarks.published_rows import require_finite
 from preflab.errors import InputError
-from preflab.io import iter_jsonl, json_type, nonfinite_field
+from preflab.io import iter_jsonl, json_type
 from preflab.outcomes import Outcome, swapped
 
 #: The report's categories and the ``source`` prefixes JudgeBench's ``run_judge.py`` groups by.
@@ -127,9 +128,7 @@ def read_judgebench(path: str | Path, judged: bool = True) -> pd.DataFrame:
     pair_id, or files mixing one- and two-game rows, too."""
     source, rows, seen, games_seen, judge = str(path), [], {}, None, None
     for line, rec in iter_jsonl(path, HINT):
-        bad = nonfinite_field(rec)
-        if bad:
-            raise InputError(source, line, bad, "NaN or Infinity is not a number here", HINT)
+        require_finite(rec, source, line, HINT)
         item = rec.get("pair_id")
         if not isinstance(item, (str, int)) or isinstance(item, bool) or item == "":
             raise InputError(source, line, "pair_id", "missing" if item in (None, "") else "not a string", HINT)

@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.benchmarks.published_rows import iter_records
+from judge.benchmarks.published_rows import checked_subset, iter_records
 from preflab.errors import InputError
-from preflab.io import nonfinite_field
 
 #: RewardBench's ``rewardbench/constants.py``: prompts per subset (the section weights) and the sections.
 EXAMPLE_COUNTS = {
@@ -78,12 +77,7 @@ def read_rewardbench(path: str | Path) -> pd.DataFrame:
     meta, records = iter_records(path, HINT)
     rows = []
     for line, rec in records:
-        bad = nonfinite_field(rec)
-        if bad:
-            raise InputError(source, line, bad, "NaN or Infinity is not a number here", HINT)
-        subset = rec.get("subset")
-        if not isinstance(subset, str) or not subset:
-            raise InputError(source, line, "subset", "missing" if subset in (None, "") else "not a string", HINT)
+        subset = checked_subset(rec, source, line, HINT)
         chosen, rejected = (_score(rec, f, source, line) for f in ("scores_chosen", "scores_rejected"))
         texts = [rec.get(f"text_{k}", rec.get(k)) for k in ("chosen", "rejected")]
         rows.append({"item_id": str(rec.get("id", line)), "subset": subset,

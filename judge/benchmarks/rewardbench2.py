@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judge.benchmarks.published_rows import iter_records
+from judge.benchmarks.published_rows import checked_subset, iter_records
 from preflab.errors import InputError
-from preflab.io import nonfinite_field
 
 TIES = "ties"
 HINT = "rows come from RewardBench 2's scripts/run_v2.py (eval-set-scores/<model>.json)"
@@ -62,12 +61,7 @@ def read_rewardbench2(path: str | Path) -> pd.DataFrame:
     meta, records = iter_records(path, HINT)
     rows, seen = [], {}
     for line, rec in records:
-        bad = nonfinite_field(rec)
-        if bad:
-            raise InputError(source, line, bad, "NaN or Infinity is not a number here", HINT)
-        subset = rec.get("subset")
-        if not isinstance(subset, str) or not subset:
-            raise InputError(source, line, "subset", "missing" if subset in (None, "") else "not a string", HINT)
+        subset = checked_subset(rec, source, line, HINT)
         scores = _scores(rec, source, line)
         k = _num_correct(rec, scores.size, source, line)
         tie_subset = subset.lower() == TIES

@@ -13,15 +13,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from judge.verdicts.pairs import Pair
 from judge.verdicts.provenance import preflab_version
 from judge.verdicts.scores import score_row
 from llm.calls.cache import CallCache, cache_key, prompt_hash
-from llm.calls.retry import RateLimiter, call_with_retries, run_pool
+from llm.calls.retry import CallStats, RateLimiter, call_with_retries, run_pool
 from llm.providers.base import ProviderError
 from llm.providers.reward import PATH, RewardProvider, reward_messages
 
@@ -45,27 +44,22 @@ class ScoreRunConfig:
 
 
 @dataclass
-class ScoreRunStats:
-    """What a run did: answers, distinct answers, cache hits, calls, failures, retries."""
+class ScoreRunStats(CallStats):
+    """A scoring run's accounting: the calls' (:class:`llm.calls.retry.CallStats`: sent, cache hits, failures,
+    retries, tokens, wall time; the cost None, as a reward endpoint has no price here) and the answers': pairs,
+    answers, distinct (prompt, answer)s."""
 
     pairs: int = 0
     answers: int = 0
     distinct: int = 0
-    cached: int = 0
-    sent: int = 0
-    failed: int = 0
-    tokens_in: int = 0
-    seconds: float = 0.0
-    retries: int = 0
-    retry_reasons: Counter = field(default_factory=Counter)
-    waits: list = field(default_factory=list)
+    cost: float | None = None  # no price is known for a reward endpoint
 
     def summary(self) -> str:
         """One line for the console."""
         retried = f", {self.retries} retries" if self.retries else ""
         return (f"{self.pairs} pairs: {self.answers} answers, {self.distinct} distinct (prompt, answer) scored once "
-                f"each: {self.sent} sent, {self.cached} from the cache, {self.failed} failed{retried}; both orders "
-                "cost nothing extra (a reward model scores each answer alone)")
+                f"each: {self.calls} sent, {self.cache_hits} from the cache, {self.failed} failed{retried}; "
+                "both orders cost nothing extra (a reward model scores each answer alone)")
 
 
 def _keys(provider: RewardProvider, messages: tuple[dict, ...]) -> tuple[str, str]:
@@ -89,7 +83,7 @@ async def _score_all(todo: dict[str, tuple[dict, ...]], provider: RewardProvider
             got[key] = e
             stats.failed += 1
             return
-        stats.sent += 1
+        stats.calls += 1
         stats.tokens_in += comp.tokens_in
         got[key] = float(comp.text)
         if cache is not None:
@@ -121,7 +115,7 @@ def score_pairs(pairs: Sequence[Pair], provider: RewardProvider, config: ScoreRu
             hit = cache.get(key)
             if hit is not None:
                 scores[key] = float(hit.text)
-                stats.cached += 1
+                stats.cache_hits += 1
     todo = {k: m for k, m in distinct.items() if k not in scores}
     scores.update(asyncio.run(_score_all(todo, provider, config, cache, stats)) if todo else {})
     rows = []
@@ -134,5 +128,5 @@ def score_pairs(pairs: Sequence[Pair], provider: RewardProvider, config: ScoreRu
         if errors:
             row["error"] = "; ".join(errors)
         rows.append(row)
-    stats.seconds = time.perf_counter() - t0
+    stats.wall_s = time.perf_counter() - t0
     return rows, stats

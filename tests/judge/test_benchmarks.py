@@ -374,3 +374,31 @@ def test_a_classifier_without_scores_gets_its_headline_and_says_why_calibration_
     assert res.returncode == 0, res.stderr
     assert "61.50" in res.stdout
     assert "preflab's calibration left out" in res.stdout and "field 'scores_chosen': no score" in res.stdout
+
+
+@pytest.mark.parametrize("reader", ["rewardbench", "rewardbench2"])
+@pytest.mark.parametrize(("record", "field", "problem"), [
+    ({"id": 1, "scores_chosen": float("nan"), "scores_rejected": 0.5, "scores": [float("nan"), 0.5]},
+     "scores_chosen", "NaN or Infinity is not a number here"),
+    ({"id": 1, "subset": "", "scores_chosen": 1.0, "scores_rejected": 0.5, "scores": [1.0, 0.5]},
+     "subset", "missing"),
+    ({"id": 1, "subset": 3, "scores_chosen": 1.0, "scores_rejected": 0.5, "scores": [1.0, 0.5]},
+     "subset", "not a string"),
+])
+def test_both_rewardbench_readers_check_a_record_the_same_way(tmp_path, reader, record, field, problem) -> None:
+    """One record check (judge.benchmarks.published_rows.checked_subset) for v1 and v2: the same bad record
+    gives the same error, naming file, line and field."""
+    from judge.benchmarks.published_rows import checked_subset
+    from judge.benchmarks.rewardbench import read_rewardbench
+    from judge.benchmarks.rewardbench2 import read_rewardbench2
+
+    read = {"rewardbench": read_rewardbench, "rewardbench2": read_rewardbench2}[reader]
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps({"id": 0, "subset": "chat", "scores_chosen": 1.0, "scores_rejected": 0.5,
+                                "scores": [1.0, 0.5], "results": 1}) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(InputError) as got:
+        read(path)
+    assert (got.value.line, got.value.field, got.value.problem) == (2, field, problem)
+    with pytest.raises(InputError) as direct:
+        checked_subset(json.loads(json.dumps(record)), str(path), 2, "hint")
+    assert (direct.value.field, direct.value.problem) == (field, problem)

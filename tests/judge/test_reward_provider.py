@@ -74,13 +74,24 @@ def test_each_prompt_answer_is_sent_once_and_a_rerun_sends_nothing(tmp_path):
     fake = PoolingFake()
     cache = CallCache(tmp_path / "c.sqlite")
     rows, stats = score_pairs(pairs, _provider(fake), cache=cache)
-    assert (stats.answers, stats.distinct, stats.sent, stats.cached) == (6, 5, 5, 0)
+    assert (stats.answers, stats.distinct, stats.calls, stats.cache_hits) == (6, 5, 5, 0)
     assert len(fake.bodies) == 5 and len({json.dumps(b, sort_keys=True) for b in fake.bodies}) == 5
     assert "both orders cost nothing extra" in stats.summary()
     again = PoolingFake()
     rows2, stats2 = score_pairs(pairs, _provider(again), cache=cache)
-    assert again.bodies == [] and stats2.cached == 5 and rows2 == rows
+    assert again.bodies == [] and stats2.cache_hits == 5 and rows2 == rows
     cache.close()
+
+
+def test_a_scoring_runs_call_counts_are_the_shared_call_stats():
+    """The call counting lives once (llm.calls.retry.CallStats): a scoring run's stats are CallStats with the
+    answers' counts added, and their cost is unknown (None: no price for a reward endpoint), not 0."""
+    from llm.calls.retry import CallStats
+
+    pairs = [Pair("q1", "Q1?", "a", "answer a", "b", "answer b")]
+    _, stats = score_pairs(pairs, _provider(PoolingFake()))
+    assert isinstance(stats, CallStats) and (stats.calls, stats.cache_hits, stats.failed) == (2, 0, 0)
+    assert stats.cost is None and stats.wall_s > 0 and stats.tokens_in > 0
 
 
 def test_a_failed_answer_keeps_its_row_with_the_error(tmp_path):

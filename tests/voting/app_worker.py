@@ -38,7 +38,7 @@ def main(url: str, n: int, voter_codes: list[str]) -> dict:
             if at.exception:
                 out[v]["errors"].append(str(at.exception[0].value))
             if any("Vote saved" in s.value for s in at.success):
-                out[v]["confirmed"].append(rnd["item_id"])
+                out[v]["confirmed"].append(rnd.item_id)
                 at.button(key="next").click().run()
             elif any("already voted" in t.value for t in at.toast):
                 out[v]["duplicates"] += 1

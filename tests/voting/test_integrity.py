@@ -56,15 +56,15 @@ def test_undo_after_the_reveal_never_brings_the_item_back(monkeypatch, seeded_ur
     first = current(at)
     round_button(at, "vote_A").click().run()
     at.button(key="undo").click().run()
-    assert not at.exception and current(at)["item_id"] != first["item_id"]
+    assert not at.exception and current(at).item_id != first.item_id
     offered = []
     while at.session_state["round"] if "round" in at.session_state else None:
-        offered.append(current(at)["item_id"])
+        offered.append(current(at).item_id)
         round_button(at, "vote_B").click().run()
         at.button(key="next").click().run()
-    assert first["item_id"] not in offered and len(offered) == 3  # the other three items, then done
+    assert first.item_id not in offered and len(offered) == 3  # the other three items, then done
     votes = load_votes(open_store(seeded_url))
-    assert first["item_id"] not in set(votes["item_id"]) and count_rows(open_store(seeded_url), "undone_votes") == 1
+    assert first.item_id not in set(votes["item_id"]) and count_rows(open_store(seeded_url), "undone_votes") == 1
 
 
 def test_a_second_undo_in_the_app_shows_no_traceback(monkeypatch, seeded_url):

@@ -10,6 +10,7 @@ import pytest
 
 from tests.voting.conftest import round_button
 from tests.voting.test_vote_page import current, login, shown_text, start
+from voting.rounds import reissue
 from voting.store import (
     DuplicateVote,
     Vote,
@@ -96,12 +97,12 @@ def test_the_page_refuses_a_vote_sooner_than_the_minimum_time(monkeypatch, seede
     first = current(at)
     round_button(at, "vote_A").click().run()
     assert "That was fast" in at.toast[0].value and load_votes(open_store(seeded_url)).empty
-    assert current(at)["item_id"] == first["item_id"]  # the same pair stays
+    assert current(at).item_id == first.item_id  # the same pair stays
     monkeypatch.setenv("PREFLAB_MIN_SECONDS", "0.5")
-    time.sleep(max(0.0, first["shown_at"] + 0.6 - time.time()))
+    time.sleep(max(0.0, first.shown_at + 0.6 - time.time()))
     round_button(at, "vote_A").click().run()
     vote = load_votes(open_store(seeded_url)).iloc[0]
-    assert vote["item_id"] == first["item_id"] and vote["seconds_on_pair"] >= 0.6
+    assert vote["item_id"] == first.item_id and vote["seconds_on_pair"] >= 0.6
     assert "Vote saved" in shown_text(at)
 
 
@@ -110,18 +111,16 @@ def test_undo_in_one_tab_then_a_vote_in_another_is_refused(monkeypatch, seeded_u
     on that item must not land (the voter has seen which models answered)."""
     tabs = [login(start(monkeypatch, seeded_url)) for _ in range(2)]
     rnd = current(tabs[0])
-    same = dict(rnd)  # the second tab drew the same item (its own round)
-    same["round_id"], same["shown_at"] = issue_round(open_store(seeded_url), "ann", "tiny", rnd["item_id"],
-                                                     rnd["left"], rnd["right"])
+    same = reissue(open_store(seeded_url), "ann", rnd)  # the second tab drew the same item (its own round)
     tabs[1].session_state["round"] = same
     tabs[1].run()
     round_button(tabs[0], "vote_A").click().run()
-    assert f"`{rnd['left']}`" in shown_text(tabs[0])  # the names are shown
+    assert f"`{rnd.left}`" in shown_text(tabs[0])  # the names are shown
     tabs[0].button(key="undo").click().run()
     round_button(tabs[1], "vote_B").click().run()
     assert load_votes(open_store(seeded_url)).empty
     assert "already voted" in tabs[1].toast[0].value
-    assert current(tabs[1])["item_id"] != rnd["item_id"]
+    assert current(tabs[1]).item_id != rnd.item_id
 
 
 @pytest.mark.postgres
@@ -158,3 +157,31 @@ def test_the_next_pair_is_drawn_and_issued_by_the_library(seeded_url):
         record_vote(engine, vote, VoteChecks(shown.round_id))
         done.append(shown.item_id)
     assert sorted(done) == sorted(items["item_id"])
+
+
+def test_the_pair_on_screen_stays_until_it_is_answered_and_another_dataset_draws_anew(seeded_url):
+    """voting.rounds.pair_to_show, the one call the vote page makes: the round on screen is kept (no new round is
+    issued on a rerun), a round of another dataset is replaced by a new one of this dataset, None when done."""
+    import numpy as np
+
+    from voting.rounds import ShownRound, pair_to_show
+    from voting.store import load_items_frame, vote_tallies
+
+    engine = open_store(seeded_url)
+    items = load_items_frame(engine, "tiny")
+    prompts = dict(zip(items["item_id"], items["prompt"], strict=True))
+    rng = np.random.default_rng(1)
+
+    def show(shown: ShownRound | None) -> ShownRound | None:
+        return pair_to_show(engine, "ann", "tiny", shown, items, prompts, vote_tallies(engine, "tiny"), rng)
+
+    first = show(None)
+    assert first is not None and first.dataset == "tiny" and show(first) is first
+    elsewhere = ShownRound("other", "x1", "m1", "m2", "Other prompt?", "not-a-round", 0.0)
+    drawn = show(elsewhere)
+    assert drawn is not None and drawn.dataset == "tiny" and drawn.round_id not in (first.round_id, "not-a-round")
+    record_vote(engine, Vote("ann", "tiny", first.item_id, first.left, first.right, "A"), VoteChecks(first.round_id))
+    while (shown := show(None)) is not None:
+        vote = Vote("ann", "tiny", shown.item_id, shown.left, shown.right, "B")
+        record_vote(engine, vote, VoteChecks(shown.round_id))
+    assert sorted(load_votes(engine)["item_id"]) == sorted(items["item_id"])

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.voting.conftest import EVIL, MODELS, round_button
+from voting.rounds import ShownRound, issue
 from voting.store import load_votes, open_store
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -51,8 +52,11 @@ def pair_body(at: AppTest) -> str:
     return bodies[0]
 
 
-def current(at: AppTest) -> dict:
-    return dict(at.session_state["round"])
+def current(at: AppTest) -> ShownRound:
+    """The round on the voter's screen, as the page keeps it (typed: :class:`voting.rounds.ShownRound`)."""
+    shown = at.session_state["round"]
+    assert isinstance(shown, ShownRound), f"the session keeps the round as {type(shown).__name__}"
+    return shown
 
 
 def test_blind_vote_reveal_and_next(monkeypatch, seeded_url):
@@ -63,14 +67,14 @@ def test_blind_vote_reveal_and_next(monkeypatch, seeded_url):
     at.text_input(key="reason").input("more precise")
     round_button(at, "vote_B").click().run()
     row = load_votes(open_store(seeded_url)).iloc[0]
-    assert (row.voter, row.item_id, row.model_left, row.model_right) == ("ann", rnd["item_id"], rnd["left"],
-                                                                         rnd["right"])
-    assert row.winner_model == rnd["right"] and row.reason == "more precise"
+    assert (row.voter, row.item_id, row.model_left, row.model_right) == ("ann", rnd.item_id, rnd.left,
+                                                                         rnd.right)
+    assert row.winner_model == rnd.right and row.reason == "more precise"
     text = shown_text(at)
-    assert f"**A** was `{rnd['left']}`" in text and f"**B** was `{rnd['right']}`" in text
+    assert f"**A** was `{rnd.left}`" in text and f"**B** was `{rnd.right}`" in text
     assert "Vote saved: B is better." in text
     at.button(key="next").click().run()
-    assert current(at)["item_id"] != rnd["item_id"]
+    assert current(at).item_id != rnd.item_id
     assert "You: 1 of 4 items" in shown_text(at)
 
 
@@ -126,7 +130,7 @@ def test_the_answers_stay_as_they_are_from_vote_to_reveal(monkeypatch, seeded_ur
     before = _tree(at)
     place = _pair_place(before)
     rnd = current(at)
-    assert f'data-item="{rnd["item_id"]}"' in pair_body(at) and "Prompt number" in before[place]
+    assert f'data-item="{rnd.item_id}"' in pair_body(at) and "Prompt number" in before[place]
     round_button(at, "vote_A").click().run()
     after = _tree(at)  # AppTest reruns the whole page (the browser only the bar): the progress moved on
     assert after[place].split("<h4>Prompt")[1] == before[place].split("<h4>Prompt")[1]
@@ -156,7 +160,7 @@ def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_ur
     at.button(key="undo").click().run()
     assert len(load_votes(open_store(seeded_url))) == 0
     again = current(at)
-    assert (again["item_id"], again["left"], again["right"]) == (rnd["item_id"], rnd["left"], rnd["right"])
+    assert (again.item_id, again.left, again.right) == (rnd.item_id, rnd.left, rnd.right)
     round_button(at, "vote_tie").click().run()
     votes = load_votes(open_store(seeded_url))
     assert votes["outcome"].tolist() == ["tie"] and votes["winner_model"].isna().all()
@@ -166,20 +170,17 @@ def test_undo_restores_the_same_round_and_deletes_the_row(monkeypatch, seeded_ur
 def test_a_click_on_an_earlier_rounds_bar_is_not_applied_to_the_new_pair(monkeypatch, seeded_url, button):
     # a click sent while Skip was still loading the next pair reaches the server after the new round was
     # drawn there: it must not vote on (or skip) a pair the voter has not seen
-    from voting.store import issue_round
-
     at = login(start(monkeypatch, seeded_url, strategy="uniform"))
     old = current(at)
-    new = dict(old, item_id=next(i for i in ("q000", "q001", "q002", "q003") if i != old["item_id"]))
-    new["round_id"], new["shown_at"] = issue_round(open_store(seeded_url), "ann", "tiny", new["item_id"],
-                                                   new["left"], new["right"])
+    other = next(i for i in ("q000", "q001", "q002", "q003") if i != old.item_id)
+    new = issue(open_store(seeded_url), "ann", "tiny", other, old.left, old.right, old.prompt)
     at.session_state["round"] = new  # the server moved on; the click below is the bar drawn for `old`
     round_button(at, button).click().run()
     store = open_store(seeded_url)
     assert len(load_votes(store)) == 0
-    assert current(at)["item_id"] == new["item_id"]  # the new pair stays, to be read and voted on
+    assert current(at).item_id == new.item_id  # the new pair stays, to be read and voted on
     round_button(at, "vote_A").click().run()  # the bar drawn for the new round counts
-    assert load_votes(store)["item_id"].tolist() == [new["item_id"]]
+    assert load_votes(store)["item_id"].tolist() == [new.item_id]
 
 
 def test_undo_window_closes(monkeypatch, seeded_url):
@@ -193,7 +194,7 @@ def test_skip_and_no_repeats_until_done(monkeypatch, seeded_url):
     at = login(start(monkeypatch, seeded_url, strategy="uniform"))
     seen = []
     for k in range(4):
-        seen.append(current(at)["item_id"])
+        seen.append(current(at).item_id)
         if k == 1:
             round_button(at, "skip").click().run()
         else:
@@ -224,7 +225,7 @@ def test_answers_render_as_markdown_without_html(monkeypatch, seeded_url):
 
     at = login(start(monkeypatch, seeded_url))
     for _ in range(4):
-        if current(at)["item_id"] == "q000":
+        if current(at).item_id == "q000":
             break
         round_button(at, "skip").click().run()
     body = pair_body(at)
@@ -287,10 +288,10 @@ def test_vote_and_undo_on_postgresql(monkeypatch, pg_clean_url):
     rnd = current(at)
     round_button(at, "vote_A").click().run()
     votes = load_votes(open_store(pg_clean_url))
-    assert votes[["item_id", "model_left", "winner_model"]].values.tolist() == [[rnd["item_id"], rnd["left"],
-                                                                                 rnd["left"]]]
+    assert votes[["item_id", "model_left", "winner_model"]].values.tolist() == [[rnd.item_id, rnd.left,
+                                                                                 rnd.left]]
     at.button(key="undo").click().run()
-    assert load_votes(open_store(pg_clean_url)).empty and current(at)["item_id"] == rnd["item_id"]
+    assert load_votes(open_store(pg_clean_url)).empty and current(at).item_id == rnd.item_id
 
 
 def test_leaderboard_page_fits_the_demo_votes_with_length_control(monkeypatch, tmp_path):
@@ -360,3 +361,21 @@ def test_the_calibration_page_leads_with_the_verdict_and_names_an_upload_by_its_
     shown = card + " ".join(m.value for m in [*at.markdown, *at.caption, *at.error, *at.warning])
     assert "judge-verdicts.jsonl" in card
     assert "preflab-upload" not in shown and tempfile.gettempdir() not in shown
+
+
+def test_the_session_keeps_typed_rounds(monkeypatch, seeded_url):
+    """The page keeps the pair on screen as a voting.rounds.ShownRound and the vote just cast as a VotedRound
+    (frozen values, not dicts); an undo with nothing revealed puts a new round of the same pair back."""
+    from voting.rounds import VotedRound
+
+    at = login(start(monkeypatch, seeded_url, reveal="0"))
+    rnd = current(at)
+    round_button(at, "vote_A").click().run()
+    last = at.session_state["last_vote"]
+    assert isinstance(last, VotedRound) and last.shown == rnd and last.choice == "A" and last.mine == 1
+    assert "round" not in at.session_state
+    assert last.vote_id == load_votes(open_store(seeded_url))["id"].iloc[0]
+    at.button(key="undo").click().run()
+    again = current(at)
+    assert (again.item_id, again.left, again.right) == (rnd.item_id, rnd.left, rnd.right)
+    assert again.round_id != rnd.round_id and "last_vote" not in at.session_state

@@ -37,7 +37,7 @@ from voting.pages.keyboard import keyboard_queue, undo_countdown
 from voting.pages.pair_html import pair_html, progress_html
 from voting.pages.reading_script import close_sidebar_on_phone, new_pair, show_mine
 from voting.pages.voter_gate import open_rate_checks, voter_gate
-from voting.rounds import draw_round, reissue
+from voting.rounds import ShownRound, VotedRound, pair_to_show, reissue
 from voting.store import (
     DuplicateVote,
     Vote,
@@ -67,19 +67,18 @@ GENERIC_CRITERIA = ("Pick the answer that serves the person who asked better: co
                     "bad** when neither is acceptable.")
 
 
-def _new_round(cfg: AppConfig, dataset: str, voter: str, tallies) -> dict | None:  # noqa: ANN001
-    """The voter's next pair (:func:`voting.rounds.draw_round`), as the session keeps it."""
+def _shown_pair(cfg: AppConfig, dataset: str, voter: str, tallies) -> ShownRound | None:  # noqa: ANN001
+    """The pair on screen, or the voter's next one (:func:`voting.rounds.pair_to_show`)."""
     rng = st.session_state.setdefault("rng", np.random.default_rng(secrets.randbits(64)))
     items, prompts = cached_items(dataset)
-    shown = draw_round(get_engine(), voter, dataset, items, prompts, tallies, rng, cfg.strategy, cfg.overlap,
-                       cfg.round)
-    return None if shown is None else shown.as_state()
+    return pair_to_show(get_engine(), voter, dataset, st.session_state.get("round"), items, prompts, tallies, rng,
+                        cfg.strategy, cfg.overlap, cfg.round)
 
 
-def _stale(rnd: dict | None, round_id: str) -> bool:
+def _stale(rnd: ShownRound | None, round_id: str) -> bool:
     """True when a click was made under another round than the one on screen (e.g. clicked while Skip was
     loading the next pair): applying it would vote on, or skip, a pair the voter has not seen."""
-    if rnd is not None and rnd["round_id"] == round_id:
+    if rnd is not None and rnd.round_id == round_id:
         return False
     st.session_state["flash"] = "The pair changed before your click arrived: read this one, then vote."
     return True
@@ -97,15 +96,15 @@ def _cast(choice: str, round_id: str) -> None:
     """Button callback: store the vote in one transaction (which checks and uses the round), then switch to
     the after-vote panel."""
     state, cfg = st.session_state, get_config()
-    rnd = state.get("round")
-    if rnd is None and (state.get("last_vote") or {}).get("round", {}).get("round_id") == round_id:
+    rnd, last = state.get("round"), state.get("last_vote")
+    if rnd is None and last is not None and last.shown.round_id == round_id:
         return  # a second click on a round already voted on
     if _stale(rnd, round_id):
         st.rerun(scope=PAIR)  # the pair shown may be the old one: send the current one
-    answers = cached_answers(rnd["dataset"], rnd["item_id"])
-    vote = Vote(state["voter"], rnd["dataset"], rnd["item_id"], rnd["left"], rnd["right"], choice,  # type: ignore[arg-type]
-                rnd["shown_at"], state.get("reason", "").strip(), cfg.round,
-                style_meta(answers[rnd["left"]], answers[rnd["right"]]))
+    answers = cached_answers(rnd.dataset, rnd.item_id)
+    vote = Vote(state["voter"], rnd.dataset, rnd.item_id, rnd.left, rnd.right, choice,  # type: ignore[arg-type]
+                rnd.shown_at, state.get("reason", "").strip(), cfg.round,
+                style_meta(answers[rnd.left], answers[rnd.right]))
     checks = VoteChecks(round_id, cfg.min_seconds, open_rate_checks(cfg))
     try:
         vote_id = record_vote(get_engine(), vote, checks)
@@ -121,8 +120,8 @@ def _cast(choice: str, round_id: str) -> None:
         st.rerun(scope=PAIR)
     state.pop("round", None)
     state["reason"] = ""
-    mine = len(seen_items(get_engine(), state["voter"], rnd["dataset"], cfg.round))  # the bar says it at the vote
-    state["last_vote"] = dict(id=vote_id, choice=choice, at=time.time(), round=rnd, mine=mine)
+    mine = len(seen_items(get_engine(), state["voter"], rnd.dataset, cfg.round))  # the bar says it at the vote
+    state["last_vote"] = VotedRound(vote_id, choice, time.time(), rnd, mine)
 
 
 @guarded
@@ -133,7 +132,7 @@ def _skip(round_id: str) -> None:
         st.rerun(scope=PAIR)
     state.pop("round", None)
     try:
-        record_skip(get_engine(), state["voter"], rnd["dataset"], rnd["item_id"], get_config().round, round_id)
+        record_skip(get_engine(), state["voter"], rnd.dataset, rnd.item_id, get_config().round, round_id)
         state["flash"] = "Skipped."
     except (DuplicateVote, VoteRefused):
         state["flash"] = REFUSED["stale"]
@@ -144,13 +143,13 @@ def _skip(round_id: str) -> None:
 def _undo() -> None:
     state, cfg = st.session_state, get_config()
     last = state.get("last_vote")
-    if last and undo_vote(get_engine(), last["id"], state["voter"], cfg.undo_seconds, revealed=cfg.reveal):
+    if last and undo_vote(get_engine(), last.vote_id, state["voter"], cfg.undo_seconds, revealed=cfg.reveal):
         state.pop("last_vote")
         if cfg.reveal:  # the voter saw the models: the item does not come back (it counts as seen)
             state["flash"] = "Vote withdrawn. You saw which models answered, so here is another item."
             st.rerun(scope=PAIR)
         else:  # nothing was revealed: the same item and sides (a new round), vote again
-            state["round"] = reissue(get_engine(), state["voter"], last["round"], cfg.round).as_state()
+            state["round"] = reissue(get_engine(), state["voter"], last.shown, cfg.round)
             state["flash"] = "Vote undone. Vote again."
     else:
         state["flash"] = f"Too late to undo (the window is {cfg.undo_seconds:.0f} s)."
@@ -212,39 +211,38 @@ def _criteria(dataset: str, mine: int, bars: list) -> bool:
     return True
 
 
-def _after_vote(cfg: AppConfig, last: dict) -> None:
+def _after_vote(cfg: AppConfig, last: VotedRound) -> None:
     """Under the answers, in place of the vote bar: the vote said and the names (if revealed) in one line,
     Undo and Next in one row (few elements and no columns: less for every voter's browser to draw)."""
-    rnd = last["round"]
-    names = f" **A** was {code_span(rnd['left'])}, **B** was {code_span(rnd['right'])}." if cfg.reveal else ""
-    st.success(f"Vote saved: {SAID[last['choice']]}.{names}")
-    if "mine" in last:
-        done, label = _mine_bar(last["mine"], len(cached_items(rnd["dataset"])[0]))
-        show_mine(label, done)
-    left = cfg.undo_seconds - (time.time() - last["at"])
+    rnd = last.shown
+    names = f" **A** was {code_span(rnd.left)}, **B** was {code_span(rnd.right)}." if cfg.reveal else ""
+    st.success(f"Vote saved: {SAID[last.choice]}.{names}")
+    done, label = _mine_bar(last.mine, len(cached_items(rnd.dataset)[0]))
+    show_mine(label, done)
+    left = cfg.undo_seconds - (time.time() - last.at)
     with st.container(horizontal=True, key="after_vote"):
         # the browser counts the window down (no rerun a second); the server decides whether undo is in time
         st.button(f"Undo ({left:.0f} s left)" if left > 0 else "Undo (window closed)", on_click=_undo,
                   shortcut="u", disabled=left <= 0, key="undo", icon=":material/undo:")
         st.button("Next", on_click=_next, shortcut="n", type="primary", key="next", icon=":material/skip_next:")
     if left > 0:
-        undo_countdown(left, last["id"])
+        undo_countdown(left, last.vote_id)
 
 
-def _pair(rnd: dict, bars: list) -> None:
+def _pair(rnd: ShownRound, bars: list) -> None:
     """The progress ``bars``, the prompt and the two answers: one ``st.html`` element of server-rendered HTML
     (:mod:`voting.pages.pair_html`), sent with a new pair only (a vote reruns only the bar under it)."""
-    answers = cached_answers(rnd["dataset"], rnd["item_id"])
-    st.html(pair_html(rnd["item_id"], rnd["prompt"], answers[rnd["left"]], answers[rnd["right"]], progress=bars,
+    answers = cached_answers(rnd.dataset, rnd.item_id)
+    st.html(pair_html(rnd.item_id, rnd.prompt, answers[rnd.left], answers[rnd.right], progress=bars,
                       prompt_height=PROMPT_HEIGHT, answer_height=ANSWER_HEIGHT))
-    new_pair(rnd["round_id"], HELP)  # back to the top of the pair when it is a new one
+    new_pair(rnd.round_id, HELP)  # back to the top of the pair when it is a new one
 
 
-def _vote_bar(rnd: dict) -> None:
+def _vote_bar(rnd: ShownRound) -> None:
     # The buttons' keys (and so the ids in the browser's messages) carry the round: a message made under an
     # earlier pair, or replayed, names a button that is gone. Each sits in a container with the stable key
     # (vote_A, ..., skip) that the key queue and the tests find it by.
-    rid = rnd["round_id"]
+    rid = rnd.round_id
     with st.container(horizontal=True, key="vote_bar"):  # one row, no columns; Streamlit shows the shortcut key
         for choice, label, key, icon in BUTTONS:
             with st.container(key=f"vote_{choice}"):
@@ -284,16 +282,16 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
     if _criteria(dataset, mine, bars):
         return
     state = st.session_state
-    if not state.get("last_vote"):
-        rnd = state.get("round")
-        if rnd is None or rnd["dataset"] != dataset:
-            rnd = state["round"] = _new_round(cfg, dataset, voter, tallies)
-        if rnd is None:
-            state.pop("round", None)
-            st.html(progress_html(bars))
-            st.success("You have seen every item available to you. Thank you for voting!")
-            return
-    _pair(state["last_vote"]["round"] if state.get("last_vote") else state["round"], bars)
+    if last := state.get("last_vote"):
+        _pair(last.shown, bars)
+    elif rnd := _shown_pair(cfg, dataset, voter, tallies):
+        state["round"] = rnd
+        _pair(rnd, bars)
+    else:
+        state.pop("round", None)
+        st.html(progress_html(bars))
+        st.success("You have seen every item available to you. Thank you for voting!")
+        return
     st.fragment(_bar)(cfg)
 
 
@@ -301,9 +299,9 @@ def _voting(cfg: AppConfig, dataset: str, voter: str) -> None:
 def _bar(cfg: AppConfig) -> None:
     """The vote bar before the vote, the after-vote panel after it; a vote reruns only this."""
     state = st.session_state
-    shown = state["last_vote"]["round"] if state.get("last_vote") else state.get("round")
+    shown = state["last_vote"].shown if state.get("last_vote") else state.get("round")
     # here: its run marker must change on every run that redraws the buttons; a key acts on its pair only
-    keyboard_queue(KEYS, shown["round_id"] if shown else "", BOUND)
+    keyboard_queue(KEYS, shown.round_id if shown else "", BOUND)
     if last := state.get("last_vote"):
         _after_vote(cfg, last)
     elif rnd := state.get("round"):
