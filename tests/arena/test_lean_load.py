@@ -23,9 +23,10 @@ from preflab.errors import InputError
 from tests.preflab.test_fuzz_readers import byte_mutations, record_mutations
 from tests.preflab_cli import bad_cases as bc
 
-# Random draws (print_blob: a failure prints the line that replays it). Seed 5 once drew Parquet files that the
-# lean and whole-file reads disagreed on (a corrupt page of conv_metadata, which a slim load never reads: see
-# names_unread; a page header short of its rows: test_lean_load_parquet); seeds 1..20 at FUZZ_EXAMPLES=200 pass.
+# Random draws (print_blob: a failure prints the line that replays it). It was derandomized while `--hypothesis-seed=5`
+# drew Parquet files the reads disagreed on: a corrupt page of conv_metadata, which a slim load never reads (the
+# oracle's names_unread), and a file corrupt in its pandas metadata and a page, named for one or the other
+# (test_lean_load_parquet). Hunt with FUZZ_EXAMPLES=200 and --hypothesis-seed=1..20.
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")), deadline=None, database=None,
                 print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 KEEP = lean_load.lean_plan({}).keep  # type: ignore[union-attr]
