@@ -22,11 +22,16 @@ def is_switched(instruction: str, seed: int = 0) -> bool:
     return random.Random("is_switched_outputs" + instruction + str(seed)).choices([False, True])[0]
 
 
-def load_annotations(path: str | Path) -> pd.DataFrame:
-    """One AlpacaEval ``annotations.json[.gz]`` file as a DataFrame, ``preference`` as float, plus ``switched``."""
+def load_annotations(path: str | Path, fields: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """One AlpacaEval ``annotations.json[.gz]`` file as a DataFrame, ``preference`` as float, plus ``switched``.
+
+    ``fields`` keeps only those keys of each record (a column is absent when no record has it): the judge's raw
+    completions and other long fields are then never copied into the frame."""
     path = Path(path)
     records = load_json_records(path, "pass the annotations.json[.gz] written by alpaca_eval (an array of objects)")
     require_rows(len(records), str(path), "annotations")
+    if fields is not None:
+        records = [{k: r[k] for k in fields if k in r} for r in records]
     df = pd.DataFrame.from_records(records)
     for col in ("instruction", "preference"):
         if col not in df:

@@ -3,7 +3,9 @@
 :mod:`preflab_cli.arena_cmds` (statistics), :mod:`preflab_cli.rank_cmd` (``preflab rank``),
 :mod:`preflab_cli.judge_cmds` (``preflab judge ...``) and :mod:`preflab_cli.voting_cmds` (the app and its
 store). Each command parses, calls one library function
-and prints. Library imports happen inside commands, so ``preflab --help`` loads no JAX.
+and prints. Library imports happen inside commands, so ``preflab --help`` loads no JAX. The command modules
+do without ``from __future__ import annotations``: typer would compile and evaluate every option's annotation
+string on each run, twice per command (``tests/preflab_cli/test_cli_startup.py`` checks both).
 """
 
 from __future__ import annotations

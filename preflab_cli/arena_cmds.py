@@ -3,8 +3,6 @@
 Each command parses options, calls one library function and prints or writes its result.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

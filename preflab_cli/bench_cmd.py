@@ -1,8 +1,6 @@
 """``preflab judge bench``: a published benchmark's own headline (JudgeBench, RewardBench, RewardBench 2) with
 intervals, beside preflab's calibration of the same file against its correctness labels."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,15 +1,12 @@
 """``preflab compare``: did the change help? A thin shell over :func:`judge.gate.compare_run.run_compare`
 (``--plan``: :func:`judge_arena.compare_plan.plan_for_items`)."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judge import format_interval
 from preflab.io import is_stdout, strict_json, write_output
 from preflab_cli.common import (
     JUDGE_CACHE,
@@ -47,7 +44,7 @@ def _print_dimensions(report: dict, out) -> None:
     """The judged rubrics' table and the three checks with their warnings."""
     from rich.markup import escape
 
-    from judge import check_lines
+    from judge import check_lines, format_interval
 
     out.print(f"{report['candidate']} (candidate) vs {report['base']} (base): {report.get('test', '')}",
               markup=False, highlight=False, soft_wrap=True)
@@ -65,6 +62,8 @@ def _print_dimensions(report: dict, out) -> None:
 def print_report(report: dict, out) -> None:
     """The console tables: dimensions, checks, lm-eval tasks, differing settings, the gate."""
     from rich.markup import escape
+
+    from judge import format_interval
 
     if report["dimensions"]:
         _print_dimensions(report, out)
@@ -145,14 +144,14 @@ def _write_outputs(report: dict, json_out: Path | None, report_path: Path | None
             out.print(f"gate report -> {report_path}", markup=False)
 
 
-def _judge_run_config(rubric: str, **settings: object) -> RunConfig:
+def _judge_run_config(rubric: str, **settings: object) -> "RunConfig":
     """The judge's run settings for ``compare`` (its first rubric; the runner swaps in each one)."""
     from judge import RunConfig, load_rubric
 
     return RunConfig(load_rubric(rubric), **settings)
 
 
-def _print_dry_run(request: CompareRequest, out: Console) -> None:
+def _print_dry_run(request: "CompareRequest", out: "Console") -> None:
     """``--dry-run``: the judge calls, estimated tokens and cost per rubric; nothing is sent."""
     from judge import dry_run_compare
     from llm.calls.estimate import dry_run_lines

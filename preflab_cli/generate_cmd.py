@@ -1,7 +1,5 @@
 """``preflab generate``: answer prompts with your own models (a thin shell over :mod:`answering.generate`)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -86,7 +84,7 @@ def generate_cmd(
     _exit_for_failures(result, where, max_cost, no_cache, allow_failures)
 
 
-def _print_dry_run(table: pd.DataFrame, specs: list, cache: Path | None) -> None:
+def _print_dry_run(table: "pd.DataFrame", specs: list, cache: Path | None) -> None:
     """``--dry-run``: calls, estimated tokens and cost per model and in all; nothing is sent."""
     from answering.generate import estimate_generate
     from llm.calls.estimate import dry_run_lines
@@ -95,7 +93,7 @@ def _print_dry_run(table: pd.DataFrame, specs: list, cache: Path | None) -> None
     print_lines(dry_run_lines(estimates, header=f"dry run: {len(table)} prompts x {len(specs)} models", per_model=True))
 
 
-def _warn_about_answers(result: GenerateResult) -> None:
+def _warn_about_answers(result: "GenerateResult") -> None:
     """Answers kept but cut at max_tokens, or empty: counted on stderr."""
     if note := result.truncation_note():
         err.print(f"warning: {note}", highlight=False, markup=False)
@@ -105,7 +103,7 @@ def _warn_about_answers(result: GenerateResult) -> None:
         err.print(f"warning: {empty} empty answers ({per_model})", highlight=False, markup=False)
 
 
-def _exit_for_failures(result: GenerateResult, where: str, max_cost: float | None, no_cache: bool,
+def _exit_for_failures(result: "GenerateResult", where: str, max_cost: float | None, no_cache: bool,
                        allow_failures: int) -> None:
     """Exit 1 when the --max-cost cap left answers unsent or more than --allow-failures answers failed;
     warn (and return) for accepted failures."""

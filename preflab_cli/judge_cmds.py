@@ -1,7 +1,5 @@
 """``preflab judge ...``: a thin shell over :mod:`judge` library calls."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,8 +1,6 @@
 """``preflab judge score``: a reward model scores each pair's two answers (a thin shell over
 :func:`judge.runner.scoring.score_pairs`); the rows are a scores file every verdict command reads."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated

@@ -4,8 +4,6 @@ Its own module (from :mod:`preflab_cli.arena_cmds`): what keeps a warm run short
 is read, stored programs, per-part timings) lives with the one command that needs it.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -32,7 +30,7 @@ def _columns_needed(style_columns: tuple[str, ...], style_control: bool, unit: s
     return (*style_columns, *items) if style_control else items
 
 
-def _print_tie_and_style(show: Console, lb: Leaderboard, ties: str) -> None:
+def _print_tie_and_style(show: "Console", lb: "Leaderboard", ties: str) -> None:
     """The tie parameter with its intervals, and the style coefficients, when the fit has them."""
     if lb.tie_parameter:
         tp = lb.tie_parameter
@@ -44,7 +42,7 @@ def _print_tie_and_style(show: Console, lb: Leaderboard, ties: str) -> None:
                    + lb.style[["coefficient", "lower", "upper"]].round(4).to_string(), highlight=False)
 
 
-def _write_plots(lb: Leaderboard, plot: Path | None, heatmap: Path | None) -> None:
+def _write_plots(lb: "Leaderboard", plot: Path | None, heatmap: Path | None) -> None:
     if plot or heatmap:
         from arena.plots import forest_plot, win_rate_heatmap  # matplotlib only when asked for
 

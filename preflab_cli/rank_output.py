@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from arena.leaderboard_table import display_decimals
-
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def rich_table(table: pd.DataFrame, top: int | None = None) -> Table:
     """The leaderboard as a rich table (rank, model, rating, interval, battles, W/L/T; ``ess`` when present)."""
+    # imported here: arena.leaderboard_table loads JAX, which `rank` imports in a thread while the file is read
+    from arena.leaderboard_table import display_decimals
+
     level = table.attrs.get("level", 0.95)
     both = {"lower_bootstrap", "lower_sandwich"} <= set(table.columns) and table.attrs.get("ci") == "both"
     kinds = ("bootstrap", "sandwich") if both else ("",)

@@ -1,7 +1,5 @@
 """``preflab`` commands for the voting app and its store: app, demo-seed, export-votes."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

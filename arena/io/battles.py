@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.io import json_array, lean_load, readers
+from arena.io import lean_load, readers
 
 # The data model's names, importable from here as from their homes.
 from arena.io.counts import (  # noqa: F401  (re-exported)
@@ -149,6 +149,8 @@ def read_file(path: Path, fmt: str | None, on_error: OnError, lean: lean_load.Le
         df["line"] = np.arange(len(df)) + 1
         return parse_conv_metadata(_unread_metadata_dropped(df, lean), path)
     if kind == "json" and _head_text(path).lstrip().startswith("["):
+        from arena.io import json_array  # (only for JSON arrays: not on a parquet, CSV or JSONL command's start)
+
         streamed = json_array.read_json_array(path, lean)
         if streamed is not None:
             return streamed

@@ -85,10 +85,13 @@ def load_alpaca_table(paths: Iterable[str | Path], baseline: str | None = None,
     return table
 
 
+ANNOTATION_FIELDS = ("instruction", "output_1", "output_2", "preference", "generator_1", "generator_2", "annotator")
+
+
 def _read_annotation_file(path: Path) -> pd.DataFrame:
     """One annotations file, its read errors as :class:`LCDataError`, with the fields LC needs."""
     try:
-        df = load_annotations(path)
+        df = load_annotations(path, ANNOTATION_FIELDS)
     except InputError as e:
         raise LCDataError(e.source, e.line, e.field, e.problem, e.hint) from None
     except (OSError, ValueError) as e:
@@ -263,14 +266,10 @@ def validate_lc_table(table: pd.DataFrame) -> pd.DataFrame:
         raise LCDataError(table["source"][i], int(table["record"][i]), "instruction",
                           f"model '{table['model'][i]}' already has a record for instruction "
                           f"{_short(table['instruction'][i])}", "keep one record per model and instruction")
-    sources = table["source"].unique()
-    if len(sources) > 1:
-        for src in sources:
-            mine = set(table.loc[table["source"] == src, "instruction"])
-            others = set(table.loc[table["source"] != src, "instruction"])
-            if not mine & others:
-                raise LCDataError(src, None, "instruction", "shares no instruction with the other files",
-                                  "all files must be judged on the same instruction set")
+    lonely = _sources_sharing_nothing(table)
+    if lonely:
+        raise LCDataError(lonely[0], None, "instruction", "shares no instruction with the other files",
+                          "all files must be judged on the same instruction set")
     sizes = table.groupby("model", sort=True).size()
     if (sizes < 2).any():
         m = sizes.index[sizes < 2][0]
@@ -278,6 +277,19 @@ def validate_lc_table(table: pd.DataFrame) -> pd.DataFrame:
         raise LCDataError(table["source"][i], int(table["record"][i]), "model",
                           f"model '{m}' has a single row", "the length term needs at least two rows per model")
     return table
+
+
+def _sources_sharing_nothing(table: pd.DataFrame) -> list[str]:
+    """The sources (in order of appearance) none of whose instructions appears in another source: one pass
+    over integer codes (a set per source against the rest was quadratic in files)."""
+    src, sources = pd.factorize(table["source"])
+    if len(sources) < 2:
+        return []
+    ins, _ = pd.factorize(table["instruction"])
+    pairs = pd.DataFrame({"s": src, "i": ins}).drop_duplicates()
+    n_sources = pairs.groupby("i")["s"].transform("size")
+    shared = (n_sources > 1).groupby(pairs["s"]).any()
+    return [str(sources[s]) for s in range(len(sources)) if not shared.get(s, False)]
 
 
 def _check_scalar(values: pd.Series, source: str, field: str) -> None:
@@ -299,6 +311,8 @@ def _check_range(values: pd.Series, lo: float, hi: float, source: str, field: st
 
 
 def _text_lengths(texts: pd.Series, source: str, field: str) -> np.ndarray:
+    if pd.api.types.is_string_dtype(texts.dtype) and not isinstance(texts.dtype, np.dtype) and not texts.isna().any():
+        return texts.str.len().to_numpy()  # a string column without gaps: every value is text
     missing = texts.map(lambda v: not isinstance(v, str)).to_numpy().nonzero()[0]
     if len(missing):
         i = int(missing[0])

@@ -301,60 +301,92 @@ def model_loss(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: A
             + jnp.sum(prior.strength * (params - prior.centre) ** 2))
 
 
-def _stacked_rows(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed: LCGrid,
-                  gamed_weight: float) -> tuple[Array, Array, Array]:
-    """Design, labels and weights of one model's rows followed by the gamed-baseline rows."""
-    xg = _design(gamed.tanh_len, jnp.broadcast_to(gamma, gamed.y.shape), 0.0).reshape(-1, 3)
-    wg = gamed_weight / max(gamed.y.shape[0], 1) * gamed.mask.reshape(-1)
-    return (jnp.concatenate([_design(tanh_len, gamma, 1.0), xg]), jnp.concatenate([y, gamed.y.reshape(-1)]),
-            jnp.concatenate([weight, wg]))
-
-
-def _irls(params: Array, xs: Array, ys: Array, w: Array, prior: Prior) -> tuple[Array, Array]:
-    p = jax.nn.sigmoid(xs @ params)
-    grad = xs.T @ (w * (p - ys)) + 2 * prior.strength * (params - prior.centre)
-    hess = (xs * (w * p * (1 - p))[:, None]).T @ xs + 2 * jnp.diag(prior.strength)
-    return grad, hess
-
-
 def _grad_hess(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: Array,
                gamed: LCGrid, gamed_weight: float, prior: Prior) -> tuple[Array, Array]:
     """Analytic gradient and Hessian of :func:`model_loss` (IRLS form ``X^T W X``)."""
-    return _irls(params, *_stacked_rows(y, tanh_len, weight, gamma, gamed, gamed_weight), prior)
+    return _loss_grad_hess(params, y, tanh_len, weight, gamma, gamed, gamed_weight, prior)[1:]
+
+
+def _sym3(a: Array, b: Array, c: Array, d: Array, e: Array, f: Array) -> Array:
+    """The symmetric 3 x 3 matrix ``[[a, b, c], [b, d, e], [c, e, f]]``."""
+    return jnp.stack([jnp.stack([a, b, c]), jnp.stack([b, d, e]), jnp.stack([c, e, f])])
+
+
+def solve3(h: Array, g: Array) -> Array:
+    """``h^{-1} g`` for a symmetric positive-definite 3 x 3 ``h`` by its adjugate (Cramer's rule): elementwise
+    arithmetic, which vmaps over thousands of fits without a batched LAPACK call per matrix."""
+    c00 = h[1, 1] * h[2, 2] - h[1, 2] ** 2
+    c01 = h[0, 2] * h[1, 2] - h[0, 1] * h[2, 2]
+    c02 = h[0, 1] * h[1, 2] - h[0, 2] * h[1, 1]
+    c11 = h[0, 0] * h[2, 2] - h[0, 2] ** 2
+    c12 = h[0, 1] * h[0, 2] - h[0, 0] * h[1, 2]
+    c22 = h[0, 0] * h[1, 1] - h[0, 1] ** 2
+    det = h[0, 0] * c00 + h[0, 1] * c01 + h[0, 2] * c02
+    return _sym3(c00, c01, c02, c11, c12, c22) @ g / det
+
+
+def _row_sums(eta: Array, y: Array, w: Array, x1: Array, x2: Array) -> tuple[Array, Array, Array]:
+    """Loss, ``sum r [1, x1, x2]`` and the six ``sum h x x^T`` entries of weighted soft cross-entropy rows with
+    linear predictor ``eta``: one pass, sums only (``r = w (p - y)``, ``h = w p (1 - p)``)."""
+    p = jax.nn.sigmoid(eta)
+    log_p = jax.nn.log_sigmoid(eta)  # for the loss only: compiled away where the loss is unused
+    r, h = w * (p - y), w * p * (1.0 - p)
+    loss = -(w * (log_p - (1.0 - y) * eta)).sum()
+    hx1, hx2 = h * x1, h * x2
+    return (loss, jnp.stack([r.sum(), (r * x1).sum(), (r * x2).sum()]),
+            jnp.stack([h.sum(), hx1.sum(), hx2.sum(), (hx1 * x1).sum(), (hx1 * x2).sum(), (hx2 * x2).sum()]))
+
+
+def _loss_grad_hess(params: Array, y: Array, tanh_len: Array, weight: Array, gamma: Array,
+                    gamed: LCGrid, gamed_weight: float, prior: Prior) -> tuple[Array, Array, Array]:
+    """:func:`model_loss`, its gradient and Hessian at ``params`` in one pass over the rows (the IRLS sums
+    ``X^T W X`` written out for the 3-column design, so vmapped fits need no batched matrix products)."""
+    f, g, h = _row_sums(params[0] + params[1] * tanh_len + params[2] * gamma, y, weight, tanh_len, gamma)
+    if gamed.y.shape[0]:  # gamed rows: no model term, so only the (beta, psi) entries
+        gg = jnp.broadcast_to(gamma, gamed.y.shape)
+        wg = gamed_weight / gamed.y.shape[0] * gamed.mask
+        fg, g_g, h_g = _row_sums(params[1] * gamed.tanh_len + params[2] * gg, gamed.y, wg, gamed.tanh_len, gg)
+        f, g = f + fg, g + g_g.at[0].set(0.0)
+        h = h + jnp.stack([0.0, 0.0, 0.0, h_g[3], h_g[4], h_g[5]])
+    d = params - prior.centre
+    hess = _sym3(*h) + 2 * jnp.diag(prior.strength)
+    return f + jnp.sum(prior.strength * d**2), g + 2 * prior.strength * d, hess
 
 
 @float64
 def fit_model_glm(y: Array, tanh_len: Array, weight: Array, gamma: Array, gamed: LCGrid,
-                  gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25) -> tuple[Array, Array]:
+                  gamed_weight: float, prior: Prior, start: Array, n_iter: int = 25,
+                  damped: bool = True) -> tuple[Array, Array]:
     """Newton fit of one model's ``(theta, beta, psi)``; returns ``(params, |gradient|_inf)``.
 
     Steps are capped at length 5 so near-separable soft labels cannot overshoot, and halved while they raise
-    the loss (an undamped step cycles on adversarial outputs such as AlpacaEval's NullModel). Reference: IRLS
-    for the logistic GLM (McCullagh & Nelder 1989, sec. 4.4) with the AlpacaEval design (Dubois et al. 2024);
-    Nocedal & Wright (2006), 3.1 (backtracking).
+    the loss (an undamped step cycles on adversarial outputs such as AlpacaEval's NullModel). Each trial point's
+    loss, gradient and Hessian come from one pass over the rows (:func:`_loss_grad_hess`), and an accepted
+    point's are carried into the next step. Reference: IRLS for the logistic GLM (McCullagh & Nelder 1989,
+    sec. 4.4) with the AlpacaEval design (Dubois et al. 2024); Nocedal & Wright (2006), 3.1 (backtracking).
+    ``damped=False`` takes the capped full steps without evaluating the loss (bootstrap warm starts, which
+    start near the optimum; the caller refits with damping where the gradient stays large).
     """
-    xs, ys, w = _stacked_rows(y, tanh_len, weight, gamma, gamed, gamed_weight)
 
-    def loss(params: Array) -> Array:
-        eta = xs @ params  # soft cross-entropy as -(log_sigmoid(eta) - (1 - y) eta): one transcendental pass
-        return (-(w * (jax.nn.log_sigmoid(eta) - (1.0 - ys) * eta)).sum()
-                + jnp.sum(prior.strength * (params - prior.centre) ** 2))
+    def at(params: Array) -> tuple[Array, Array, Array]:
+        return _loss_grad_hess(params, y, tanh_len, weight, gamma, gamed, gamed_weight, prior)
 
-    def step(_: int, state: tuple[Array, Array]) -> tuple[Array, Array]:
-        params, f0 = state  # f0: the loss at params, carried from the accepted step
-        grad, hess = _irls(params, xs, ys, w, prior)
-        delta = jnp.linalg.solve(hess + 1e-9 * jnp.eye(3), grad)
+    def step(_: int, state: tuple[Array, Array, Array, Array]) -> tuple[Array, Array, Array, Array]:
+        params, f0, grad, hess = state
+        delta = solve3(hess + 1e-9 * jnp.eye(3), grad)
         delta = delta * jnp.minimum(1.0, 5.0 / jnp.maximum(jnp.linalg.norm(delta), 1e-12))
+        if not damped:
+            return (params - delta, *at(params - delta))
 
-        def halve(state: tuple[Array, Array]) -> tuple[Array, Array]:
-            u, _ = state
-            return u * 0.5, loss(params - u * 0.5 * delta)
+        def halve(s: tuple) -> tuple:
+            u = s[0] * 0.5
+            return (u, *at(params - u * delta))
 
-        u, f = jax.lax.while_loop(lambda s: raises(s[1], f0) & (s[0] > 1e-4), halve, (1.0, loss(params - delta)))
-        return params - u * delta, f
+        u, f, g, h = jax.lax.while_loop(lambda s: raises(s[1], f0) & (s[0] > 1e-4), halve,
+                                        (1.0, *at(params - delta)))
+        return params - u * delta, f, g, h
 
-    params, _ = jax.lax.fori_loop(0, n_iter, step, (start, loss(start)))
-    grad, _ = _irls(params, xs, ys, w, prior)
+    params, _, grad, _ = jax.lax.fori_loop(0, n_iter, step, (start, *at(start)))
     return params, jnp.max(jnp.abs(grad))
 
 
@@ -376,11 +408,11 @@ def raw_win_rate(y: Array, weight: Array) -> Array:
 
 @float64
 def fit_all_models(grid: LCGrid, weight: Array, gamma: Array, gamed: LCGrid, gamed_weight: float,
-                   prior: Prior, start: Array, n_iter: int = 25) -> dict[str, Array]:
+                   prior: Prior, start: Array, n_iter: int = 25, damped: bool = True) -> dict[str, Array]:
     """Fit every model (vmapped) under per-row ``weight`` (models, instructions); LC and raw win rates too."""
 
     def one(y: Array, t: Array, w: Array, p0: Array) -> tuple[Array, Array, Array, Array]:
-        params, gnorm = fit_model_glm(y, t, w, gamma, gamed, gamed_weight, prior, p0, n_iter)
+        params, gnorm = fit_model_glm(y, t, w, gamma, gamed, gamed_weight, prior, p0, n_iter, damped)
         return params, gnorm, lc_win_rate(params, gamma, w), raw_win_rate(y, w)
 
     params, gnorm, lc, raw = jax.vmap(one)(grid.y, grid.tanh_len, weight, start)

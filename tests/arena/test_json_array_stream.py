@@ -106,3 +106,73 @@ def test_peak_memory_well_below_the_whole_file_parse(tmp_path):
 
     streamed, whole = grown(""), grown("import arena.io.json_array\n" + WHOLE)
     assert whole > 80 and streamed < whole / 1.5, (streamed, whole)  # measured by VmHWM: 333 vs 602 MB
+
+
+@pytest.mark.parametrize("indent", [1, 2, "\t"])
+def test_indented_arrays_are_cut_at_their_record_ends_without_a_full_scan(tmp_path, monkeypatch, indent):
+    """``json.dump(..., indent=N)`` (Chatbot Arena's files): records end with a line break, the records' indent
+    and ``},``. Blocks are cut there (only the last block is scanned quote by quote, to find the array's end)
+    and give the frame of the whole-file parse; names holding ``\\n },`` (escaped in the text) change nothing."""
+    recs = arena_array(400)
+    for i in range(0, 400, 7):
+        recs[i]["model_a"] = 'odd\n },{"x": ['  # as JSON text: odd\\n },{\\"x\\": [
+    path = tmp_path / "clean_battle.json"
+    path.write_text(json.dumps(recs, indent=indent), encoding="utf-8")
+    scanned, reads = [], []
+    top_level, record_lines = json_array._top_level, json_array.record_lines
+    monkeypatch.setattr(json_array, "_top_level", lambda text: scanned.append(len(text)) or top_level(text))
+    monkeypatch.setattr(json_array, "record_lines", lambda *a: reads.append(a) or record_lines(*a))
+    blocks = list(json_array.record_lines(path, 4096))
+    assert len(blocks) > 20 and sum(n for _, n in blocks) == 400 and len(scanned) == 1
+    monkeypatch.setattr(json_array, "BLOCK_BYTES", 4096)
+    loads = ({}, {"lean": True}, {"lean": True, "need": ()}, {"lean": True, "need": data.STYLE_COLUMNS})
+    streamed = [(kw, data.load_battles(path, **kw)) for kw in loads]
+    assert len(scanned) == len(reads) >= 5  # one scan a read: its last block
+    monkeypatch.setattr(json_array, "read_json_array", lambda p, lean=None: None)
+    for kw, got in streamed:
+        whole = data.load_battles(path, **kw)
+        pd.testing.assert_frame_equal(_plain(got), _plain(whole), check_exact=True)
+        assert got.models == whole.models and got.skipped == whole.skipped
+
+
+def test_record_ends_inside_a_record_fall_back_to_the_whole_file_reader(tmp_path):
+    """A hand-indented array whose nested object also closes at the records' indent: the cut there leaves a
+    text that is not a sequence of whole records, so the whole-file reader reads it (the same battles)."""
+    text = json.dumps(arena_array(60), indent=1)
+    nested = '\n  "extra": {"x": 1\n },\n  "conv_metadata": {'
+    for at in (0, len(text) // 2):
+        path = tmp_path / "b.json"
+        path.write_text(text[:at] + text[at:].replace('\n  "conv_metadata": {', nested, 1), encoding="utf-8")
+        assert json_array.read_json_array(path, None, 512) is None
+        assert len(data.load_battles(path)) == 60
+
+
+def test_utf8_is_checked_across_blocks_that_skip_decoding(tmp_path):
+    """ASCII blocks are not decoded, unless a sequence from the block before is pending: a lone lead byte at a
+    block's end, then ASCII, is still bad UTF-8 (the whole read names it), and text split inside a character
+    reads as the whole parse."""
+    text = json.dumps(arena_array(3)).encode()
+    path = tmp_path / "b.json"
+    for at in range(60, 70):  # the lead byte at, or near, the end of the first 64-byte block
+        path.write_bytes(text[:at] + b"\xc3" + text[at:])
+        assert json_array.read_json_array(path, None, 64) is None, at
+    recs = arena_array(30)
+    for r in recs[::3]:
+        r["model_a"] = "modèle-ü"
+    path.write_text(json.dumps(recs, ensure_ascii=False, indent=1), encoding="utf-8")
+    got = json_array.read_json_array(path, None, 61)
+    assert got is not None and (got["model_a"] == [r["model_a"] for r in recs]).all()
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+def test_a_raw_line_break_inside_a_string_is_refused_as_by_the_whole_file_reader(tmp_path, monkeypatch, indent):
+    """JSON text never holds a raw line break inside a string: blocks keep their line breaks, so Arrow's
+    parse refuses one and the whole-file reader names it (the streamed read made it a space and read on)."""
+    text = json.dumps(arena_array(60), indent=indent).replace('"model-', '"model\n },-', 1)
+    path = tmp_path / "b.json"
+    path.write_text(text, encoding="utf-8")
+    for block in (512, json_array.BLOCK_BYTES):
+        assert json_array.read_json_array(path, None, block) is None
+        monkeypatch.setattr(json_array, "BLOCK_BYTES", block)
+        with pytest.raises(ValueError, match="b.json, line .*not valid JSON"):
+            data.load_battles(path)

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -233,3 +234,57 @@ def test_the_plugin_scan_filter_serves_other_callers_everything() -> None:
     assert ours == every and "jax" in every
     assert all(name.startswith("jax_rocm") for name in jax_module["found"])
     assert md.distributions.__module__ == "importlib.metadata"
+
+
+def test_rank_starts_its_jax_import_thread_before_jax_is_loaded() -> None:
+    """JAX (~0.5 s) is imported in a thread while the file is read: nothing ``rank`` imports before that thread
+    starts may load it (``rank_output`` once did, through ``arena.leaderboard_table``, so the import ran
+    first on the main thread, and a warm rank took longer). The process stops as the thread starts."""
+    code = ("import os, sys, threading\n"
+            "def stop(self):\n"
+            "    print(self.name, sorted(m for m in ('jax', 'jaxlib', 'arena.leaderboard', 'arena.io.json_array')\n"
+            "                             if m in sys.modules), flush=True)\n"
+            "    os._exit(0)\n"
+            "threading.Thread.start = stop\n"
+            "from preflab_cli import main\n"
+            f"main(['rank', {str(DEMO)!r}, '--ci', 'both', '--top', '3'])\n")
+    out = python_prints(code)
+    assert out == "preflab-import-jax []", out
+
+
+def test_help_loads_no_library_of_the_commands() -> None:
+    """``preflab --help`` lists every command from their modules' signatures alone: it loads no numerics, no
+    data frames, no store, no HTTP client and none of the judge (whose names load on first use)."""
+    code = ("import sys\n"
+            "from preflab_cli import main\n"
+            "try:\n"
+            "    main(['--help'])\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "heavy = ('jax', 'numpy', 'pandas', 'pyarrow', 'scipy', 'sqlalchemy', 'streamlit', 'httpx', 'ssl',\n"
+            "         'matplotlib', 'judge', 'arena.io', 'llm', 'answering')\n"
+            "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert "Usage: preflab" in res.stdout and "judge" in res.stdout
+    assert res.stderr.strip() == "[]", res.stderr
+
+
+def test_command_signatures_hold_objects_not_strings() -> None:
+    """Typer reads each command's signature twice per run, compiling and evaluating every string annotation
+    each time (postponed annotations: ~25 ms of every ``preflab`` start for ~300 options); evaluated once when
+    the module loads, they cost that once. Every command's annotations are objects."""
+    import typer
+
+    from preflab_cli import app
+
+    def callbacks(typer_app: typer.Typer) -> Iterator[Callable]:
+        yield from (c.callback for c in typer_app.registered_commands)
+        for group in typer_app.registered_groups:
+            yield from callbacks(group.typer_instance)
+
+    found = list(callbacks(app))
+    postponed = sorted(f"{f.__module__}.{f.__name__}" for f in found
+                       if any(isinstance(a, str) for a in f.__annotations__.values()))
+    assert len(found) == 21 and postponed == []  # (15 commands and `judge`'s 6)
