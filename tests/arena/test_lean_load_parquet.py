@@ -12,7 +12,7 @@ import pytest
 from arena.io import battles as data
 from arena.io import readers
 from preflab.errors import InputError
-from tests.arena.test_lean_load import arena_records, whole_file_readers, write
+from tests.arena.test_lean_load import arena_records, small_chunks, whole_file_readers, write
 from tests.preflab_cli import bad_cases as bc
 
 
@@ -202,3 +202,84 @@ def test_conv_metadata_is_parsed_only_when_a_style_total_is_kept(tmp_path, name,
     assert calls and set(STYLE_COLUMNS) <= set(styled.df.columns)
     names = ["model_a", "model_b", "winner"]
     pd.testing.assert_frame_equal(slim.df[names], styled.df[names])
+
+
+def short_page_file(tmp_path, metadata: dict | None = None):
+    """9 battles in row groups of 7 and 2, the first data page of ``model_a`` counting 6 values, not 7."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([bc.battle(i) for i in range(9)])
+    if metadata is not None:
+        table = table.replace_schema_metadata(metadata)
+    pq.write_table(table, tmp_path / "ok.parquet", row_group_size=7, compression="NONE")
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    start = pq.ParquetFile(tmp_path / "ok.parquet").metadata.row_group(0).column(0).data_page_offset
+    at = raw.index(b",\x15\x0e", start) + 2  # DataPageHeader (field 5), num_values (field 1) = 7, zigzag 14
+    assert at < start + 12, "not the first data page header of model_a"
+    raw[at] = 0x0C  # 6 values
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def test_parquet_page_header_short_of_its_rows_is_the_same_error_from_every_read(tmp_path):
+    """Found by flipping each bit of the fuzz's Parquet file in turn: a data page header of ``model_a`` that counts
+    6 values where its row group holds 7. Arrow's batches (of 4 rows) end at the shortest column, so the chunked,
+    lean and slim loads silently gave 8 battles of 9, while the whole-file read (and the lean load's fallback)
+    named the mismatch. Every read now gives that one message naming the file; the CLI exits 2 with it."""
+    from preflab_cli import main
+
+    path = short_page_file(tmp_path)
+    messages = set()
+    for readers_of in (small_chunks, ExitStack, whole_file_readers):  # batches of 4 rows, of all rows, none
+        for lean, need in ((False, None), (True, None), (True, ())):
+            with readers_of(), pytest.raises(InputError, match="not a readable Parquet file") as e:
+                data.load_battles(path, lean=lean, need=need)
+            messages.add(str(e.value))
+    assert len(messages) == 1 and str(path) in messages.pop()
+    with pytest.raises(SystemExit) as done:
+        main(["info", str(path)])
+    assert done.value.code == 2
+
+
+@pytest.mark.parametrize("column", ["model_a", "judge"])
+def test_parquet_dictionary_holding_a_value_twice_reads_as_written_in_every_read(tmp_path, column):
+    """The seed-5 fuzz class: Arrow's ``read_dictionary`` dedups a dictionary page's values but not its indices
+    (``a0 a1 a2 a3`` with ``a1`` flipped to ``a0`` reads as ``a0 a2 a3``, the last index out of bounds), while
+    decoding the column reads the names as written. Every read, chunked or whole, kept (``model_a``) or dropped
+    by a slim load (``judge``), gives the names as written: ``a0 a0 a2 a3``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = ["a0", "a1", "a2", "a3"] * 3
+    table = pa.table({"model_a": names if column == "model_a" else ["m"] * 12, "model_b": ["b"] * 12,
+                      "winner": ["model_a", "tie"] * 6, "judge": names if column == "judge" else ["j"] * 12})
+    pq.write_table(table, tmp_path / "ok.parquet", compression="NONE")
+    raw = bytearray((tmp_path / "ok.parquet").read_bytes())
+    raw[raw.index(b"a1") + 1] = ord("0")  # the dictionary page comes first in its column chunk
+    path = tmp_path / "b.parquet"
+    path.write_bytes(bytes(raw))
+    with pytest.raises(IndexError):  # the cause: Arrow's dictionary read, not the file
+        pq.read_table(path, read_dictionary=[column]).to_pandas()
+    for readers_of in (small_chunks, ExitStack, whole_file_readers):
+        for lean, need in ((False, None), (True, None), (True, ())):
+            with readers_of():
+                got = data.load_battles(path, lean=lean, need=need)
+            if column in got.df:
+                assert got.df[column].astype(str).tolist() == ["a0", "a0", "a2", "a3"] * 3
+            assert len(got.df) == 12
+
+
+def test_parquet_corrupt_in_pandas_metadata_and_a_page_names_the_same_problem_in_every_read(tmp_path):
+    """Fuzz seed 5 (200 examples): pandas read the ``pandas`` metadata before the pages when given ``columns=``
+    (a slim load's whole-file read, without ``conv_metadata``) and after them otherwise, so the full and lean
+    loads named the bad page and the slim load the bad metadata. The metadata is now read first by every read."""
+    path = short_page_file(tmp_path, {"pandas": "{not json"})
+    messages = set()
+    for readers_of in (small_chunks, ExitStack, whole_file_readers):
+        for lean, need in ((False, None), (True, None), (True, ())):
+            with readers_of(), pytest.raises(InputError, match="not a readable Parquet file") as e:
+                data.load_battles(path, lean=lean, need=need)
+            messages.add(str(e.value))
+    assert len(messages) == 1 and "Expecting property name" in messages.pop()
