@@ -83,24 +83,16 @@ ANSWER = ".preflab-pair .pf-answer[data-side='%s']"  # answer A's or B's box (vo
 
 
 FRESH_ITEM = """(old) => {
-  const stale = (e) => !!e.closest("[data-stale='true']");
   const box = document.querySelector('.preflab-pair[data-item]');
-  const bars = document.querySelectorAll('.st-key-vote_A button');
-  if (!box || bars.length !== 1 || stale(box) || stale(bars[0])) return null;
-  const r = window.__preflabReading && window.__preflabReading.round;
-  if (r) {  // the bar of the round shown: the run before's may stay, unmarked, until its redraw ends
-    const own = document.getElementsByClassName('st-key-vote_A-' + r.replace(/[^a-zA-Z0-9_-]/g, '-'))[0];
-    if (!own || stale(own)) return null;
-  }
+  const vote = document.querySelector('.st-key-vote_A button');
+  if (!box || !vote || box.closest("[data-stale='true']") || vote.closest("[data-stale='true']")) return null;
   const id = box.getAttribute('data-item');
   return id && id !== old ? id : null;
 }"""
 
 
 def shown_item(page, old: str | None = None, timeout: float = 120_000) -> str:  # noqa: ANN001
-    """Wait until the page shows a fresh round of an item other than ``old`` and its own vote bar is the only one
-    (Streamlit marks the run before's elements data-stale only after a while, and a click on the old round's
-    buttons is refused); its id."""
+    """Wait until the page shows a fresh round of an item other than ``old``; its id."""
     return page.wait_for_function(FRESH_ITEM, arg=old, timeout=timeout).json_value()
 
 
