@@ -183,7 +183,8 @@ def claim_turn(engine: Engine, voter: str, address: str | None, prompt: str, spe
     in its length and cost like a battle's own."""
     limits = settings.limits
     carried = {s: battle[f"conversation_{s}"] for s in "ab"} if battle else dict(earlier or {"a": [], "b": []})
-    turns = max(battle["turns"] if battle else 0, sum(m["role"] == "user" for m in carried["a"]))
+    done = battle["turns"] if battle else sum(m["role"] == "user" for m in carried["a"])  # the turns stored
+    turns = max(done, sum(m["role"] == "user" for m in carried["a"]))
     if turns >= limits.max_turns:  # a regenerated battle's carried turns count: Regenerate resets no count
         raise ArenaRefused("turns", f"the conversation has {turns} turns")
     convs = {s: list(carried[s]) + [{"role": "user", "content": prompt}] for s in "ab"}
@@ -200,12 +201,12 @@ def claim_turn(engine: Engine, voter: str, address: str | None, prompt: str, spe
             _check_spend(conn, usd, tokens, limits, now)
             if battle is None:
                 conn.execute(battles_t.insert().values(**new_battle_row(bid, voter, specs["a"].name, specs["b"].name,
-                                                                        now)))
+                                                                        now, done)))
             elif not conn.execute(battles_t.update().where(
                     battles_t.c.id == bid, battles_t.c.status == "answered", battles_t.c.turns == battle["turns"])
                     .values(status="answering", updated_at=now)).rowcount:
                 raise ArenaRefused("state", f"battle {bid} is no longer answered")
-            conn.execute(spend_t.insert().values(battle_id=bid, turn=battle["turns"] + 1 if battle else 1,
+            conn.execute(spend_t.insert().values(battle_id=bid, turn=done + 1,
                                                  day=_today(now), usd=usd, tokens=tokens, at=now))
 
     retry(attempt)

@@ -123,9 +123,10 @@ def draw_pair(roster: Sequence[ModelSpec], counts: dict[frozenset, int], rng: np
     return (x, y) if rng.random() < 0.5 else (y, x)
 
 
-def new_battle_row(battle_id: str, voter: str, model_a: str, model_b: str, now: float) -> dict:
-    """The stored row of a battle just started (``answering``, no turn yet)."""
-    return dict(id=battle_id, voter=voter, model_a=model_a, model_b=model_b, status="answering", turns=0,
+def new_battle_row(battle_id: str, voter: str, model_a: str, model_b: str, now: float, turns: int = 0) -> dict:
+    """The stored row of a battle just started (``answering``): no turn of its own yet; ``turns``: those it carries
+    as context (Regenerate), counted as its own."""
+    return dict(id=battle_id, voter=voter, model_a=model_a, model_b=model_b, status="answering", turns=turns,
                 conversation_a="[]", conversation_b="[]", answer_meta="[]", created_at=now, updated_at=now)
 
 

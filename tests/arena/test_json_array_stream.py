@@ -58,6 +58,21 @@ def _plain(b: data.Battles) -> pd.DataFrame:
     return df.astype({"line": np.int64})
 
 
+def _streamed_loads(path, monkeypatch) -> list:  # noqa: ANN001
+    """Every kind of load of ``path`` (full, lean, lean with no or the style columns) read in 4 KiB blocks."""
+    monkeypatch.setattr(json_array, "BLOCK_BYTES", 4096)
+    loads = ({}, {"lean": True}, {"lean": True, "need": ()}, {"lean": True, "need": data.STYLE_COLUMNS})
+    return [(kw, data.load_battles(path, **kw)) for kw in loads]
+
+
+def _same_as_the_whole_file_read(path, monkeypatch, streamed: list) -> None:  # noqa: ANN001
+    monkeypatch.setattr(json_array, "read_json_array", lambda p, lean=None: None)
+    for kw, got in streamed:
+        whole = data.load_battles(path, **kw)
+        pd.testing.assert_frame_equal(_plain(got), _plain(whole), check_exact=True)
+        assert got.models == whole.models and got.skipped == whole.skipped
+
+
 @pytest.mark.parametrize("indent", [None, 1])
 def test_streamed_blocks_give_the_whole_file_frame(tmp_path, monkeypatch, indent):
     path = tmp_path / "clean_battle.json"
@@ -65,14 +80,8 @@ def test_streamed_blocks_give_the_whole_file_frame(tmp_path, monkeypatch, indent
     blocks = list(json_array.record_lines(path, 4096))
     assert len(blocks) > 20 and sum(n for _, n in blocks) == 500  # read in bounded blocks, every record once
     assert max(len(text) for text, _ in blocks) < 4096 + 2000  # a block plus at most one record
-    monkeypatch.setattr(json_array, "BLOCK_BYTES", 4096)
-    loads = ({}, {"lean": True}, {"lean": True, "need": ()}, {"lean": True, "need": data.STYLE_COLUMNS})
-    streamed = [(kw, data.load_battles(path, **kw)) for kw in loads]
-    monkeypatch.setattr(json_array, "read_json_array", lambda p, lean=None: None)
-    for kw, got in streamed:
-        whole = data.load_battles(path, **kw)
-        pd.testing.assert_frame_equal(_plain(got), _plain(whole), check_exact=True)
-        assert got.models == whole.models and got.skipped == whole.skipped
+    streamed = _streamed_loads(path, monkeypatch)
+    _same_as_the_whole_file_read(path, monkeypatch, streamed)
 
 
 def test_unusual_arrays_fall_back_to_the_whole_file_reader(tmp_path):
@@ -124,15 +133,9 @@ def test_indented_arrays_are_cut_at_their_record_ends_without_a_full_scan(tmp_pa
     monkeypatch.setattr(json_array, "record_lines", lambda *a: reads.append(a) or record_lines(*a))
     blocks = list(json_array.record_lines(path, 4096))
     assert len(blocks) > 20 and sum(n for _, n in blocks) == 400 and len(scanned) == 1
-    monkeypatch.setattr(json_array, "BLOCK_BYTES", 4096)
-    loads = ({}, {"lean": True}, {"lean": True, "need": ()}, {"lean": True, "need": data.STYLE_COLUMNS})
-    streamed = [(kw, data.load_battles(path, **kw)) for kw in loads]
+    streamed = _streamed_loads(path, monkeypatch)
     assert len(scanned) == len(reads) >= 5  # one scan a read: its last block
-    monkeypatch.setattr(json_array, "read_json_array", lambda p, lean=None: None)
-    for kw, got in streamed:
-        whole = data.load_battles(path, **kw)
-        pd.testing.assert_frame_equal(_plain(got), _plain(whole), check_exact=True)
-        assert got.models == whole.models and got.skipped == whole.skipped
+    _same_as_the_whole_file_read(path, monkeypatch, streamed)
 
 
 def test_record_ends_inside_a_record_fall_back_to_the_whole_file_reader(tmp_path):

@@ -93,6 +93,18 @@ def test_regenerate_is_a_new_battle_with_the_same_models_and_the_old_one_never_c
     assert load_votes(open_store(sqlite_url), "battle").empty
 
 
+def _regenerate_refused(monkeypatch, tmp_path, sqlite_url, bid: int) -> str:  # noqa: ANN001
+    """Press Regenerate on the answered battle ``bid`` (models that would not answer); the page's warnings, once
+    the old battle is shown to stay as it was."""
+    at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
+    at.session_state["battle"] = {"id": bid}
+    at.run()
+    at.button(key="battle_regenerate").click().run()
+    (row,) = rows(sqlite_url)
+    assert row["id"] == bid and row["status"] == "answered"
+    return "\n".join(w.value for w in at.warning)
+
+
 def test_regenerate_is_held_by_the_spend_caps_on_what_it_sends(monkeypatch, tmp_path, sqlite_url):
     """Regenerate sends the earlier turns with the last prompt: its claim counts them against the caps (before:
     the prompt alone, "second", was checked, 2 x (6 + 4 + 24) = 68 tokens, under a 1,000-token day; what it
@@ -102,13 +114,7 @@ def test_regenerate_is_held_by_the_spend_caps_on_what_it_sends(monkeypatch, tmp_
     specs = dict(zip("ab", load_arena(_write_roster(tmp_path)), strict=True))
     sent = {s: load_battle(open_store(sqlite_url), bid)[f"conversation_{s}"][:-1] for s in "ab"}
     assert turn_cost(specs, sent, ArenaSettings(ArenaLimits()))[1] > 10_000  # what Regenerate would send
-    at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
-    at.session_state["battle"] = {"id": bid}
-    at.run()
-    at.button(key="battle_regenerate").click().run()
-    assert "spending limit" in "\n".join(w.value for w in at.warning)
-    (row,) = rows(sqlite_url)
-    assert row["id"] == bid and row["status"] == "answered"
+    assert "spending limit" in _regenerate_refused(monkeypatch, tmp_path, sqlite_url, bid)
     with open_store(sqlite_url).connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(spend_t)).scalar_one() == 0
 
@@ -118,18 +124,12 @@ def test_regenerate_meets_the_conversation_length_cap(monkeypatch, tmp_path, sql
     old battle stays (before: a new battle sent all 5,000+ characters against a 2,000-character cap)."""
     monkeypatch.setenv("PREFLAB_ARENA_MAX_CONVERSATION", "2000")
     bid = _answered(sqlite_url, long=5000)
-    at = _page(monkeypatch, tmp_path, sqlite_url, _roster(DEAD, DEAD))
-    at.session_state["battle"] = {"id": bid}
-    at.run()
-    at.button(key="battle_regenerate").click().run()
-    assert "length limit (2,000 characters)" in "\n".join(w.value for w in at.warning)
-    (row,) = rows(sqlite_url)
-    assert row["id"] == bid and row["status"] == "answered"
+    assert "length limit (2,000 characters)" in _regenerate_refused(monkeypatch, tmp_path, sqlite_url, bid)
 
 
 def test_a_regenerated_battle_counts_its_carried_turns(sqlite_url):
     """Regenerate resets no count: a new battle carrying two turns is at the two-turn cap (before: it was at
-    turn 0 and could take max_turns more)."""
+    turn 0 and could take max_turns more), and its stored ``turns`` counts the carried ones (before: from 0)."""
     engine = open_store(sqlite_url)
     carried = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
                {"role": "user", "content": "second"}, {"role": "assistant", "content": "two"}]
@@ -140,7 +140,9 @@ def test_a_regenerated_battle_counts_its_carried_turns(sqlite_url):
     assert e.value.reason == "turns"
     regenerated = claim_turn(engine, "ann", None, "second", specs, settings, None,
                              {"a": carried[:2], "b": carried[:2]})
+    assert regenerated["turns"] == 1  # the turn it carries, stored as its own (before: 0, then 1 after its answer)
     assert save_turn(engine, regenerated["id"], carried, carried, {"a": gen("two"), "b": gen("two")})
+    assert load_battle(engine, regenerated["id"])["turns"] == 2
     with pytest.raises(ArenaRefused) as e:  # its follow-up: the conversation has two turns, the battle one
         claim_turn(engine, "ann", None, "third", specs, settings, load_battle(engine, regenerated["id"]))
     assert e.value.reason == "turns"

@@ -17,17 +17,21 @@ import re
 
 import pandas as pd
 import pytest
-from playwright.sync_api import Error as PlaywrightError
 
 from tests.voting import browser_app
 from tests.voting.browser_app import (
     ANSWER,
     ENGINES,
+    bar_button,
+    cast,
     invite_link,
     login,
     new_page,
+    next_pair,
     shot,
     shown_item,
+    skip,
+    start_voting,
     streamlit_server,
     wait_revealed,
 )
@@ -81,8 +85,7 @@ def test_vote_by_mouse_then_by_keyboard(server, browser):
     assert row["winner_model"] == row["model_left"] and row["outcome"] == "win" and row["item_id"] == first
     page.get_by_text(row["model_left"]).first.wait_for()  # revealed after the vote
     shot(page, "vote-revealed")
-    page.get_by_role("button", name=re.compile("Next")).click()
-    second_item = shown_item(page, old=first)  # the new round, not the old page's buttons
+    second_item = next_pair(page, first)  # the new round, not the old page's buttons
     assert not [m for m in MODELS if m in page.content()]
     page.locator("body").press("2")  # keyboard shortcut: B is better
     wait_revealed(page, "B is better.")
@@ -92,20 +95,6 @@ def test_vote_by_mouse_then_by_keyboard(server, browser):
     shot(page, "vote-keyboard")
 
 
-def click_the_one(page, button) -> None:  # noqa: ANN001
-    """Click ``button`` once the new pair's bar is the only one: the old round's bar goes when its redraw
-    ends, which may be after the new item is on screen (a click on it would be refused as stale)."""
-    for _ in range(100):
-        if button.count() == 1:
-            try:
-                button.click(timeout=1_000)
-                return
-            except PlaywrightError:  # the old bar came back between the count and the click
-                pass
-        page.wait_for_timeout(100)
-    raise AssertionError("two vote bars stayed on screen")
-
-
 def test_model_output_is_text_and_runs_nothing(server, browser):
     base, engine = server
     page = login(browser, base, "xss-voter")
@@ -113,8 +102,7 @@ def test_model_output_is_text_and_runs_nothing(server, browser):
     for _ in range(6):  # skip until the item with the HTML attack (q000) is on screen
         if shown == "q000":
             break
-        click_the_one(page, page.get_by_role("button", name=re.compile("Skip")))
-        shown = shown_item(page, old=shown)
+        shown = skip(page, shown)
     page.get_by_text("window.__pwned = 1").first.wait_for(timeout=120_000)  # the answers, not just the prompt
     visible = page.locator(ANSWER % "A").all_inner_texts() + page.locator(ANSWER % "B").all_inner_texts()
     assert len(visible) == 2 and all("<script>window.__pwned = 1</script>" in t for t in visible), visible
@@ -145,8 +133,7 @@ def test_two_voters_at_once_every_vote_lands(server, browser):
         for k, page in enumerate(pages):
             wait_revealed(page, "a tie.")
             if round_ < 2:
-                page.get_by_role("button", name=re.compile("Next")).click()
-                items[k] = shown_item(page, old=items[k])
+                items[k] = next_pair(page, items[k])
     votes = load_votes(engine)
     for k in range(2):
         mine = votes[votes["voter"] == f"parallel-{k}"]
@@ -212,8 +199,7 @@ def test_undo_counts_down_in_the_browser_without_a_rerun_a_second(server, browse
     page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
     page.goto(invite_link(base, "tick-voter"))
     shown_item(page)
-    page.locator(".st-key-vote_A button").click()
-    wait_revealed(page, "A is better.")
+    cast(page, "A", "A is better.")
     label = page.locator(".st-key-undo button")
     first = int(re.search(r"\((\d+) s left", label.inner_text()).group(1))
     before = len(sent)
@@ -227,13 +213,14 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
     its box, the vote bar on screen without scrolling, the Undo button counting down."""
     base, engine = server
     page = login(browser, base, "poem-reader", viewport={"width": 1280, "height": 900})
+    before = shown_item(page)  # the tiny dataset's pair
     page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").click()
     page.get_by_role("option", name="zz-poems").click()
     page.get_by_text("How to judge").wait_for(timeout=120_000)
     assert "rhyme and metre first" in page.content()
     shot(page, "vote-criteria")
     page.get_by_role("button", name=re.compile("start voting")).click()
-    item = shown_item(page)
+    item = shown_item(page, old=before)
     assert item in ("p0", "p1")
     boxes = [page.locator(ANSWER % side) for side in "AB"]
     texts = [b.inner_text() for b in boxes]
@@ -242,11 +229,10 @@ def test_poems_keep_their_lines_long_answers_scroll_and_the_vote_bar_fits(server
     assert abs(heights[0] - heights[1]) < 2, heights
     scrolls = [b.evaluate("e => e.scrollHeight > e.clientHeight + 10") for b in boxes]
     assert sorted(scrolls) == [False, True]  # the long answer scrolls inside its box, the limerick does not
-    bar = page.locator(".st-key-vote_A button").bounding_box()
+    bar = bar_button(page, "vote_A").bounding_box()
     assert bar["y"] + bar["height"] <= 900, bar
     shot(page, "vote-poems-1280x900")
-    page.locator(".st-key-vote_A button").click()
-    wait_revealed(page, "A is better.")
+    cast(page, "A", "A is better.")
     label = page.locator(".st-key-undo button")
     first = int(re.search(r"\((\d+) s left", label.inner_text()).group(1))
     page.wait_for_function(f"""() => {{ const m = document.querySelector('.st-key-undo button').innerText
@@ -298,10 +284,7 @@ def test_invite_link_survives_a_reload_and_open_voting_is_labelled(server, brows
     guest = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     guest.goto(base)
     guest.get_by_text("Open voting").first.wait_for(timeout=60_000)
-    guest.get_by_role("button", name="Start voting").click()
-    who = guest.get_by_text(re.compile(r"^Voting as guest-[0-9a-f]{10}$"))
-    who.wait_for(timeout=60_000)
-    name = who.inner_text()
+    name = "Voting as " + start_voting(guest)
     guest.reload()
     guest.get_by_text(name, exact=True).wait_for(timeout=60_000)  # the same anonymous id after a reload
     shot(guest, "vote-open-guest")
@@ -311,13 +294,10 @@ def test_undo_after_the_reveal_brings_another_item(server, browser):
     """Integrity rule: the voter saw the models, so the undone item does not come back; a new one does."""
     base, engine = server
     page = login(browser, base, "undo-voter")
-    prompt = page.get_by_text(re.compile(r"^Prompt number \d+\?$"))
-    first = prompt.inner_text(timeout=60_000)
-    page.get_by_role("button", name=re.compile("A is better")).click()
-    page.get_by_text("Vote saved: A is better.").wait_for(timeout=60_000)
-    page.get_by_role("button", name=re.compile("Undo")).click()
-    page.get_by_text(re.compile(r"^Prompt number \d+\?$")).wait_for(timeout=60_000)
-    wait_for(lambda: prompt.inner_text(timeout=60_000) != first, timeout=60)  # the new item's prompt
+    first = shown_item(page)
+    cast(page, "A", "A is better.")
+    page.locator(".st-key-undo button").click()
+    shown_item(page, old=first)  # a new item's round
     assert load_votes(engine).query("voter == 'undo-voter'").empty
     assert count_rows(engine, "undone_votes") >= 1
     shot(page, "vote-undone")
@@ -335,13 +315,11 @@ def test_a_vote_sends_only_the_bar_and_next_the_new_pair(server, browser):
     first = shown_item(page)
     answer = page.locator(ANSWER % "A").inner_text().strip().splitlines()[-1][:20].encode()
     got.clear()
-    page.locator(".st-key-vote_A button").click()
-    wait_revealed(page, "A is better.")
+    cast(page, "A", "A is better.")
     vote = b"".join(got)
     assert b"Prompt number" not in vote and answer not in vote, "a vote sent the prompt and answers again"
     got.clear()
-    page.locator(".st-key-next button").click()
-    shown_item(page, old=first)
+    next_pair(page, first)
     assert b"Prompt number" in b"".join(got), "Next did not send the new pair"
     # no fade of a rerunning fragment's old elements: ~60 frames per slow click in every voter's tab
     stale = page.evaluate("""() => { const e = document.createElement('div');  // styled as Streamlit does

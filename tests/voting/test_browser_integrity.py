@@ -19,9 +19,13 @@ import pytest
 from tests.voting.browser_app import (  # noqa: F401  (browser: the fixture)
     ENGINES,
     browser,
+    cast,
+    click_bar,
     invite_link,
+    next_pair,
     shot,
     shown_item,
+    start_voting,
     streamlit_server,
     wait_revealed,
 )
@@ -73,10 +77,13 @@ def page_from(browser, address: str = "192.0.2.10"):  # noqa: ANN001, ANN201, F8
     return ctx.new_page()
 
 
-def vote_after_reading(page, choice: str = "A") -> None:  # noqa: ANN001
-    """Wait out the minimum time on the pair, then click ``choice``."""
+def vote_after_reading(page, choice: str = "A", said: str | None = None) -> None:  # noqa: ANN001
+    """Wait out the minimum time on the pair, then click ``choice``; with ``said``, until the vote is revealed."""
     page.wait_for_timeout(1000 * MIN_S + 150)
-    page.locator(f".st-key-vote_{choice} button").click()
+    if said:
+        cast(page, choice, said)
+    else:
+        click_bar(page, f"vote_{choice}")
 
 
 def test_a_dataset_name_with_a_blank_letter_is_refused(server, browser, tmp_path):  # noqa: F811
@@ -110,12 +117,10 @@ def test_a_click_racing_skip_never_votes_on_the_new_pair(server, browser):  # no
         page.wait_for_timeout(delay)
         page.mouse.click(a["x"] + a["width"] / 2, a["y"] + a["height"] / 2)
         new = shown_item(page, old=shown)
-        vote_after_reading(page, "B")  # only this vote may land (the page still offers the vote bar)
-        wait_revealed(page, "B is better.")
+        vote_after_reading(page, "B", "B is better.")  # only this vote may land (the page still offers the vote bar)
         votes = load_votes(engine).query("voter == 'racer'")
         assert votes["item_id"].tolist()[-1] == new and votes["winner_model"].iloc[-1] == votes["model_right"].iloc[-1]
-        page.locator(".st-key-next button").click()
-        shown = shown_item(page, old=new)
+        shown = next_pair(page, new)
     votes = load_votes(engine).query("voter == 'racer'")
     assert len(votes) == 3 and (votes["winner_model"] == votes["model_right"]).all()
     assert (votes["seconds_on_pair"] >= MIN_S).all()
@@ -141,16 +146,13 @@ def test_a_replayed_vote_message_casts_nothing(server, browser):  # noqa: F811
     first = shown_item(page)
     page.wait_for_timeout(1000 * MIN_S + 150)
     before = page.evaluate("window.__sent.length")
-    page.locator(".st-key-vote_A button").click()
-    wait_revealed(page, "A is better.")
+    cast(page, "A", "A is better.")
     captured = page.evaluate("window.__sent.length") - before
     assert captured >= 1
-    page.locator(".st-key-next button").click()
-    second = shown_item(page, old=first)
+    second = next_pair(page, first)
     page.wait_for_timeout(1000 * MIN_S + 150)
     page.evaluate(f"() => window.__sent.slice({before}, {before + captured}).forEach((m) => window.__ws.send(m))")
-    vote_after_reading(page, "B")  # on the old page the replay had voted A: no B button left to click
-    wait_revealed(page, "B is better.")
+    vote_after_reading(page, "B", "B is better.")  # on the old page the replay had voted A: no B button left to click
     votes = load_votes(engine).query("voter == 'replayer'")
     assert votes["item_id"].tolist() == [first, second]
     assert votes["winner_model"].tolist() == [votes["model_left"].iloc[0], votes["model_right"].iloc[1]]
@@ -159,10 +161,7 @@ def test_a_replayed_vote_message_casts_nothing(server, browser):  # noqa: F811
 def _guest(browser, base: str, address: str):  # noqa: ANN001, ANN202, F811
     page = page_from(browser, address)
     page.goto(base)
-    page.get_by_role("button", name="Start voting").click()
-    who = page.get_by_text(re.compile(r"^Voting as guest-[0-9a-f]{10}$"))
-    who.wait_for()
-    return page, who.inner_text().removeprefix("Voting as ")
+    return page, start_voting(page)
 
 
 def _refused_for_rate(page) -> None:  # noqa: ANN001
@@ -181,10 +180,8 @@ def test_open_voting_cannot_be_stuffed(server, browser):  # noqa: F811
     page, guest = _guest(browser, base, "198.51.100.1")
     for _ in range(2):
         shown = shown_item(page)
-        vote_after_reading(page)
-        wait_revealed(page, "A is better.")
-        page.locator(".st-key-next button").click()
-        shown_item(page, old=shown)
+        vote_after_reading(page, "A", "A is better.")
+        next_pair(page, shown)
     _refused_for_rate(page)
     page.reload()
     page.get_by_text(f"Voting as {guest}", exact=True).wait_for()  # the same id after a reload ...
@@ -192,16 +189,13 @@ def test_open_voting_cannot_be_stuffed(server, browser):  # noqa: F811
     _refused_for_rate(page)  # ... and no fresh allowance
     second, other = _guest(browser, base, "198.51.100.1")  # a new guest id from the same address
     assert other != guest
-    shown_item(second)
-    vote_after_reading(second)
-    wait_revealed(second, "A is better.")
-    second.locator(".st-key-next button").click()
-    shown_item(second)
+    voted = shown_item(second)
+    vote_after_reading(second, "A", "A is better.")
+    next_pair(second, voted)
     _refused_for_rate(second)  # the address has cast its 3
     third, _ = _guest(browser, base, "203.0.113.5")  # another address is not affected
     shown_item(third)
-    vote_after_reading(third)
-    wait_revealed(third, "A is better.")
+    vote_after_reading(third, "A", "A is better.")
     guests = load_votes(engine).query("voter.str.startswith('guest-')")
     assert len(guests) == 4 and guests["voter"].nunique() == 3
     third.goto(f"{base}/data")
@@ -232,8 +226,7 @@ def test_nothing_is_fetched_from_another_host(server, browser):  # noqa: F811
     assert "[image: a cat]" in labels.all_inner_texts() and "[image: dog]" in labels.all_inner_texts()
     assert "[image: the picture]" in labels.all_inner_texts()
     assert page.locator(".preflab-pair img").count() == 0
-    vote_after_reading(page)
-    wait_revealed(page, "A is better.")
+    vote_after_reading(page, "A", "A is better.")
     page.get_by_text(MODELS[0]).or_(page.get_by_text(MODELS[1])).or_(page.get_by_text(MODELS[2])).first.wait_for()
     page.evaluate("() => document.fonts.ready")
     page.wait_for_load_state("networkidle")

@@ -19,10 +19,14 @@ from tests.voting import browser_app
 from tests.voting.browser_app import (
     ANSWER,
     ENGINES,
+    bar_button,
+    cast,
     invite_link,
     new_page,
+    round_shown,
     shot,
     shown_item,
+    skip,
     streamlit_server,
     wait_revealed,
 )
@@ -83,31 +87,15 @@ def open_reader(browser, base: str, voter: str, viewport: dict):  # noqa: ANN001
     list of requests to other hosts, which stays empty)."""
     outside: list = []
     page = open_as(browser, base, voter, viewport, outside)
-    shown_item(page)
-    page.wait_for_function("() => !!window.__preflabReading")
-    _, shown = fresh_round(page, None)
-    return page, shown, outside
+    return page, read_round(page, shown_item(page)), outside
 
 
-FRESH_ROUND = """(old) => { const r = window.__preflabReading && window.__preflabReading.round;
-  if (!r || r === old) return null;
-  const bar = document.getElementsByClassName('st-key-vote_A-' + r.replace(/[^a-zA-Z0-9_-]/g, '-'))[0];
-  const p = document.querySelector('.preflab-pair[data-item]');
-  if (!bar || !p || bar.closest("[data-stale='true']") || p.closest("[data-stale='true']")) return null;
-  return [r, p.getAttribute('data-item')];
-}"""
-
-
-def fresh_round(page, old: str | None) -> tuple[str, str]:  # noqa: ANN001
-    """Wait until the page shows a round other than ``old`` with its own vote buttons (their keys carry the
-    round; Streamlit marks the run before's buttons data-stale only after a while, so a button not marked
-    stale may still be the old one, whose click the page refuses); (round, item)."""
-    r, item = page.wait_for_function(FRESH_ROUND, arg=old, timeout=120_000).json_value()
-    return r, item
-
-
-def current_round(page) -> str:  # noqa: ANN001
-    return page.evaluate("() => window.__preflabReading.round")
+def read_round(page, item: str) -> str:  # noqa: ANN001
+    """``item``, once the reading script has taken the round shown (:func:`tests.voting.browser_app.shown_item`):
+    it keeps the new pair's top in view until the page settles."""
+    page.wait_for_function("(r) => !!window.__preflabReading && window.__preflabReading.round === r",
+                           arg=round_shown(page), timeout=120_000)
+    return item
 
 
 def go_to(page, item: str, shown: str) -> str:  # noqa: ANN001
@@ -115,9 +103,7 @@ def go_to(page, item: str, shown: str) -> str:  # noqa: ANN001
     for _ in range(len(ANSWERS)):
         if shown == item:
             return shown
-        old = current_round(page)
-        page.locator(".st-key-skip button").click()
-        _, shown = fresh_round(page, old)
+        shown = read_round(page, skip(page, shown))
     assert shown == item, shown
     return shown
 
@@ -188,13 +174,6 @@ def check_long(page) -> None:  # noqa: ANN001
 CHECKS = {"table": check_table, "code": check_code, "rtl": check_rtl, "poem": check_poem, "long": check_long}
 
 
-def the_one_bar_box(page):  # noqa: ANN001, ANN201
-    """The vote bar's box: the bar of the round shown (its buttons' keys carry the round), never the round
-    before's, which stays until its redraw ends (after :func:`fresh_round`)."""
-    rnd = current_round(page)
-    return page.locator(f".st-key-vote_A-{re.sub(r'[^a-zA-Z0-9_-]', '-', rnd)} button").bounding_box()
-
-
 def test_every_kind_of_answer_reads_well_at_1280x800(server, browser):
     base, _ = server
     page, shown, outside = open_reader(browser, base, "reader-desktop", DESKTOP)
@@ -206,15 +185,13 @@ def test_every_kind_of_answer_reads_well_at_1280x800(server, browser):
     for k in range(len(ANSWERS)):  # every item once, in the order drawn, skipped after its checks
         labels = sorted(page.locator(".preflab-pair .pf-len").all_inner_texts())
         assert labels == sorted(f"{word_count(a):,} word{'' if word_count(a) == 1 else 's'}" for a in ANSWERS[shown])
-        bar = the_one_bar_box(page)  # the vote bar on a 1280x800 screen
+        bar = bar_button(page, "vote_A").bounding_box()  # the vote bar on a 1280x800 screen
         assert bar["y"] + bar["height"] <= DESKTOP["height"], (shown, bar)
         CHECKS[shown](page)
         shot(page, f"reading-{shown}-1280x800")
         seen.append(shown)
         if k < len(ANSWERS) - 1:
-            old = current_round(page)
-            page.locator(".st-key-skip button").click()
-            _, shown = fresh_round(page, old)
+            shown = read_round(page, skip(page, shown))
     assert sorted(seen) == sorted(ANSWERS)
     assert not outside, outside
 
@@ -243,8 +220,7 @@ def test_expand_read_both_and_the_vote_at_1280x800(server, browser):
                            " return e.scrollHeight > 2 * e.clientHeight; }")
     # the voter's progress moves at the vote (not at Next); the Undo/Next row on screen
     mine = int(re.search(r"You: (\d+) of 5", page.locator(".pf-bar[data-bar='0']").inner_text()).group(1))
-    page.locator(".st-key-vote_A button").click()
-    wait_revealed(page, "A is better.")
+    cast(page, "A", "A is better.")
     page.get_by_text(f"You: {mine + 1} of 5 items").wait_for()
     for name in ("undo", "next"):
         row = page.locator(f".st-key-{name} button").bounding_box()
@@ -256,22 +232,18 @@ def test_expand_read_both_and_the_vote_at_1280x800(server, browser):
 def test_back_to_the_top_of_the_pair_after_skip_undo_and_next(server, browser):
     base, _ = server
     page, shown, outside = open_reader(browser, base, "reader-scroll", {"width": 1280, "height": 500})
-    rnd = current_round(page)
     scroll_to_bottom(page)
-    page.locator(".st-key-skip button").click()
-    rnd, shown = fresh_round(page, rnd)
+    shown = read_round(page, skip(page, shown))
     pair_top_in_view(page, shown)
-    page.locator(".st-key-vote_B button").click()
-    wait_revealed(page, "B is better.")
+    cast(page, "B", "B is better.")
     scroll_to_bottom(page)
     page.locator(".st-key-undo button").click()  # the models were revealed: another item comes
-    rnd, shown = fresh_round(page, rnd)
+    shown = read_round(page, shown_item(page, old=shown))
     pair_top_in_view(page, shown)
-    page.locator(".st-key-vote_A button").click()
-    wait_revealed(page, "A is better.")
+    cast(page, "A", "A is better.")
     scroll_to_bottom(page)
     page.locator(".st-key-next button").click()
-    rnd, shown = fresh_round(page, rnd)
+    shown = read_round(page, shown_item(page, old=shown))
     pair_top_in_view(page, shown)
     assert not outside, outside
 
@@ -293,12 +265,11 @@ def test_phone_stacks_the_answers_and_closes_the_sidebar(server, browser):
     page.wait_for_function(f"() => ({collapsed})() === 'false'")
     sidebar.locator("[data-testid='stSelectbox']").click()
     page.get_by_role("option", name="b-other").click()
-    page.wait_for_function("() => { const p = document.querySelector('.preflab-pair[data-item]');"
-                           " return p && /^q\\d+$/.test(p.getAttribute('data-item')); }")
+    assert re.fullmatch(r"q\d+", shown_item(page, old=shown))  # the other dataset's pair, its own bar
     page.wait_for_function(f"() => ({collapsed})() === 'true' && document.querySelector(\"[data-testid='stSidebar']\")"
                            ".getBoundingClientRect().right <= 1")  # closed again, off screen: the pair is readable
     shot(page, "reading-phone-other-dataset")
-    vote = page.locator(".st-key-vote_B button")
+    vote = bar_button(page, "vote_B")
     vote.scroll_into_view_if_needed()
     vote.click()
     wait_revealed(page, "B is better.")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.chromium import ARGS, CHROMIUM
-from tests.voting.browser_app import shown_item, streamlit_server, wait_revealed
+from tests.voting.browser_app import click_until_acted_on, shown_item, streamlit_server, wait_revealed
 from voting.store import open_store
 from voting.votes import seed_demo
 
@@ -114,7 +114,8 @@ def _admin_page(page, title: str) -> None:  # noqa: ANN001
     gate = page.get_by_label("Admin passcode")
     if gate.count():
         gate.fill(PASSCODE)
-        page.get_by_role("button", name="Unlock").click()
+        click_until_acted_on(page, page.get_by_role("button", name="Unlock").click,
+                             lambda t: gate.wait_for(state="detached", timeout=t), lambda _: gate.count() > 0, "Unlock")
 
 
 def test_leaderboard(page):
