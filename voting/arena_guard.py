@@ -183,8 +183,9 @@ def claim_turn(engine: Engine, voter: str, address: str | None, prompt: str, spe
     in its length and cost like a battle's own."""
     limits = settings.limits
     carried = {s: battle[f"conversation_{s}"] for s in "ab"} if battle else dict(earlier or {"a": [], "b": []})
-    done = battle["turns"] if battle else sum(m["role"] == "user" for m in carried["a"])  # the turns stored
-    turns = max(done, sum(m["role"] == "user" for m in carried["a"]))
+    carried_turns = sum(m["role"] == "user" for m in carried["a"])
+    done = battle["turns"] if battle else carried_turns  # the turns stored: a new battle's are those it carries
+    turns = max(done, carried_turns)
     if turns >= limits.max_turns:  # a regenerated battle's carried turns count: Regenerate resets no count
         raise ArenaRefused("turns", f"the conversation has {turns} turns")
     convs = {s: list(carried[s]) + [{"role": "user", "content": prompt}] for s in "ab"}
